@@ -1,0 +1,291 @@
+//! Bearer token (JWT) verification and minting.
+//!
+//! HS256 with a shared secret, or RS256/ES256 with keys from a JWKS document
+//! fetched once and cached (refetched, rate limited, when a token names an
+//! unknown `kid`). `alg: none` cannot be expressed, and the key type is
+//! chosen from configuration, never from the token, so an HS256 token
+//! signed with a public RSA key is refused (algorithm confusion).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde_json::{Map, Value};
+use tokio::sync::RwLock;
+
+use super::{Caller, SCOPE_READ, SCOPE_WRITE};
+use crate::config::JwtConfig;
+use crate::error::ApiError;
+use http::StatusCode;
+
+/// Tokens longer than this are refused before any parsing.
+pub const MAX_TOKEN_LEN: usize = 8 * 1024;
+const JWKS_REFRESH_MIN_INTERVAL: Duration = Duration::from_secs(30);
+
+pub struct Verifier {
+    hs256: Option<DecodingKey>,
+    jwks: Option<JwksCache>,
+    issuer: Option<String>,
+    audience: Option<String>,
+    org_claim: String,
+}
+
+struct JwksCache {
+    url: String,
+    http: reqwest::Client,
+    keys: RwLock<(HashMap<String, (Algorithm, DecodingKey)>, Option<Instant>)>,
+}
+
+impl Verifier {
+    pub fn new(config: &JwtConfig) -> Self {
+        Verifier {
+            hs256: config
+                .hs256_secret
+                .as_ref()
+                .map(|s| DecodingKey::from_secret(s.as_bytes())),
+            jwks: config.jwks_url.as_ref().map(|url| JwksCache {
+                url: url.clone(),
+                http: reqwest::Client::builder()
+                    .timeout(Duration::from_secs(5))
+                    .no_proxy()
+                    .build()
+                    .expect("http client builds"),
+                keys: RwLock::new((HashMap::new(), None)),
+            }),
+            issuer: config.issuer.clone(),
+            audience: config.audience.clone(),
+            org_claim: config.org_claim.clone(),
+        }
+    }
+
+    pub fn is_configured(&self) -> bool {
+        self.hs256.is_some() || self.jwks.is_some()
+    }
+
+    /// Verifies a token and turns its claims into a [`Caller`].
+    pub async fn verify(&self, token: &str) -> Result<Caller, ApiError> {
+        if token.len() > MAX_TOKEN_LEN {
+            return Err(ApiError::invalid_token("the token is too long"));
+        }
+        let header = jsonwebtoken::decode_header(token)
+            .map_err(|_| ApiError::invalid_token("the token is not a well-formed JWT"))?;
+        let (alg, key) = match header.alg {
+            Algorithm::HS256 => match &self.hs256 {
+                Some(key) => (Algorithm::HS256, key.clone()),
+                None => return Err(ApiError::invalid_token("HS256 tokens are not accepted")),
+            },
+            Algorithm::RS256 | Algorithm::ES256 => match &self.jwks {
+                Some(jwks) => jwks.key(header.kid.as_deref(), header.alg).await?,
+                None => return Err(ApiError::invalid_token("RS256/ES256 tokens are not accepted")),
+            },
+            other => {
+                return Err(ApiError::invalid_token(format!(
+                    "the token algorithm {other:?} is not accepted"
+                )))
+            }
+        };
+        let mut validation = Validation::new(alg);
+        validation.validate_nbf = true;
+        validation.leeway = 30;
+        validation.set_required_spec_claims(&["exp"]);
+        match &self.issuer {
+            Some(iss) => validation.set_issuer(&[iss]),
+            None => validation.iss = None,
+        }
+        match &self.audience {
+            Some(aud) => validation.set_audience(&[aud]),
+            None => validation.validate_aud = false,
+        }
+        let data = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation)
+            .map_err(|e| ApiError::invalid_token(describe(&e)))?;
+        self.caller_from_claims(&data.claims)
+    }
+
+    fn caller_from_claims(&self, claims: &Map<String, Value>) -> Result<Caller, ApiError> {
+        let org_id = claims
+            .get(&self.org_claim)
+            .and_then(Value::as_str)
+            .filter(|org| crate::filter::id("org", org).is_ok())
+            .ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    "ORG_CLAIM_MISSING",
+                    format!(
+                        "the token has no valid organization id in claim '{}'",
+                        self.org_claim
+                    ),
+                )
+            })?;
+        Ok(Caller {
+            org_id: org_id.to_owned(),
+            subject: claims.get("sub").and_then(Value::as_str).map(str::to_owned),
+            scopes: scopes(claims),
+        })
+    }
+}
+
+/// OAuth `scope` (space separated) or `scp` (array or string).
+fn scopes(claims: &Map<String, Value>) -> Vec<String> {
+    let mut out = Vec::new();
+    for name in ["scope", "scp"] {
+        match claims.get(name) {
+            Some(Value::String(s)) => out.extend(s.split_whitespace().map(str::to_owned)),
+            Some(Value::Array(items)) => {
+                out.extend(items.iter().filter_map(Value::as_str).map(str::to_owned))
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn describe(e: &jsonwebtoken::errors::Error) -> String {
+    use jsonwebtoken::errors::ErrorKind::*;
+    match e.kind() {
+        ExpiredSignature => "the token has expired".into(),
+        ImmatureSignature => "the token is not valid yet".into(),
+        InvalidSignature => "the token signature is invalid".into(),
+        InvalidIssuer => "the token issuer is not accepted".into(),
+        InvalidAudience => "the token audience is not accepted".into(),
+        MissingRequiredClaim(c) => format!("the token has no '{c}' claim"),
+        InvalidAlgorithm => "the token algorithm is not accepted".into(),
+        _ => "the token is invalid".into(),
+    }
+}
+
+impl JwksCache {
+    async fn key(&self, kid: Option<&str>, alg: Algorithm) -> Result<(Algorithm, DecodingKey), ApiError> {
+        let kid = kid.ok_or_else(|| ApiError::invalid_token("the token has no 'kid'"))?;
+        if let Some(found) = self.lookup(kid, alg).await {
+            return Ok(found);
+        }
+        self.refresh().await;
+        self.lookup(kid, alg)
+            .await
+            .ok_or_else(|| ApiError::invalid_token("the token was signed by an unknown key"))
+    }
+
+    async fn lookup(&self, kid: &str, alg: Algorithm) -> Option<(Algorithm, DecodingKey)> {
+        let keys = self.keys.read().await;
+        keys.0.get(kid).filter(|(a, _)| *a == alg).cloned()
+    }
+
+    /// Fetches the JWKS, at most once per [`JWKS_REFRESH_MIN_INTERVAL`].
+    async fn refresh(&self) {
+        let mut keys = self.keys.write().await;
+        if keys.1.is_some_and(|at| at.elapsed() < JWKS_REFRESH_MIN_INTERVAL) {
+            return;
+        }
+        keys.1 = Some(Instant::now());
+        match self.fetch().await {
+            Ok(set) => keys.0 = set,
+            Err(e) => tracing::warn!(url = %self.url, error = %e, "JWKS fetch failed"),
+        }
+    }
+
+    async fn fetch(&self) -> Result<HashMap<String, (Algorithm, DecodingKey)>, String> {
+        let body = self
+            .http
+            .get(&self.url)
+            .send()
+            .await
+            .and_then(|r| r.error_for_status())
+            .map_err(|e| e.to_string())?
+            .bytes()
+            .await
+            .map_err(|e| e.to_string())?;
+        let set: JwkSet = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
+        let mut out = HashMap::new();
+        for jwk in &set.keys {
+            let (Some(kid), Ok(key)) = (jwk.common.key_id.clone(), DecodingKey::from_jwk(jwk)) else {
+                continue;
+            };
+            let alg = match &jwk.algorithm {
+                jsonwebtoken::jwk::AlgorithmParameters::RSA(_) => Algorithm::RS256,
+                jsonwebtoken::jwk::AlgorithmParameters::EllipticCurve(_) => Algorithm::ES256,
+                _ => continue,
+            };
+            out.insert(kid, (alg, key));
+        }
+        Ok(out)
+    }
+}
+
+/// Mints an HS256 token for `webhooks-local token` and tests.
+pub fn mint_hs256(
+    secret: &str,
+    org_claim: &str,
+    org: &str,
+    scopes: &[&str],
+    ttl: Duration,
+) -> String {
+    let now = chrono::Utc::now().timestamp();
+    let mut claims = Map::new();
+    claims.insert("sub".into(), Value::from(format!("local:{org}")));
+    claims.insert(org_claim.into(), Value::from(org));
+    claims.insert("scope".into(), Value::from(scopes.join(" ")));
+    claims.insert("iat".into(), Value::from(now));
+    claims.insert("exp".into(), Value::from(now + ttl.as_secs() as i64));
+    jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        &claims,
+        &EncodingKey::from_secret(secret.as_bytes()),
+    )
+    .expect("HS256 encoding cannot fail")
+}
+
+pub const ALL_SCOPES: [&str; 2] = [SCOPE_READ, SCOPE_WRITE];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine;
+
+    fn verifier() -> Verifier {
+        Verifier::new(&JwtConfig {
+            hs256_secret: Some("s3cret".into()),
+            jwks_url: None,
+            issuer: None,
+            audience: None,
+            org_claim: "org_id".into(),
+        })
+    }
+
+    fn b64(v: &Value) -> String {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(serde_json::to_vec(v).unwrap())
+    }
+
+    #[tokio::test]
+    async fn accepts_a_minted_token() {
+        let t = mint_hs256("s3cret", "org_id", "org-1", &ALL_SCOPES, Duration::from_secs(60));
+        let caller = verifier().verify(&t).await.unwrap();
+        assert_eq!(caller.org_id, "org-1");
+        assert_eq!(caller.scopes, vec![SCOPE_READ, SCOPE_WRITE]);
+    }
+
+    #[tokio::test]
+    async fn refuses_alg_none_wrong_key_tampering_and_missing_org() {
+        let v = verifier();
+        let none = format!(
+            "{}.{}.",
+            b64(&serde_json::json!({"alg": "none", "typ": "JWT"})),
+            b64(&serde_json::json!({"org_id": "org-1", "exp": 9_999_999_999u64}))
+        );
+        assert_eq!(v.verify(&none).await.unwrap_err().code, "INVALID_TOKEN");
+        let other = mint_hs256("other", "org_id", "org-1", &ALL_SCOPES, Duration::from_secs(60));
+        assert_eq!(v.verify(&other).await.unwrap_err().code, "INVALID_TOKEN");
+        let good = mint_hs256("s3cret", "org_id", "org-1", &ALL_SCOPES, Duration::from_secs(60));
+        let parts: Vec<&str> = good.split('.').collect();
+        let forged = format!(
+            "{}.{}.{}",
+            parts[0],
+            b64(&serde_json::json!({"org_id": "org-2", "exp": 9_999_999_999u64})),
+            parts[2]
+        );
+        assert_eq!(v.verify(&forged).await.unwrap_err().code, "INVALID_TOKEN");
+        let no_org = mint_hs256("s3cret", "tenant", "org-1", &ALL_SCOPES, Duration::from_secs(60));
+        assert_eq!(v.verify(&no_org).await.unwrap_err().code, "ORG_CLAIM_MISSING");
+        assert_eq!(v.verify(&"a".repeat(MAX_TOKEN_LEN + 1)).await.unwrap_err().code, "INVALID_TOKEN");
+    }
+}

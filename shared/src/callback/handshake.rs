@@ -1,0 +1,83 @@
+//! The `validation-token` handshake that proves a callback belongs to the
+//! client: `GET uri` with a fresh token; success only on 200 with the same
+//! token echoed in the response header.
+
+use std::time::Duration;
+
+use http::StatusCode;
+use subtle::ConstantTimeEq;
+use url::Url;
+
+use super::{CallFailure, CallbackClient};
+use crate::error::ApiError;
+
+pub const HEADER: &str = "validation-token";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HandshakeError {
+    Call(CallFailure),
+    BadStatus(u16),
+    TokenMissing,
+    TokenMismatch,
+}
+
+impl HandshakeError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Call(f) => f.code(),
+            Self::BadStatus(_) => "BAD_STATUS",
+            Self::TokenMissing => "TOKEN_MISSING",
+            Self::TokenMismatch => "TOKEN_MISMATCH",
+        }
+    }
+}
+
+impl From<HandshakeError> for ApiError {
+    fn from(e: HandshakeError) -> Self {
+        let detail = match &e {
+            HandshakeError::Call(CallFailure::DnsFailed) => "the callback host could not be resolved".to_owned(),
+            HandshakeError::Call(CallFailure::AddressForbidden) => {
+                "the callback address is not allowed (private, loopback, link-local or reserved)".to_owned()
+            }
+            HandshakeError::Call(CallFailure::ConnectFailed) => "could not connect to the callback".to_owned(),
+            HandshakeError::Call(CallFailure::TlsFailed) => "the TLS handshake with the callback failed".to_owned(),
+            HandshakeError::Call(CallFailure::Timeout) => "the callback did not answer in time".to_owned(),
+            HandshakeError::BadStatus(s) => {
+                format!("the callback answered the validation request with status {s}, expected 200")
+            }
+            HandshakeError::TokenMissing => {
+                "the callback's response has no validation-token header".to_owned()
+            }
+            HandshakeError::TokenMismatch => {
+                "the callback's validation-token header does not match the value sent".to_owned()
+            }
+        };
+        ApiError::new(StatusCode::BAD_REQUEST, e.code(), detail)
+    }
+}
+
+impl CallbackClient {
+    /// Runs the handshake against `url` (already checked by the policy).
+    pub async fn handshake(&self, url: &Url, token: &str, timeout: Duration) -> Result<(), HandshakeError> {
+        let response = self
+            .http
+            .get(url.clone())
+            .header(HEADER, token)
+            .timeout(timeout)
+            .send()
+            .await
+            .map_err(|e| HandshakeError::Call(CallFailure::classify(&e)))?;
+        if response.status() != StatusCode::OK {
+            return Err(HandshakeError::BadStatus(response.status().as_u16()));
+        }
+        let echoed = response
+            .headers()
+            .get(HEADER)
+            .ok_or(HandshakeError::TokenMissing)?;
+        if echoed.as_bytes().ct_eq(token.as_bytes()).into() {
+            Ok(())
+        } else {
+            Err(HandshakeError::TokenMismatch)
+        }
+    }
+}

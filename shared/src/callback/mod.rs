@@ -1,0 +1,96 @@
+//! Outbound calls to client callbacks: the address policy, a resolver that
+//! enforces it at connect time, the validation handshake, and the failure
+//! classification shared by handshake and delivery.
+
+pub mod handshake;
+pub mod policy;
+pub mod resolver;
+
+use std::error::Error as StdError;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use policy::{AddressPolicy, UriProblem};
+pub use resolver::{Dns, ResolveError, SystemDns};
+
+/// One HTTP client for every callback, built once at init: no proxy, no
+/// redirects, every resolved address checked against the policy.
+#[derive(Clone)]
+pub struct CallbackClient {
+    pub(crate) http: reqwest::Client,
+    pub policy: Arc<AddressPolicy>,
+}
+
+impl CallbackClient {
+    pub fn new(policy: AddressPolicy, dns: Arc<dyn Dns>) -> Self {
+        let policy = Arc::new(policy);
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .dns_resolver(Arc::new(resolver::PolicyResolver::new(policy.clone(), dns)))
+            .connect_timeout(Duration::from_secs(5))
+            .pool_idle_timeout(Duration::from_secs(30))
+            .user_agent(concat!("webhooks/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .expect("callback HTTP client builds");
+        CallbackClient { http, policy }
+    }
+}
+
+/// Why a call to a callback did not produce a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallFailure {
+    DnsFailed,
+    AddressForbidden,
+    ConnectFailed,
+    TlsFailed,
+    Timeout,
+}
+
+impl CallFailure {
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::DnsFailed => "DNS_FAILED",
+            Self::AddressForbidden => "ADDRESS_FORBIDDEN",
+            Self::ConnectFailed => "CONNECT_FAILED",
+            Self::TlsFailed => "TLS_FAILED",
+            Self::Timeout => "TIMEOUT",
+        }
+    }
+
+    pub fn classify(e: &reqwest::Error) -> Self {
+        if let Some(r) = find_in_chain::<ResolveError>(e) {
+            return match r {
+                ResolveError::Dns(_) => Self::DnsFailed,
+                ResolveError::Forbidden(_) => Self::AddressForbidden,
+            };
+        }
+        if e.is_timeout() {
+            Self::Timeout
+        } else if find_in_chain::<rustls::Error>(e).is_some() {
+            Self::TlsFailed
+        } else {
+            Self::ConnectFailed
+        }
+    }
+}
+
+/// Finds an error of type `T` in a source chain, looking inside `io::Error`s
+/// too (their `source()` skips the error they wrap).
+fn find_in_chain<'a, T: StdError + 'static>(e: &'a (dyn StdError + 'static)) -> Option<&'a T> {
+    let mut cur: Option<&'a (dyn StdError + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(t) = err.downcast_ref::<T>() {
+            return Some(t);
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            if let Some(inner) = io.get_ref() {
+                if let Some(t) = find_in_chain::<T>(inner) {
+                    return Some(t);
+                }
+            }
+        }
+        cur = err.source();
+    }
+    None
+}

@@ -1,0 +1,193 @@
+//! Typed configuration, read once at start-up from `WEBHOOKS_*` variables.
+//! Every bad value is reported with the name of its variable.
+
+use std::time::Duration;
+
+/// Where the service runs; decides the defaults that differ between a
+/// developer's laptop and a deployment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    /// `webhooks-local`: callbacks on localhost over plain http are the norm.
+    Local,
+    /// Deployed Lambdas: https only, public addresses only.
+    Lambda,
+}
+
+#[derive(Debug, Clone)]
+pub struct JwtConfig {
+    pub hs256_secret: Option<String>,
+    pub jwks_url: Option<String>,
+    pub issuer: Option<String>,
+    pub audience: Option<String>,
+    pub org_claim: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub api_keys: Vec<String>,
+    pub jwt: JwtConfig,
+    pub allow_http_callbacks: bool,
+    pub allow_private_callbacks: bool,
+    pub handshake_timeout: Duration,
+    pub delivery_timeout: Duration,
+    pub default_lifetime: Duration,
+    pub max_lifetime: Duration,
+    pub max_subscriptions_per_org: usize,
+    pub retry_schedule: Vec<Duration>,
+    pub blacklist_after: Duration,
+    pub subscriptions_table: Option<String>,
+    pub messages_table: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{var}: {message}")]
+pub struct ConfigError {
+    pub var: &'static str,
+    pub message: String,
+}
+
+const DAY: u64 = 86_400;
+
+impl Config {
+    pub fn from_env(profile: Profile) -> Result<Self, ConfigError> {
+        Self::from_lookup(profile, |k| std::env::var(k).ok())
+    }
+
+    pub fn from_lookup(
+        profile: Profile,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let get = |var: &str| lookup(var).filter(|v| !v.trim().is_empty());
+        let local = profile == Profile::Local;
+        let bool_var = |var: &'static str, default: bool| match get(var) {
+            None => Ok(default),
+            Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+                "true" | "1" | "yes" => Ok(true),
+                "false" | "0" | "no" => Ok(false),
+                _ => Err(ConfigError { var, message: format!("expected true or false, got '{v}'") }),
+            },
+        };
+        let duration_var = |var: &'static str, default: Duration| match get(var) {
+            None => Ok(default),
+            Some(v) => parse_duration(&v).map_err(|message| ConfigError { var, message }),
+        };
+        let millis_var = |var: &'static str, default: u64| match get(var) {
+            None => Ok(Duration::from_millis(default)),
+            Some(v) => v
+                .trim()
+                .parse::<u64>()
+                .map(Duration::from_millis)
+                .or_else(|_| parse_duration(&v))
+                .map_err(|_| ConfigError { var, message: format!("expected milliseconds, got '{v}'") }),
+        };
+        let retry_schedule = match get("WEBHOOKS_RETRY_SCHEDULE") {
+            None => "5s,30s,2m,10m,30m,1h,2h,4h,8h,12h"
+                .split(',')
+                .map(|d| parse_duration(d).expect("default schedule parses"))
+                .collect(),
+            Some(v) => v
+                .split(',')
+                .map(parse_duration)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|message| ConfigError { var: "WEBHOOKS_RETRY_SCHEDULE", message })?,
+        };
+        let max_subscriptions_per_org = match get("WEBHOOKS_MAX_SUBSCRIPTIONS_PER_ORG") {
+            None => 1000,
+            Some(v) => v.trim().parse::<usize>().ok().filter(|n| *n > 0).ok_or(ConfigError {
+                var: "WEBHOOKS_MAX_SUBSCRIPTIONS_PER_ORG",
+                message: format!("expected a positive integer, got '{v}'"),
+            })?,
+        };
+        let config = Config {
+            api_keys: get("WEBHOOKS_API_KEYS")
+                .map(|v| v.split(',').map(|k| k.trim().to_owned()).filter(|k| !k.is_empty()).collect())
+                .unwrap_or_default(),
+            jwt: JwtConfig {
+                hs256_secret: get("WEBHOOKS_JWT_HS256_SECRET"),
+                jwks_url: get("WEBHOOKS_JWT_JWKS_URL"),
+                issuer: get("WEBHOOKS_JWT_ISSUER"),
+                audience: get("WEBHOOKS_JWT_AUDIENCE"),
+                org_claim: get("WEBHOOKS_JWT_ORG_CLAIM").unwrap_or_else(|| "org_id".to_owned()),
+            },
+            allow_http_callbacks: bool_var("WEBHOOKS_ALLOW_HTTP_CALLBACKS", local)?,
+            allow_private_callbacks: bool_var("WEBHOOKS_ALLOW_PRIVATE_CALLBACKS", local)?,
+            handshake_timeout: millis_var("WEBHOOKS_HANDSHAKE_TIMEOUT_MS", 5_000)?,
+            delivery_timeout: millis_var("WEBHOOKS_DELIVERY_TIMEOUT_MS", 10_000)?,
+            default_lifetime: duration_var("WEBHOOKS_DEFAULT_LIFETIME", Duration::from_secs(90 * DAY))?,
+            max_lifetime: duration_var("WEBHOOKS_MAX_LIFETIME", Duration::from_secs(3650 * DAY))?,
+            max_subscriptions_per_org,
+            retry_schedule,
+            blacklist_after: duration_var("WEBHOOKS_BLACKLIST_AFTER", Duration::from_secs(DAY))?,
+            subscriptions_table: get("WEBHOOKS_SUBSCRIPTIONS_TABLE"),
+            messages_table: get("WEBHOOKS_MESSAGES_TABLE"),
+        };
+        if config.default_lifetime > config.max_lifetime {
+            return Err(ConfigError {
+                var: "WEBHOOKS_DEFAULT_LIFETIME",
+                message: "is longer than WEBHOOKS_MAX_LIFETIME".into(),
+            });
+        }
+        Ok(config)
+    }
+}
+
+/// Parses `200ms`, `5s`, `2m`, `1h`, `90d`, `10y` (a year is 365 days).
+pub fn parse_duration(input: &str) -> Result<Duration, String> {
+    let s = input.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("'{input}' is not a duration like 200ms, 5s, 2m, 1h or 90d"))?;
+    let secs = |mult: u64| n.checked_mul(mult).map(Duration::from_secs);
+    let d = match unit {
+        "ms" => Some(Duration::from_millis(n)),
+        "s" => secs(1),
+        "m" => secs(60),
+        "h" => secs(3600),
+        "d" => secs(DAY),
+        "y" => secs(365 * DAY),
+        _ => None,
+    };
+    d.ok_or_else(|| format!("'{input}' is not a duration like 200ms, 5s, 2m, 1h or 90d"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("200ms"), Ok(Duration::from_millis(200)));
+        assert_eq!(parse_duration(" 5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("90d"), Ok(Duration::from_secs(90 * DAY)));
+        for bad in ["", "5", "s", "5 s", "-1s", "1w", "99999999999999999999y"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn bad_values_name_their_variable() {
+        let err = Config::from_lookup(Profile::Local, |k| {
+            (k == "WEBHOOKS_RETRY_SCHEDULE").then(|| "5s,often".to_owned())
+        })
+        .unwrap_err();
+        assert_eq!(err.var, "WEBHOOKS_RETRY_SCHEDULE");
+        let err = Config::from_lookup(Profile::Local, |k| {
+            (k == "WEBHOOKS_ALLOW_PRIVATE_CALLBACKS").then(|| "maybe".to_owned())
+        })
+        .unwrap_err();
+        assert_eq!(err.var, "WEBHOOKS_ALLOW_PRIVATE_CALLBACKS");
+    }
+
+    #[test]
+    fn profiles_differ_only_in_callback_policy() {
+        let local = Config::from_lookup(Profile::Local, |_| None).unwrap();
+        let lambda = Config::from_lookup(Profile::Lambda, |_| None).unwrap();
+        assert!(local.allow_private_callbacks && local.allow_http_callbacks);
+        assert!(!lambda.allow_private_callbacks && !lambda.allow_http_callbacks);
+        assert_eq!(local.retry_schedule.len(), 10);
+        assert_eq!(local.jwt.org_claim, "org_id");
+    }
+}

@@ -1,0 +1,29 @@
+//! `webhook-core`: everything the webhook subscription service does, behind
+//! ports, independent of the runtime (AWS Lambda or `webhooks-local`).
+//!
+//! - [`model`]: the wire types of the public interface
+//! - [`filter`]: the event filter grammar
+//! - [`subscription`], [`message`]: the handlers
+//! - [`http`]: routing, parsing and problem+json rendering shared by runtimes
+//! - [`auth`]: API keys, bearer tokens, organization and scopes
+//! - [`callback`]: SSRF policy, handshake (and delivery) to client callbacks
+//! - [`store`]: the store port and its adapters
+
+pub mod app;
+pub mod auth;
+pub mod callback;
+pub mod config;
+pub mod error;
+pub mod filter;
+pub mod http;
+pub mod message;
+pub mod model;
+pub mod page;
+pub mod secret;
+pub mod store;
+pub mod subscription;
+
+pub use app::App;
+pub use auth::Caller;
+pub use config::{Config, Profile};
+pub use error::ApiError;

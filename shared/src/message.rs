@@ -1,0 +1,16 @@
+//! Message lookup for clients that received a notification.
+
+use crate::app::App;
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::model::Message;
+use crate::subscription::store_failure;
+
+/// `GET /message/getmessagebyid/{messageId}`: only the caller's organization's messages.
+pub async fn get_message(app: &App, caller: &Caller, id: &str) -> Result<Message, ApiError> {
+    app.store
+        .get_message(&caller.org_id, id)
+        .await
+        .map_err(store_failure)?
+        .ok_or_else(|| ApiError::not_found("MESSAGE_NOT_FOUND", "no message with this id"))
+}

@@ -1,0 +1,138 @@
+//! Wire types of the public interface. Field names follow `spec/interface.md` exactly.
+
+use serde::{Deserialize, Serialize};
+
+/// Body of `POST /webhooksubscription`. Fields are optional here so that
+/// validation can report every missing field at once.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct SubscriptionRequest {
+    pub uri: Option<String>,
+    #[serde(rename = "eventFilters")]
+    pub event_filters: Option<Vec<String>>,
+    /// The spec's spelling, with the correct spelling accepted as an alias.
+    #[serde(rename = "expiresDateInMillies", alias = "expiresDateInMillis")]
+    pub expires_date_in_millies: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum SubscriptionStatus {
+    Active,
+    Blacklisted,
+    Expired,
+}
+
+impl SubscriptionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "ACTIVE",
+            Self::Blacklisted => "BLACKLISTED",
+            Self::Expired => "EXPIRED",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "ACTIVE" => Some(Self::Active),
+            "BLACKLISTED" => Some(Self::Blacklisted),
+            "EXPIRED" => Some(Self::Expired),
+            _ => None,
+        }
+    }
+}
+
+/// A filter the caller asked for but may not use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DisabledFilter {
+    pub filter: String,
+    pub reason: String,
+    pub message: String,
+    #[serde(rename = "orgId")]
+    pub org_id: String,
+    pub id: String,
+}
+
+/// Response of create/update and element of a page's `content`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Subscription {
+    pub id: String,
+    pub uri: String,
+    #[serde(rename = "eventFilters")]
+    pub event_filters: Vec<String>,
+    #[serde(rename = "disabledFilters")]
+    pub disabled_filters: Vec<DisabledFilter>,
+    #[serde(rename = "expirationTime")]
+    pub expiration_time: String,
+    #[serde(rename = "expiresIn")]
+    pub expires_in: i64,
+    pub status: SubscriptionStatus,
+    #[serde(rename = "createdDateTime")]
+    pub created_date_time: String,
+    #[serde(rename = "lastUpdateDateTime")]
+    pub last_update_date_time: String,
+    #[serde(rename = "orgId")]
+    pub org_id: String,
+}
+
+/// `GET /webhooksubscription/{id}/secret`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SigningSecret {
+    pub key: String,
+}
+
+/// A stored SMS message, as returned by `getmessagebyid`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    pub id: String,
+    pub owner: Option<String>,
+    pub time: Option<String>,
+    pub direction: String,
+    pub to: Vec<String>,
+    pub from: String,
+    pub text: String,
+    pub media: Vec<String>,
+    pub attachments: Vec<String>,
+}
+
+/// Spring Data `Sort.Order` as the spec serialises it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SortOrder {
+    pub direction: String,
+    #[serde(rename = "nullHandling")]
+    pub null_handling: String,
+    pub ascending: bool,
+    pub property: String,
+    #[serde(rename = "ignoreCase")]
+    pub ignore_case: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pageable {
+    pub unpaged: bool,
+    pub paged: bool,
+    #[serde(rename = "pageSize")]
+    pub page_size: u64,
+    #[serde(rename = "pageNumber")]
+    pub page_number: u64,
+    pub offset: u64,
+    pub sort: Vec<SortOrder>,
+}
+
+/// Spring Data `Page<Subscription>`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Page<T> {
+    #[serde(rename = "totalElements")]
+    pub total_elements: u64,
+    #[serde(rename = "totalPages")]
+    pub total_pages: u64,
+    pub pageable: Pageable,
+    pub first: bool,
+    pub last: bool,
+    pub size: u64,
+    pub content: Vec<T>,
+    pub number: u64,
+    pub sort: Vec<SortOrder>,
+    #[serde(rename = "numberOfElements")]
+    pub number_of_elements: u64,
+    pub empty: bool,
+}

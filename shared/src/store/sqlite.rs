@@ -1,0 +1,262 @@
+//! Embedded store: one SQLite file (WAL), schema migrations embedded.
+//! Calls run on tokio's blocking pool so SQLite never blocks the runtime.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
+
+use super::{DisabledEntry, Store, StoreError, StoredSubscription, Upsert};
+use crate::model::{Message, SubscriptionStatus};
+
+/// Schema versions, applied in order; `PRAGMA user_version` records progress.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE subscriptions (
+    id               TEXT PRIMARY KEY,
+    org_id           TEXT NOT NULL,
+    uri              TEXT NOT NULL,
+    event_filters    TEXT NOT NULL,  -- JSON array of canonical filters
+    disabled_filters TEXT NOT NULL,  -- JSON array of DisabledEntry
+    expires_at       INTEGER NOT NULL,
+    status           TEXT NOT NULL,
+    created_at       INTEGER NOT NULL,
+    updated_at       INTEGER NOT NULL,
+    secret           TEXT NOT NULL,
+    UNIQUE (org_id, uri)
+);
+-- Filter index: fan-out is a key lookup, whatever the number of subscriptions.
+CREATE TABLE subscription_filters (
+    filter          TEXT NOT NULL,
+    subscription_id TEXT NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+    PRIMARY KEY (filter, subscription_id)
+) WITHOUT ROWID;
+CREATE INDEX subscription_filters_by_subscription ON subscription_filters (subscription_id);
+CREATE TABLE messages (
+    org_id TEXT NOT NULL,
+    id     TEXT NOT NULL,
+    body   TEXT NOT NULL,  -- the Message as JSON
+    PRIMARY KEY (org_id, id)
+) WITHOUT ROWID;
+"#];
+
+#[derive(Clone)]
+pub struct SqliteStore {
+    conn: Arc<Mutex<Connection>>,
+}
+
+fn backend(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database file and migrates it.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let conn = Connection::open(path).map_err(backend)?;
+        Self::init(conn)
+    }
+
+    fn init(mut conn: Connection) -> Result<Self, StoreError> {
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+             PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;",
+        )
+        .map_err(backend)?;
+        migrate(&mut conn)?;
+        Ok(SqliteStore {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    /// Runs `f` with the connection on the blocking pool.
+    async fn with<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut guard = conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            f(&mut guard)
+        })
+        .await
+        .map_err(backend)?
+    }
+}
+
+fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let version: usize = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(backend)?;
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
+        let tx = conn.transaction().map_err(backend)?;
+        tx.execute_batch(sql).map_err(backend)?;
+        tx.pragma_update(None, "user_version", i + 1).map_err(backend)?;
+        tx.commit().map_err(backend)?;
+    }
+    Ok(())
+}
+
+const COLUMNS: &str = "id, org_id, uri, event_filters, disabled_filters, expires_at, status, created_at, updated_at, secret";
+
+fn row_to_subscription(row: &Row<'_>) -> rusqlite::Result<StoredSubscription> {
+    let json_err = |i: usize, e: serde_json::Error| {
+        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
+    };
+    let filters: String = row.get(3)?;
+    let disabled: String = row.get(4)?;
+    let status: String = row.get(6)?;
+    Ok(StoredSubscription {
+        id: row.get(0)?,
+        org_id: row.get(1)?,
+        uri: row.get(2)?,
+        event_filters: serde_json::from_str(&filters).map_err(|e| json_err(3, e))?,
+        disabled_filters: serde_json::from_str::<Vec<DisabledEntry>>(&disabled).map_err(|e| json_err(4, e))?,
+        expires_at: row.get(5)?,
+        status: SubscriptionStatus::parse(&status).unwrap_or(SubscriptionStatus::Active),
+        created_at: row.get(7)?,
+        updated_at: row.get(8)?,
+        secret: row.get(9)?,
+    })
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn upsert_subscription(&self, u: Upsert) -> Result<(StoredSubscription, bool), StoreError> {
+        self.with(move |conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            let existing: Option<String> = tx
+                .query_row(
+                    "SELECT id FROM subscriptions WHERE org_id = ?1 AND uri = ?2",
+                    params![u.org_id, u.uri],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(backend)?;
+            let filters = serde_json::to_string(&u.event_filters).map_err(backend)?;
+            let disabled = serde_json::to_string(&u.disabled_filters).map_err(backend)?;
+            let created = existing.is_none();
+            let id = match existing {
+                Some(id) => {
+                    tx.execute(
+                        "UPDATE subscriptions SET event_filters = ?2, disabled_filters = ?3, \
+                         expires_at = ?4, status = 'ACTIVE', updated_at = ?5 WHERE id = ?1",
+                        params![id, filters, disabled, u.expires_at, u.now],
+                    )
+                    .map_err(backend)?;
+                    tx.execute("DELETE FROM subscription_filters WHERE subscription_id = ?1", [&id])
+                        .map_err(backend)?;
+                    id
+                }
+                None => {
+                    let count: usize = tx
+                        .query_row("SELECT count(*) FROM subscriptions WHERE org_id = ?1", [&u.org_id], |r| r.get(0))
+                        .map_err(backend)?;
+                    if count >= u.max_per_org {
+                        return Err(StoreError::LimitReached(count));
+                    }
+                    tx.execute(
+                        "INSERT INTO subscriptions (id, org_id, uri, event_filters, disabled_filters, \
+                         expires_at, status, created_at, updated_at, secret) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'ACTIVE', ?7, ?7, ?8)",
+                        params![u.new_id, u.org_id, u.uri, filters, disabled, u.expires_at, u.now, u.new_secret],
+                    )
+                    .map_err(backend)?;
+                    u.new_id.clone()
+                }
+            };
+            for filter in &u.event_filters {
+                tx.execute(
+                    "INSERT INTO subscription_filters (filter, subscription_id) VALUES (?1, ?2)",
+                    params![filter, id],
+                )
+                .map_err(backend)?;
+            }
+            let stored = tx
+                .query_row(&format!("SELECT {COLUMNS} FROM subscriptions WHERE id = ?1"), [&id], row_to_subscription)
+                .map_err(backend)?;
+            tx.commit().map_err(backend)?;
+            Ok((stored, created))
+        })
+        .await
+    }
+
+    async fn get_subscription(&self, org_id: &str, id: &str) -> Result<Option<StoredSubscription>, StoreError> {
+        let (org_id, id) = (org_id.to_owned(), id.to_owned());
+        self.with(move |conn| {
+            conn.prepare_cached(&format!("SELECT {COLUMNS} FROM subscriptions WHERE id = ?1 AND org_id = ?2"))
+                .and_then(|mut s| s.query_row(params![id, org_id], row_to_subscription).optional())
+                .map_err(backend)
+        })
+        .await
+    }
+
+    async fn list_subscriptions(&self, org_id: &str) -> Result<Vec<StoredSubscription>, StoreError> {
+        let org_id = org_id.to_owned();
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(&format!("SELECT {COLUMNS} FROM subscriptions WHERE org_id = ?1"))
+                .map_err(backend)?;
+            let rows = stmt.query_map([org_id], row_to_subscription).map_err(backend)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+        })
+        .await
+    }
+
+    async fn delete_subscription(&self, org_id: &str, id: &str) -> Result<bool, StoreError> {
+        let (org_id, id) = (org_id.to_owned(), id.to_owned());
+        self.with(move |conn| {
+            // Filter index rows go with it (ON DELETE CASCADE).
+            let n = conn
+                .execute("DELETE FROM subscriptions WHERE id = ?1 AND org_id = ?2", params![id, org_id])
+                .map_err(backend)?;
+            Ok(n > 0)
+        })
+        .await
+    }
+
+    async fn subscriptions_for_filter(&self, filter: &str) -> Result<Vec<StoredSubscription>, StoreError> {
+        let filter = filter.to_owned();
+        self.with(move |conn| {
+            let cols = COLUMNS.split(", ").map(|c| format!("s.{c}")).collect::<Vec<_>>().join(", ");
+            let mut stmt = conn
+                .prepare_cached(&format!(
+                    "SELECT {cols} FROM subscription_filters f JOIN subscriptions s ON s.id = f.subscription_id \
+                     WHERE f.filter = ?1"
+                ))
+                .map_err(backend)?;
+            let rows = stmt.query_map([filter], row_to_subscription).map_err(backend)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+        })
+        .await
+    }
+
+    async fn put_message(&self, org_id: &str, message: &Message) -> Result<(), StoreError> {
+        let org_id = org_id.to_owned();
+        let id = message.id.clone();
+        let body = serde_json::to_string(message).map_err(backend)?;
+        self.with(move |conn| {
+            conn.execute(
+                "INSERT INTO messages (org_id, id, body) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (org_id, id) DO UPDATE SET body = excluded.body",
+                params![org_id, id, body],
+            )
+            .map_err(backend)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn get_message(&self, org_id: &str, id: &str) -> Result<Option<Message>, StoreError> {
+        let (org_id, id) = (org_id.to_owned(), id.to_owned());
+        self.with(move |conn| {
+            let body: Option<String> = conn
+                .prepare_cached("SELECT body FROM messages WHERE org_id = ?1 AND id = ?2")
+                .and_then(|mut s| s.query_row(params![org_id, id], |r| r.get(0)).optional())
+                .map_err(backend)?;
+            body.map(|b| serde_json::from_str(&b).map_err(backend)).transpose()
+        })
+        .await
+    }
+}

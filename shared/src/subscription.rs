@@ -1,0 +1,262 @@
+//! Subscription handlers: plain async functions over the ports, called by the
+//! Lambda functions and by `webhooks-local` alike.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use http::StatusCode;
+
+use crate::app::{iso_millis, now_ms, App};
+use crate::auth::Caller;
+use crate::callback::UriProblem;
+use crate::error::{ApiError, FieldError};
+use crate::filter::EventFilter;
+use crate::model::{DisabledFilter, Page, SigningSecret, Subscription, SubscriptionRequest, SubscriptionStatus};
+use crate::page::{Order, PageRequest};
+use crate::secret;
+use crate::store::{DisabledEntry, StoreError, StoredSubscription, Upsert};
+
+pub const MAX_FILTERS: usize = 20;
+pub const SORTABLE: &[&str] = &["id", "uri", "status", "createdDateTime", "lastUpdateDateTime", "expirationTime"];
+const DEFAULT_ORDER: &[Order] = &[
+    Order { property: "createdDateTime", ascending: true, ignore_case: false },
+    Order { property: "id", ascending: true, ignore_case: false },
+];
+
+/// `POST /webhooksubscription`: validate, run the handshake, then create or
+/// update the subscription identified by (organization, uri).
+pub async fn create_subscription(app: &App, caller: &Caller, request: SubscriptionRequest) -> Result<Subscription, ApiError> {
+    let now = now_ms();
+    let valid = validate(app, caller, request, now)?;
+    let url = match app.callbacks.policy.check_uri(&valid.uri) {
+        Ok(url) => url,
+        Err(UriProblem::Invalid(m)) => return Err(ApiError::field("uri", m)),
+        Err(UriProblem::Forbidden(ip)) => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "ADDRESS_FORBIDDEN",
+                format!("callbacks to {ip} are not allowed (private, loopback, link-local or reserved address)"),
+            ))
+        }
+    };
+    if valid.enabled.is_empty() {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "NO_ENABLED_FILTERS",
+            format!("none of the event filters belongs to organization {}", caller.org_id),
+        ));
+    }
+    let token = secret::validation_token();
+    if let Err(e) = app.callbacks.handshake(&url, &token, app.config.handshake_timeout).await {
+        tracing::info!(org_id = %caller.org_id, code = e.code(), "callback validation failed");
+        return Err(e.into());
+    }
+    let upsert = Upsert {
+        org_id: caller.org_id.clone(),
+        uri: valid.uri,
+        event_filters: valid.enabled,
+        disabled_filters: valid.disabled,
+        expires_at: valid.expires_at,
+        now,
+        new_id: uuid::Uuid::new_v4().to_string(),
+        new_secret: secret::new_signing_secret(),
+        max_per_org: app.config.max_subscriptions_per_org,
+    };
+    let (stored, created) = app.store.upsert_subscription(upsert).await.map_err(|e| match e {
+        StoreError::LimitReached(n) => ApiError::new(
+            StatusCode::CONFLICT,
+            "SUBSCRIPTION_LIMIT_REACHED",
+            format!("the organization already has {n} subscriptions, the maximum; delete one first"),
+        ),
+        other => store_failure(other),
+    })?;
+    tracing::info!(org_id = %caller.org_id, subscription_id = %stored.id, created, "subscription saved");
+    Ok(render(&stored, now_ms()))
+}
+
+struct Valid {
+    uri: String,
+    enabled: Vec<String>,
+    disabled: Vec<DisabledEntry>,
+    expires_at: i64,
+}
+
+fn validate(app: &App, caller: &Caller, request: SubscriptionRequest, now: i64) -> Result<Valid, ApiError> {
+    let mut errors = Vec::new();
+    let uri = match request.uri {
+        Some(uri) if !uri.trim().is_empty() => uri.trim().to_owned(),
+        _ => {
+            errors.push(FieldError::new("uri", "is required"));
+            String::new()
+        }
+    };
+    let mut enabled = Vec::new();
+    let mut disabled = Vec::new();
+    match request.event_filters {
+        None => errors.push(FieldError::new("eventFilters", "is required")),
+        Some(f) if f.is_empty() => errors.push(FieldError::new("eventFilters", "must hold at least one filter")),
+        Some(f) if f.len() > MAX_FILTERS => {
+            errors.push(FieldError::new("eventFilters", format!("must hold at most {MAX_FILTERS} filters")))
+        }
+        Some(filters) => {
+            let mut seen: HashMap<String, usize> = HashMap::new();
+            for (i, raw) in filters.iter().enumerate() {
+                let field = format!("eventFilters[{i}]");
+                let filter = match EventFilter::parse(raw) {
+                    Ok(f) => f,
+                    Err(e) => {
+                        errors.push(FieldError::new(field, format!("'{}' is not a valid filter: {e}", truncate(raw))));
+                        continue;
+                    }
+                };
+                let canonical = filter.to_string();
+                if let Some(j) = seen.insert(canonical.clone(), i) {
+                    errors.push(FieldError::new(field, format!("repeats eventFilters[{j}]")));
+                } else if filter.organization_id == caller.org_id {
+                    enabled.push(canonical);
+                } else {
+                    disabled.push(DisabledEntry {
+                        message: format!(
+                            "organization {} is not the caller's organization",
+                            filter.organization_id
+                        ),
+                        filter: canonical,
+                        reason: "PERMISSION_DENIED".to_owned(),
+                    });
+                }
+            }
+        }
+    }
+    let max_expiry = now.saturating_add(app.config.max_lifetime.as_millis() as i64);
+    let expires_at = match request.expires_date_in_millies {
+        None | Some(0) => now + app.config.default_lifetime.as_millis() as i64,
+        Some(t) if t <= now => {
+            errors.push(FieldError::new(
+                "expiresDateInMillies",
+                "is in the past: give an absolute time in epoch milliseconds, or 0 for the default lifetime",
+            ));
+            0
+        }
+        Some(t) => t.min(max_expiry),
+    };
+    if !errors.is_empty() {
+        return Err(ApiError::validation(errors));
+    }
+    Ok(Valid { uri, enabled, disabled, expires_at })
+}
+
+fn truncate(s: &str) -> String {
+    if s.chars().count() > 100 {
+        format!("{}…", s.chars().take(100).collect::<String>())
+    } else {
+        s.to_owned()
+    }
+}
+
+/// `GET /webhooksubscription/all`.
+pub async fn list_subscriptions(app: &App, caller: &Caller, page: &PageRequest) -> Result<Page<Subscription>, ApiError> {
+    let stored = app.store.list_subscriptions(&caller.org_id).await.map_err(store_failure)?;
+    let now = now_ms();
+    let page = page.apply(stored, DEFAULT_ORDER, compare);
+    Ok(Page {
+        content: page.content.iter().map(|s| render(s, now)).collect(),
+        total_elements: page.total_elements,
+        total_pages: page.total_pages,
+        pageable: page.pageable,
+        first: page.first,
+        last: page.last,
+        size: page.size,
+        number: page.number,
+        sort: page.sort,
+        number_of_elements: page.number_of_elements,
+        empty: page.empty,
+    })
+}
+
+fn compare(a: &StoredSubscription, b: &StoredSubscription, property: &str, ignore_case: bool) -> Ordering {
+    let text = |x: &str, y: &str| {
+        if ignore_case {
+            x.to_lowercase().cmp(&y.to_lowercase())
+        } else {
+            x.cmp(y)
+        }
+    };
+    match property {
+        "id" => text(&a.id, &b.id),
+        "uri" => text(&a.uri, &b.uri),
+        "status" => text(a.status.as_str(), b.status.as_str()),
+        "createdDateTime" => a.created_at.cmp(&b.created_at),
+        "lastUpdateDateTime" => a.updated_at.cmp(&b.updated_at),
+        "expirationTime" => a.expires_at.cmp(&b.expires_at),
+        _ => Ordering::Equal,
+    }
+}
+
+/// `GET /webhooksubscription/{id}`.
+pub async fn get_subscription(app: &App, caller: &Caller, id: &str) -> Result<Subscription, ApiError> {
+    let stored = find(app, caller, id).await?;
+    Ok(render(&stored, now_ms()))
+}
+
+/// `DELETE /webhooksubscription/{id}`.
+pub async fn delete_subscription(app: &App, caller: &Caller, id: &str) -> Result<(), ApiError> {
+    if app.store.delete_subscription(&caller.org_id, id).await.map_err(store_failure)? {
+        tracing::info!(org_id = %caller.org_id, subscription_id = %id, "subscription deleted");
+        Ok(())
+    } else {
+        Err(not_found(id))
+    }
+}
+
+/// `GET /webhooksubscription/{id}/secret`.
+pub async fn get_subscription_secret(app: &App, caller: &Caller, id: &str) -> Result<SigningSecret, ApiError> {
+    let stored = find(app, caller, id).await?;
+    Ok(SigningSecret { key: stored.secret })
+}
+
+async fn find(app: &App, caller: &Caller, id: &str) -> Result<StoredSubscription, ApiError> {
+    app.store
+        .get_subscription(&caller.org_id, id)
+        .await
+        .map_err(store_failure)?
+        .ok_or_else(|| not_found(id))
+}
+
+fn not_found(id: &str) -> ApiError {
+    ApiError::not_found("SUBSCRIPTION_NOT_FOUND", format!("no subscription '{}'", truncate(id)))
+}
+
+pub(crate) fn store_failure(e: StoreError) -> ApiError {
+    tracing::error!(error = %e, "store failure");
+    ApiError::internal()
+}
+
+/// The public view of a stored subscription at time `now`.
+pub fn render(s: &StoredSubscription, now: i64) -> Subscription {
+    let status = match s.status {
+        SubscriptionStatus::Active if s.expires_at <= now => SubscriptionStatus::Expired,
+        other => other,
+    };
+    Subscription {
+        id: s.id.clone(),
+        uri: s.uri.clone(),
+        event_filters: s.event_filters.clone(),
+        disabled_filters: s
+            .disabled_filters
+            .iter()
+            .map(|d| DisabledFilter {
+                filter: d.filter.clone(),
+                reason: d.reason.clone(),
+                message: d.message.clone(),
+                org_id: s.org_id.clone(),
+                id: s.id.clone(),
+            })
+            .collect(),
+        expiration_time: iso_millis(s.expires_at),
+        expires_in: (s.expires_at - now).max(0),
+        status,
+        created_date_time: iso_millis(s.created_at),
+        last_update_date_time: iso_millis(s.updated_at),
+        org_id: s.org_id.clone(),
+    }
+}
