@@ -1,1 +1,111 @@
-fn main() {}
+//! `webhooks-local`: the whole webhook service as one process.
+//!
+//! - `serve` (default): the API under `/prod` on the embedded SQLite store
+//! - `listen`: a callback receiver that answers the handshake and prints notifications
+//! - `token`: mints a bearer token for an organization
+
+mod credentials;
+mod listen;
+mod serve;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use webhook_core::auth::jwt::{self, ALL_SCOPES};
+use webhook_core::{Config, Profile};
+
+#[derive(Parser)]
+#[command(
+    name = "webhooks-local",
+    version,
+    about = "Webhook subscription service on one machine"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the API (the default command).
+    Serve(ServeArgs),
+    /// Run a callback receiver: answers the validation handshake, prints notifications.
+    Listen(listen::ListenArgs),
+    /// Print a bearer token for an organization.
+    Token(TokenArgs),
+}
+
+#[derive(Args, Clone)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "WEBHOOKS_ADDR", default_value = "127.0.0.1:3000")]
+    addr: SocketAddr,
+    /// Where the database and generated credentials live.
+    #[arg(long, env = "WEBHOOKS_DATA_DIR", default_value = "webhooks-data")]
+    data_dir: PathBuf,
+}
+
+#[derive(Args)]
+struct TokenArgs {
+    /// Organization id the token is for.
+    #[arg(long)]
+    org: String,
+    /// Scopes to grant (repeatable); both webhooks/read and webhooks/write by default.
+    #[arg(long = "scope")]
+    scopes: Vec<String>,
+    /// Lifetime of the token, e.g. 1h or 30d.
+    #[arg(long, default_value = "24h", value_parser = parse_duration)]
+    ttl: Duration,
+    #[arg(long, env = "WEBHOOKS_DATA_DIR", default_value = "webhooks-data")]
+    data_dir: PathBuf,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    webhook_core::config::parse_duration(s)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        None => serve::run(cli.serve),
+        Some(Command::Serve(args)) => serve::run(args),
+        Some(Command::Listen(args)) => listen::run(args),
+        Some(Command::Token(args)) => token(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("webhooks-local: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn token(args: TokenArgs) -> Result<(), String> {
+    webhook_core::filter::id("--org", &args.org).map_err(|e| e.to_string())?;
+    let config = Config::from_env(Profile::Local).map_err(|e| e.to_string())?;
+    let secret = match &config.jwt.hs256_secret {
+        Some(secret) => secret.clone(),
+        None if config.jwt.jwks_url.is_some() => {
+            return Err(
+                "tokens come from your identity provider when WEBHOOKS_JWT_JWKS_URL is set".into(),
+            )
+        }
+        None => credentials::Credentials::load_or_create(&args.data_dir)?.jwt_secret,
+    };
+    let scopes: Vec<&str> = if args.scopes.is_empty() {
+        ALL_SCOPES.to_vec()
+    } else {
+        args.scopes.iter().map(String::as_str).collect()
+    };
+    println!(
+        "{}",
+        jwt::mint_hs256(&secret, &config.jwt.org_claim, &args.org, &scopes, args.ttl)
+    );
+    Ok(())
+}

@@ -18,7 +18,8 @@ impl App {
     }
 
     pub fn with_dns(config: Config, store: Arc<dyn Store>, dns: Arc<dyn Dns>) -> Self {
-        let policy = AddressPolicy::new(config.allow_private_callbacks, config.allow_http_callbacks);
+        let policy =
+            AddressPolicy::new(config.allow_private_callbacks, config.allow_http_callbacks);
         App {
             callbacks: CallbackClient::new(policy, dns),
             config,

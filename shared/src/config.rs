@@ -64,7 +64,10 @@ impl Config {
             Some(v) => match v.trim().to_ascii_lowercase().as_str() {
                 "true" | "1" | "yes" => Ok(true),
                 "false" | "0" | "no" => Ok(false),
-                _ => Err(ConfigError { var, message: format!("expected true or false, got '{v}'") }),
+                _ => Err(ConfigError {
+                    var,
+                    message: format!("expected true or false, got '{v}'"),
+                }),
             },
         };
         let duration_var = |var: &'static str, default: Duration| match get(var) {
@@ -78,7 +81,10 @@ impl Config {
                 .parse::<u64>()
                 .map(Duration::from_millis)
                 .or_else(|_| parse_duration(&v))
-                .map_err(|_| ConfigError { var, message: format!("expected milliseconds, got '{v}'") }),
+                .map_err(|_| ConfigError {
+                    var,
+                    message: format!("expected milliseconds, got '{v}'"),
+                }),
         };
         let retry_schedule = match get("WEBHOOKS_RETRY_SCHEDULE") {
             None => "5s,30s,2m,10m,30m,1h,2h,4h,8h,12h"
@@ -89,18 +95,31 @@ impl Config {
                 .split(',')
                 .map(parse_duration)
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|message| ConfigError { var: "WEBHOOKS_RETRY_SCHEDULE", message })?,
+                .map_err(|message| ConfigError {
+                    var: "WEBHOOKS_RETRY_SCHEDULE",
+                    message,
+                })?,
         };
         let max_subscriptions_per_org = match get("WEBHOOKS_MAX_SUBSCRIPTIONS_PER_ORG") {
             None => 1000,
-            Some(v) => v.trim().parse::<usize>().ok().filter(|n| *n > 0).ok_or(ConfigError {
-                var: "WEBHOOKS_MAX_SUBSCRIPTIONS_PER_ORG",
-                message: format!("expected a positive integer, got '{v}'"),
-            })?,
+            Some(v) => v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or(ConfigError {
+                    var: "WEBHOOKS_MAX_SUBSCRIPTIONS_PER_ORG",
+                    message: format!("expected a positive integer, got '{v}'"),
+                })?,
         };
         let config = Config {
             api_keys: get("WEBHOOKS_API_KEYS")
-                .map(|v| v.split(',').map(|k| k.trim().to_owned()).filter(|k| !k.is_empty()).collect())
+                .map(|v| {
+                    v.split(',')
+                        .map(|k| k.trim().to_owned())
+                        .filter(|k| !k.is_empty())
+                        .collect()
+                })
                 .unwrap_or_default(),
             jwt: JwtConfig {
                 hs256_secret: get("WEBHOOKS_JWT_HS256_SECRET"),
@@ -113,7 +132,10 @@ impl Config {
             allow_private_callbacks: bool_var("WEBHOOKS_ALLOW_PRIVATE_CALLBACKS", local)?,
             handshake_timeout: millis_var("WEBHOOKS_HANDSHAKE_TIMEOUT_MS", 5_000)?,
             delivery_timeout: millis_var("WEBHOOKS_DELIVERY_TIMEOUT_MS", 10_000)?,
-            default_lifetime: duration_var("WEBHOOKS_DEFAULT_LIFETIME", Duration::from_secs(90 * DAY))?,
+            default_lifetime: duration_var(
+                "WEBHOOKS_DEFAULT_LIFETIME",
+                Duration::from_secs(90 * DAY),
+            )?,
             max_lifetime: duration_var("WEBHOOKS_MAX_LIFETIME", Duration::from_secs(3650 * DAY))?,
             max_subscriptions_per_org,
             retry_schedule,

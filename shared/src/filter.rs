@@ -76,7 +76,9 @@ impl EventFilter {
         };
         let path = path.strip_suffix('/').unwrap_or(path);
         let Some(rest) = path.strip_prefix('/') else {
-            return Err(FilterError::new(format!("filter must start with '/': {SHAPES}")));
+            return Err(FilterError::new(format!(
+                "filter must start with '/': {SHAPES}"
+            )));
         };
         let segments: Vec<&str> = rest.split('/').collect();
         if segments.len() != 5 {
@@ -96,7 +98,9 @@ impl EventFilter {
                 ));
             };
             let Some((key, value)) = query.split_once('=') else {
-                return Err(FilterError::new(format!("malformed query '{query}': expected direction=inbound|outbound")));
+                return Err(FilterError::new(format!(
+                    "malformed query '{query}': expected direction=inbound|outbound"
+                )));
             };
             keyword(key, "direction")?;
             if value.eq_ignore_ascii_case("inbound") {
@@ -133,7 +137,9 @@ fn keyword(found: &str, expected: &str) -> Result<(), FilterError> {
     if found.eq_ignore_ascii_case(expected) {
         Ok(())
     } else {
-        Err(FilterError::new(format!("expected '{expected}', found '{found}'")))
+        Err(FilterError::new(format!(
+            "expected '{expected}', found '{found}'"
+        )))
     }
 }
 
@@ -143,7 +149,9 @@ pub fn id<'a>(what: &str, value: &'a str) -> Result<&'a str, FilterError> {
         return Err(FilterError::new(format!("{what} is empty")));
     }
     if value.len() > MAX_ID_LEN {
-        return Err(FilterError::new(format!("{what} is longer than {MAX_ID_LEN} characters")));
+        return Err(FilterError::new(format!(
+            "{what} is longer than {MAX_ID_LEN} characters"
+        )));
     }
     if let Some(c) = value
         .chars()
@@ -195,8 +203,12 @@ mod tests {
 
     #[test]
     fn canonicalizes_case_whitespace_and_trailing_slash() {
-        let f = EventFilter::parse("  /ORGID/Org/Department/D/Message/?Direction=INBOUND ").unwrap();
-        assert_eq!(f.to_string(), "/orgId/Org/department/D/message?direction=inbound");
+        let f =
+            EventFilter::parse("  /ORGID/Org/Department/D/Message/?Direction=INBOUND ").unwrap();
+        assert_eq!(
+            f.to_string(),
+            "/orgId/Org/department/D/message?direction=inbound"
+        );
     }
 
     #[test]
@@ -209,9 +221,18 @@ mod tests {
             ("/orgId//department/b/contact", "organizationId is empty"),
             ("/orgId/a b/department/b/contact", "contains ' '"),
             ("/orgId/a/department/b/message", "needs ?direction"),
-            ("/orgId/a/department/b/message?direction=sideways", "unknown direction"),
-            ("/orgId/a/department/b/message?dir=inbound", "expected 'direction'"),
-            ("/orgId/a/department/b/contact?direction=inbound", "takes no query"),
+            (
+                "/orgId/a/department/b/message?direction=sideways",
+                "unknown direction",
+            ),
+            (
+                "/orgId/a/department/b/message?dir=inbound",
+                "expected 'direction'",
+            ),
+            (
+                "/orgId/a/department/b/contact?direction=inbound",
+                "takes no query",
+            ),
             ("/orgId/a/department/b/sms", "unknown event kind 'sms'"),
         ];
         for (input, expected) in cases {
@@ -219,7 +240,10 @@ mod tests {
             assert!(err.contains(expected), "{input}: {err}");
         }
         let long = format!("/orgId/{}/department/b/contact", "a".repeat(65));
-        assert!(EventFilter::parse(&long).unwrap_err().to_string().contains("longer than 64"));
+        assert!(EventFilter::parse(&long)
+            .unwrap_err()
+            .to_string()
+            .contains("longer than 64"));
     }
 
     fn ident() -> impl Strategy<Value = String> {

@@ -7,6 +7,7 @@ use http::header::{HeaderValue, CONTENT_TYPE};
 use http::{HeaderMap, Method, Response, StatusCode};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use tracing::Instrument;
 
 use crate::app::App;
 use crate::auth::{Authenticator, Caller};
@@ -34,11 +35,16 @@ impl Route {
     /// Matches a method and path; unknown paths are 404, known paths with
     /// another method 405.
     pub fn resolve(method: &Method, path: &str) -> Result<Route, ApiError> {
-        let path = path.strip_prefix(STAGE_PREFIX).filter(|p| p.is_empty() || p.starts_with('/')).unwrap_or(path);
+        let path = path
+            .strip_prefix(STAGE_PREFIX)
+            .filter(|p| p.is_empty() || p.starts_with('/'))
+            .unwrap_or(path);
         let path = path.strip_suffix('/').unwrap_or(path);
         let segments: Vec<&str> = path.split('/').skip(1).collect();
         let id = |raw: &str| -> Result<String, ApiError> {
-            let decoded = percent_encoding::percent_decode_str(raw).decode_utf8_lossy().into_owned();
+            let decoded = percent_encoding::percent_decode_str(raw)
+                .decode_utf8_lossy()
+                .into_owned();
             if decoded.is_empty() || decoded.len() > MAX_ID_LEN {
                 Err(route_not_found(path))
             } else {
@@ -46,8 +52,14 @@ impl Route {
             }
         };
         let (allowed, route): (&[Method], Option<Route>) = match segments.as_slice() {
-            ["webhooksubscription"] => (&[Method::POST], (method == Method::POST).then_some(Route::CreateSubscription)),
-            ["webhooksubscription", "all"] => (&[Method::GET], (method == Method::GET).then_some(Route::ListSubscriptions)),
+            ["webhooksubscription"] => (
+                &[Method::POST],
+                (method == Method::POST).then_some(Route::CreateSubscription),
+            ),
+            ["webhooksubscription", "all"] => (
+                &[Method::GET],
+                (method == Method::GET).then_some(Route::ListSubscriptions),
+            ),
             ["webhooksubscription", raw] => (
                 &[Method::GET, Method::DELETE],
                 match *method {
@@ -58,16 +70,24 @@ impl Route {
             ),
             ["webhooksubscription", raw, "secret"] => (
                 &[Method::GET],
-                (method == Method::GET).then(|| id(raw).map(Route::GetSubscriptionSecret)).transpose()?,
+                (method == Method::GET)
+                    .then(|| id(raw).map(Route::GetSubscriptionSecret))
+                    .transpose()?,
             ),
             ["message", "getmessagebyid", raw] => (
                 &[Method::GET],
-                (method == Method::GET).then(|| id(raw).map(Route::GetMessage)).transpose()?,
+                (method == Method::GET)
+                    .then(|| id(raw).map(Route::GetMessage))
+                    .transpose()?,
             ),
             _ => return Err(route_not_found(path)),
         };
         route.ok_or_else(|| {
-            let allow = allowed.iter().map(Method::as_str).collect::<Vec<_>>().join(", ");
+            let allow = allowed
+                .iter()
+                .map(Method::as_str)
+                .collect::<Vec<_>>()
+                .join(", ");
             ApiError::new(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "METHOD_NOT_ALLOWED",
@@ -88,41 +108,78 @@ impl Route {
 
 fn route_not_found(path: &str) -> ApiError {
     let shown: String = path.chars().take(200).collect();
-    ApiError::not_found("ROUTE_NOT_FOUND", format!("no resource at '{STAGE_PREFIX}{shown}'"))
+    ApiError::not_found(
+        "ROUTE_NOT_FOUND",
+        format!("no resource at '{STAGE_PREFIX}{shown}'"),
+    )
 }
 
 /// Serves a request for a caller that is already authenticated.
-pub async fn handle(app: &App, caller: &Caller, route: Route, headers: &HeaderMap, query: Option<&str>, body: &[u8]) -> Response<Bytes> {
+pub async fn handle(
+    app: &App,
+    caller: &Caller,
+    route: Route,
+    headers: &HeaderMap,
+    query: Option<&str>,
+    body: &[u8],
+) -> Response<Bytes> {
     let result = dispatch(app, caller, route, headers, query, body).await;
     result.unwrap_or_else(|e| error_response(&e))
 }
 
-async fn dispatch(app: &App, caller: &Caller, route: Route, headers: &HeaderMap, query: Option<&str>, body: &[u8]) -> Result<Response<Bytes>, ApiError> {
+async fn dispatch(
+    app: &App,
+    caller: &Caller,
+    route: Route,
+    headers: &HeaderMap,
+    query: Option<&str>,
+    body: &[u8],
+) -> Result<Response<Bytes>, ApiError> {
     caller.require_scope_for(&route.method())?;
     match route {
         Route::CreateSubscription => {
             let request = parse_json(headers, body)?;
-            json(StatusCode::OK, &subscription::create_subscription(app, caller, request).await?)
+            json(
+                StatusCode::OK,
+                &subscription::create_subscription(app, caller, request).await?,
+            )
         }
         Route::ListSubscriptions => {
             let page = PageRequest::from_query(query, subscription::SORTABLE)?;
-            json(StatusCode::OK, &subscription::list_subscriptions(app, caller, &page).await?)
+            json(
+                StatusCode::OK,
+                &subscription::list_subscriptions(app, caller, &page).await?,
+            )
         }
-        Route::GetSubscription(id) => json(StatusCode::OK, &subscription::get_subscription(app, caller, &id).await?),
+        Route::GetSubscription(id) => json(
+            StatusCode::OK,
+            &subscription::get_subscription(app, caller, &id).await?,
+        ),
         Route::DeleteSubscription(id) => {
             subscription::delete_subscription(app, caller, &id).await?;
-            Ok(Response::builder().status(StatusCode::NO_CONTENT).body(Bytes::new()).expect("valid response"))
+            Ok(Response::builder()
+                .status(StatusCode::NO_CONTENT)
+                .body(Bytes::new())
+                .expect("valid response"))
         }
-        Route::GetSubscriptionSecret(id) => {
-            json(StatusCode::OK, &subscription::get_subscription_secret(app, caller, &id).await?)
-        }
-        Route::GetMessage(id) => json(StatusCode::OK, &message::get_message(app, caller, &id).await?),
+        Route::GetSubscriptionSecret(id) => json(
+            StatusCode::OK,
+            &subscription::get_subscription_secret(app, caller, &id).await?,
+        ),
+        Route::GetMessage(id) => json(
+            StatusCode::OK,
+            &message::get_message(app, caller, &id).await?,
+        ),
     }
 }
 
 /// Routes, authenticates (API key, bearer token) and serves a request:
 /// the whole API for runtimes that are not behind API Gateway.
-pub async fn serve(app: &App, auth: &Authenticator, request: http::Request<Bytes>) -> Response<Bytes> {
+pub async fn serve(
+    app: &App,
+    auth: &Authenticator,
+    request: http::Request<Bytes>,
+) -> Response<Bytes> {
     let (parts, body) = request.into_parts();
     let route = match Route::resolve(&parts.method, parts.uri.path()) {
         Ok(route) => route,
@@ -133,8 +190,16 @@ pub async fn serve(app: &App, auth: &Authenticator, request: http::Request<Bytes
         Err(e) => return error_response(&e),
     };
     let span = tracing::info_span!("request", org_id = %caller.org_id);
-    let _enter = span.enter();
-    handle(app, &caller, route, &parts.headers, parts.uri.query(), &body).await
+    handle(
+        app,
+        &caller,
+        route,
+        &parts.headers,
+        parts.uri.query(),
+        &body,
+    )
+    .instrument(span)
+    .await
 }
 
 /// Parses a JSON request body: 413 when too large, 415 when not JSON,
@@ -143,9 +208,18 @@ pub fn parse_json<T: DeserializeOwned>(headers: &HeaderMap, body: &[u8]) -> Resu
     if body.len() > MAX_BODY {
         return Err(payload_too_large());
     }
-    let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let mime = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-    if mime != "application/json" && !(mime.starts_with("application/") && mime.ends_with("+json")) {
+    let content_type = headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let mime = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    if mime != "application/json" && !(mime.starts_with("application/") && mime.ends_with("+json"))
+    {
         return Err(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "UNSUPPORTED_MEDIA_TYPE",
@@ -159,10 +233,15 @@ pub fn parse_json<T: DeserializeOwned>(headers: &HeaderMap, body: &[u8]) -> Resu
             let path = e.path().to_string();
             let inner = e.into_inner();
             if inner.is_syntax() || inner.is_eof() {
-                Err(ApiError::malformed_json(format!("the request body is not valid JSON: {inner}")))
+                Err(ApiError::malformed_json(format!(
+                    "the request body is not valid JSON: {inner}"
+                )))
             } else {
                 let field = if path == "." { "body".to_owned() } else { path };
-                Err(ApiError::validation(vec![FieldError::new(field, inner.to_string())]))
+                Err(ApiError::validation(vec![FieldError::new(
+                    field,
+                    inner.to_string(),
+                )]))
             }
         }
     }
@@ -209,17 +288,48 @@ mod tests {
         let id = "00000000-0000-4000-8000-000000000001".to_owned();
         for prefix in ["", "/prod"] {
             let r = |m: Method, p: &str| Route::resolve(&m, &format!("{prefix}{p}"));
-            assert_eq!(r(Method::POST, "/webhooksubscription"), Ok(Route::CreateSubscription));
-            assert_eq!(r(Method::GET, "/webhooksubscription/all"), Ok(Route::ListSubscriptions));
-            assert_eq!(r(Method::GET, &format!("/webhooksubscription/{id}")), Ok(Route::GetSubscription(id.clone())));
-            assert_eq!(r(Method::DELETE, &format!("/webhooksubscription/{id}/")), Ok(Route::DeleteSubscription(id.clone())));
-            assert_eq!(r(Method::GET, &format!("/webhooksubscription/{id}/secret")), Ok(Route::GetSubscriptionSecret(id.clone())));
-            assert_eq!(r(Method::GET, "/message/getmessagebyid/m%201"), Ok(Route::GetMessage("m 1".into())));
+            assert_eq!(
+                r(Method::POST, "/webhooksubscription"),
+                Ok(Route::CreateSubscription)
+            );
+            assert_eq!(
+                r(Method::GET, "/webhooksubscription/all"),
+                Ok(Route::ListSubscriptions)
+            );
+            assert_eq!(
+                r(Method::GET, &format!("/webhooksubscription/{id}")),
+                Ok(Route::GetSubscription(id.clone()))
+            );
+            assert_eq!(
+                r(Method::DELETE, &format!("/webhooksubscription/{id}/")),
+                Ok(Route::DeleteSubscription(id.clone()))
+            );
+            assert_eq!(
+                r(Method::GET, &format!("/webhooksubscription/{id}/secret")),
+                Ok(Route::GetSubscriptionSecret(id.clone()))
+            );
+            assert_eq!(
+                r(Method::GET, "/message/getmessagebyid/m%201"),
+                Ok(Route::GetMessage("m 1".into()))
+            );
         }
-        assert_eq!(Route::resolve(&Method::GET, "/prod/nothing").unwrap_err().code, "ROUTE_NOT_FOUND");
-        assert_eq!(Route::resolve(&Method::GET, "/production/webhooksubscription/all").unwrap_err().code, "ROUTE_NOT_FOUND");
+        assert_eq!(
+            Route::resolve(&Method::GET, "/prod/nothing")
+                .unwrap_err()
+                .code,
+            "ROUTE_NOT_FOUND"
+        );
+        assert_eq!(
+            Route::resolve(&Method::GET, "/production/webhooksubscription/all")
+                .unwrap_err()
+                .code,
+            "ROUTE_NOT_FOUND"
+        );
         let e = Route::resolve(&Method::PUT, "/prod/webhooksubscription").unwrap_err();
-        assert_eq!((e.status, e.code), (StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED"));
+        assert_eq!(
+            (e.status, e.code),
+            (StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED")
+        );
         assert_eq!(e.headers[0].1, "POST");
     }
 
@@ -227,13 +337,34 @@ mod tests {
     fn body_errors() {
         let mut h = HeaderMap::new();
         type Req = crate::model::SubscriptionRequest;
-        assert_eq!(parse_json::<Req>(&h, b"{}").unwrap_err().code, "UNSUPPORTED_MEDIA_TYPE");
-        h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json; charset=utf-8"));
-        assert_eq!(parse_json::<Req>(&h, b"{\"uri\":").unwrap_err().code, "MALFORMED_JSON");
+        assert_eq!(
+            parse_json::<Req>(&h, b"{}").unwrap_err().code,
+            "UNSUPPORTED_MEDIA_TYPE"
+        );
+        h.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/json; charset=utf-8"),
+        );
+        assert_eq!(
+            parse_json::<Req>(&h, b"{\"uri\":").unwrap_err().code,
+            "MALFORMED_JSON"
+        );
         let e = parse_json::<Req>(&h, b"{\"uri\": 5}").unwrap_err();
-        assert_eq!((e.code, e.errors[0].field.as_str()), ("VALIDATION_FAILED", "uri"));
-        assert_eq!(parse_json::<Req>(&h, &vec![b' '; MAX_BODY + 1]).unwrap_err().code, "PAYLOAD_TOO_LARGE");
-        let ok: Req = parse_json(&h, br#"{"uri":"https://x","eventFilters":[],"expiresDateInMillis":5,"extra":1}"#).unwrap();
+        assert_eq!(
+            (e.code, e.errors[0].field.as_str()),
+            ("VALIDATION_FAILED", "uri")
+        );
+        assert_eq!(
+            parse_json::<Req>(&h, &vec![b' '; MAX_BODY + 1])
+                .unwrap_err()
+                .code,
+            "PAYLOAD_TOO_LARGE"
+        );
+        let ok: Req = parse_json(
+            &h,
+            br#"{"uri":"https://x","eventFilters":[],"expiresDateInMillis":5,"extra":1}"#,
+        )
+        .unwrap();
         assert_eq!(ok.expires_date_in_millies, Some(5));
     }
 }

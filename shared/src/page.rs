@@ -50,12 +50,18 @@ impl PageRequest {
             match key.as_ref() {
                 "page" if !value.is_empty() => match value.parse::<u64>() {
                     Ok(p) => page = p,
-                    Err(_) => errors.push(FieldError::new("page", format!("must be a number ≥ 0, got '{value}'"))),
+                    Err(_) => errors.push(FieldError::new(
+                        "page",
+                        format!("must be a number ≥ 0, got '{value}'"),
+                    )),
                 },
                 "size" if !value.is_empty() => match value.parse::<u64>() {
                     Ok(0) => errors.push(FieldError::new("size", "must be at least 1")),
                     Ok(s) => size = s.min(MAX_SIZE),
-                    Err(_) => errors.push(FieldError::new("size", format!("must be a number ≥ 1, got '{value}'"))),
+                    Err(_) => errors.push(FieldError::new(
+                        "size",
+                        format!("must be a number ≥ 1, got '{value}'"),
+                    )),
                 },
                 "sort" => match parse_sort(value, properties) {
                     Ok(orders) => sort.extend(orders),
@@ -65,7 +71,10 @@ impl PageRequest {
             }
         }
         if sort.len() > MAX_ORDERS {
-            errors.push(FieldError::new("sort", format!("at most {MAX_ORDERS} sort properties")));
+            errors.push(FieldError::new(
+                "sort",
+                format!("at most {MAX_ORDERS} sort properties"),
+            ));
         }
         if errors.is_empty() {
             Ok(PageRequest { page, size, sort })
@@ -86,7 +95,11 @@ impl PageRequest {
         default: &[Order],
         compare: impl Fn(&T, &T, &str, bool) -> Ordering,
     ) -> Page<T> {
-        let orders = if self.sort.is_empty() { default } else { &self.sort };
+        let orders = if self.sort.is_empty() {
+            default
+        } else {
+            &self.sort
+        };
         items.sort_by(|a, b| {
             for o in orders.iter().chain(default) {
                 let ord = compare(a, b, o.property, o.ignore_case);
@@ -129,12 +142,19 @@ impl PageRequest {
 }
 
 fn parse_sort(value: &str, properties: &[&'static str]) -> Result<Vec<Order>, String> {
-    let mut tokens: Vec<&str> = value.split(',').map(str::trim).filter(|t| !t.is_empty()).collect();
+    let mut tokens: Vec<&str> = value
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .collect();
     if tokens.is_empty() {
         return Ok(Vec::new()); // a bare `sort`: the default order
     }
     let mut ignore_case = false;
-    if tokens.last().is_some_and(|t| t.eq_ignore_ascii_case("ignorecase")) {
+    if tokens
+        .last()
+        .is_some_and(|t| t.eq_ignore_ascii_case("ignorecase"))
+    {
         ignore_case = true;
         tokens.pop();
     }
@@ -148,16 +168,22 @@ fn parse_sort(value: &str, properties: &[&'static str]) -> Result<Vec<Order>, St
         }
     }
     if tokens.is_empty() {
-        return Err(format!("'{value}' names no property; sortable: {}", properties.join(", ")));
+        return Err(format!(
+            "'{value}' names no property; sortable: {}",
+            properties.join(", ")
+        ));
     }
     tokens
         .into_iter()
         .map(|t| {
-            let property = properties
-                .iter()
-                .find(|p| **p == t)
-                .ok_or_else(|| format!("cannot sort by '{t}'; sortable: {}", properties.join(", ")))?;
-            Ok(Order { property, ascending, ignore_case })
+            let property = properties.iter().find(|p| **p == t).ok_or_else(|| {
+                format!("cannot sort by '{t}'; sortable: {}", properties.join(", "))
+            })?;
+            Ok(Order {
+                property,
+                ascending,
+                ignore_case,
+            })
         })
         .collect()
 }
@@ -175,7 +201,14 @@ mod tests {
 
     #[test]
     fn defaults_and_clamping() {
-        assert_eq!(parse("").unwrap(), PageRequest { page: 0, size: 20, sort: vec![] });
+        assert_eq!(
+            parse("").unwrap(),
+            PageRequest {
+                page: 0,
+                size: 20,
+                sort: vec![]
+            }
+        );
         assert_eq!(parse("size=5000").unwrap().size, 2000);
         assert_eq!(parse("page=&size=").unwrap().size, 20);
     }
@@ -184,15 +217,37 @@ mod tests {
     fn spring_sort_syntax() {
         let r = parse("sort=uri,desc&sort=id,createdDateTime,asc,ignorecase").unwrap();
         assert_eq!(r.sort.len(), 3);
-        assert_eq!(r.sort[0], Order { property: "uri", ascending: false, ignore_case: false });
-        assert_eq!(r.sort[2], Order { property: "createdDateTime", ascending: true, ignore_case: true });
+        assert_eq!(
+            r.sort[0],
+            Order {
+                property: "uri",
+                ascending: false,
+                ignore_case: false
+            }
+        );
+        assert_eq!(
+            r.sort[2],
+            Order {
+                property: "createdDateTime",
+                ascending: true,
+                ignore_case: true
+            }
+        );
         assert!(parse("sort").unwrap().sort.is_empty());
         assert!(parse("sort=").unwrap().sort.is_empty());
     }
 
     #[test]
     fn rejects_bad_values() {
-        for q in ["page=-1", "page=x", "size=0", "size=-3", "sort=secret", "sort=desc", "sort=uri,sideways"] {
+        for q in [
+            "page=-1",
+            "page=x",
+            "size=0",
+            "size=-3",
+            "sort=secret",
+            "sort=desc",
+            "sort=uri,sideways",
+        ] {
             let e = parse(q).unwrap_err();
             assert_eq!(e.code, "VALIDATION_FAILED", "{q}");
         }
@@ -202,10 +257,28 @@ mod tests {
     fn page_arithmetic() {
         let items: Vec<u32> = (0..45).collect();
         let cmp = |a: &u32, b: &u32, _: &str, _: bool| a.cmp(b);
-        let default = [Order { property: "id", ascending: true, ignore_case: false }];
-        let p = |page| PageRequest { page, size: 20, sort: vec![] }.apply(items.clone(), &default, cmp);
+        let default = [Order {
+            property: "id",
+            ascending: true,
+            ignore_case: false,
+        }];
+        let p = |page| {
+            PageRequest {
+                page,
+                size: 20,
+                sort: vec![],
+            }
+            .apply(items.clone(), &default, cmp)
+        };
         let (p0, p1, p2, p3) = (p(0), p(1), p(2), p(3));
-        assert_eq!((p0.number_of_elements, p1.number_of_elements, p2.number_of_elements), (20, 20, 5));
+        assert_eq!(
+            (
+                p0.number_of_elements,
+                p1.number_of_elements,
+                p2.number_of_elements
+            ),
+            (20, 20, 5)
+        );
         assert!(p0.first && !p0.last && !p1.first && !p1.last && p2.last);
         assert_eq!(p2.pageable.offset, 40);
         assert_eq!(p2.content, (40..45).collect::<Vec<_>>());

@@ -20,7 +20,10 @@ pub fn new_signing_secret() -> String {
 
 /// A fresh `validation-token` for a handshake: 256 random bits, hex.
 pub fn validation_token() -> String {
-    random_bytes::<32>().iter().map(|b| format!("{b:02x}")).collect()
+    random_bytes::<32>()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// A new API key for `webhooks-local`'s generated credentials.

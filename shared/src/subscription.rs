@@ -11,21 +11,42 @@ use crate::auth::Caller;
 use crate::callback::UriProblem;
 use crate::error::{ApiError, FieldError};
 use crate::filter::EventFilter;
-use crate::model::{DisabledFilter, Page, SigningSecret, Subscription, SubscriptionRequest, SubscriptionStatus};
+use crate::model::{
+    DisabledFilter, Page, SigningSecret, Subscription, SubscriptionRequest, SubscriptionStatus,
+};
 use crate::page::{Order, PageRequest};
 use crate::secret;
 use crate::store::{DisabledEntry, StoreError, StoredSubscription, Upsert};
 
 pub const MAX_FILTERS: usize = 20;
-pub const SORTABLE: &[&str] = &["id", "uri", "status", "createdDateTime", "lastUpdateDateTime", "expirationTime"];
+pub const SORTABLE: &[&str] = &[
+    "id",
+    "uri",
+    "status",
+    "createdDateTime",
+    "lastUpdateDateTime",
+    "expirationTime",
+];
 const DEFAULT_ORDER: &[Order] = &[
-    Order { property: "createdDateTime", ascending: true, ignore_case: false },
-    Order { property: "id", ascending: true, ignore_case: false },
+    Order {
+        property: "createdDateTime",
+        ascending: true,
+        ignore_case: false,
+    },
+    Order {
+        property: "id",
+        ascending: true,
+        ignore_case: false,
+    },
 ];
 
 /// `POST /webhooksubscription`: validate, run the handshake, then create or
 /// update the subscription identified by (organization, uri).
-pub async fn create_subscription(app: &App, caller: &Caller, request: SubscriptionRequest) -> Result<Subscription, ApiError> {
+pub async fn create_subscription(
+    app: &App,
+    caller: &Caller,
+    request: SubscriptionRequest,
+) -> Result<Subscription, ApiError> {
     let now = now_ms();
     let valid = validate(app, caller, request, now)?;
     let url = match app.callbacks.policy.check_uri(&valid.uri) {
@@ -43,11 +64,18 @@ pub async fn create_subscription(app: &App, caller: &Caller, request: Subscripti
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "NO_ENABLED_FILTERS",
-            format!("none of the event filters belongs to organization {}", caller.org_id),
+            format!(
+                "none of the event filters belongs to organization {}",
+                caller.org_id
+            ),
         ));
     }
     let token = secret::validation_token();
-    if let Err(e) = app.callbacks.handshake(&url, &token, app.config.handshake_timeout).await {
+    if let Err(e) = app
+        .callbacks
+        .handshake(&url, &token, app.config.handshake_timeout)
+        .await
+    {
         tracing::info!(org_id = %caller.org_id, code = e.code(), "callback validation failed");
         return Err(e.into());
     }
@@ -58,18 +86,25 @@ pub async fn create_subscription(app: &App, caller: &Caller, request: Subscripti
         disabled_filters: valid.disabled,
         expires_at: valid.expires_at,
         now,
-        new_id: uuid::Uuid::new_v4().to_string(),
+        // Time-ordered ids: creation order is the id order, even within a millisecond.
+        new_id: uuid::Uuid::now_v7().to_string(),
         new_secret: secret::new_signing_secret(),
         max_per_org: app.config.max_subscriptions_per_org,
     };
-    let (stored, created) = app.store.upsert_subscription(upsert).await.map_err(|e| match e {
-        StoreError::LimitReached(n) => ApiError::new(
-            StatusCode::CONFLICT,
-            "SUBSCRIPTION_LIMIT_REACHED",
-            format!("the organization already has {n} subscriptions, the maximum; delete one first"),
-        ),
-        other => store_failure(other),
-    })?;
+    let (stored, created) = app
+        .store
+        .upsert_subscription(upsert)
+        .await
+        .map_err(|e| match e {
+            StoreError::LimitReached(n) => ApiError::new(
+                StatusCode::CONFLICT,
+                "SUBSCRIPTION_LIMIT_REACHED",
+                format!(
+                    "the organization already has {n} subscriptions, the maximum; delete one first"
+                ),
+            ),
+            other => store_failure(other),
+        })?;
     tracing::info!(org_id = %caller.org_id, subscription_id = %stored.id, created, "subscription saved");
     Ok(render(&stored, now_ms()))
 }
@@ -81,7 +116,12 @@ struct Valid {
     expires_at: i64,
 }
 
-fn validate(app: &App, caller: &Caller, request: SubscriptionRequest, now: i64) -> Result<Valid, ApiError> {
+fn validate(
+    app: &App,
+    caller: &Caller,
+    request: SubscriptionRequest,
+    now: i64,
+) -> Result<Valid, ApiError> {
     let mut errors = Vec::new();
     let uri = match request.uri {
         Some(uri) if !uri.trim().is_empty() => uri.trim().to_owned(),
@@ -94,10 +134,14 @@ fn validate(app: &App, caller: &Caller, request: SubscriptionRequest, now: i64) 
     let mut disabled = Vec::new();
     match request.event_filters {
         None => errors.push(FieldError::new("eventFilters", "is required")),
-        Some(f) if f.is_empty() => errors.push(FieldError::new("eventFilters", "must hold at least one filter")),
-        Some(f) if f.len() > MAX_FILTERS => {
-            errors.push(FieldError::new("eventFilters", format!("must hold at most {MAX_FILTERS} filters")))
-        }
+        Some(f) if f.is_empty() => errors.push(FieldError::new(
+            "eventFilters",
+            "must hold at least one filter",
+        )),
+        Some(f) if f.len() > MAX_FILTERS => errors.push(FieldError::new(
+            "eventFilters",
+            format!("must hold at most {MAX_FILTERS} filters"),
+        )),
         Some(filters) => {
             let mut seen: HashMap<String, usize> = HashMap::new();
             for (i, raw) in filters.iter().enumerate() {
@@ -105,7 +149,10 @@ fn validate(app: &App, caller: &Caller, request: SubscriptionRequest, now: i64) 
                 let filter = match EventFilter::parse(raw) {
                     Ok(f) => f,
                     Err(e) => {
-                        errors.push(FieldError::new(field, format!("'{}' is not a valid filter: {e}", truncate(raw))));
+                        errors.push(FieldError::new(
+                            field,
+                            format!("'{}' is not a valid filter: {e}", truncate(raw)),
+                        ));
                         continue;
                     }
                 };
@@ -142,7 +189,12 @@ fn validate(app: &App, caller: &Caller, request: SubscriptionRequest, now: i64) 
     if !errors.is_empty() {
         return Err(ApiError::validation(errors));
     }
-    Ok(Valid { uri, enabled, disabled, expires_at })
+    Ok(Valid {
+        uri,
+        enabled,
+        disabled,
+        expires_at,
+    })
 }
 
 fn truncate(s: &str) -> String {
@@ -154,8 +206,16 @@ fn truncate(s: &str) -> String {
 }
 
 /// `GET /webhooksubscription/all`.
-pub async fn list_subscriptions(app: &App, caller: &Caller, page: &PageRequest) -> Result<Page<Subscription>, ApiError> {
-    let stored = app.store.list_subscriptions(&caller.org_id).await.map_err(store_failure)?;
+pub async fn list_subscriptions(
+    app: &App,
+    caller: &Caller,
+    page: &PageRequest,
+) -> Result<Page<Subscription>, ApiError> {
+    let stored = app
+        .store
+        .list_subscriptions(&caller.org_id)
+        .await
+        .map_err(store_failure)?;
     let now = now_ms();
     let page = page.apply(stored, DEFAULT_ORDER, compare);
     Ok(Page {
@@ -173,7 +233,12 @@ pub async fn list_subscriptions(app: &App, caller: &Caller, page: &PageRequest) 
     })
 }
 
-fn compare(a: &StoredSubscription, b: &StoredSubscription, property: &str, ignore_case: bool) -> Ordering {
+fn compare(
+    a: &StoredSubscription,
+    b: &StoredSubscription,
+    property: &str,
+    ignore_case: bool,
+) -> Ordering {
     let text = |x: &str, y: &str| {
         if ignore_case {
             x.to_lowercase().cmp(&y.to_lowercase())
@@ -193,14 +258,23 @@ fn compare(a: &StoredSubscription, b: &StoredSubscription, property: &str, ignor
 }
 
 /// `GET /webhooksubscription/{id}`.
-pub async fn get_subscription(app: &App, caller: &Caller, id: &str) -> Result<Subscription, ApiError> {
+pub async fn get_subscription(
+    app: &App,
+    caller: &Caller,
+    id: &str,
+) -> Result<Subscription, ApiError> {
     let stored = find(app, caller, id).await?;
     Ok(render(&stored, now_ms()))
 }
 
 /// `DELETE /webhooksubscription/{id}`.
 pub async fn delete_subscription(app: &App, caller: &Caller, id: &str) -> Result<(), ApiError> {
-    if app.store.delete_subscription(&caller.org_id, id).await.map_err(store_failure)? {
+    if app
+        .store
+        .delete_subscription(&caller.org_id, id)
+        .await
+        .map_err(store_failure)?
+    {
         tracing::info!(org_id = %caller.org_id, subscription_id = %id, "subscription deleted");
         Ok(())
     } else {
@@ -209,7 +283,11 @@ pub async fn delete_subscription(app: &App, caller: &Caller, id: &str) -> Result
 }
 
 /// `GET /webhooksubscription/{id}/secret`.
-pub async fn get_subscription_secret(app: &App, caller: &Caller, id: &str) -> Result<SigningSecret, ApiError> {
+pub async fn get_subscription_secret(
+    app: &App,
+    caller: &Caller,
+    id: &str,
+) -> Result<SigningSecret, ApiError> {
     let stored = find(app, caller, id).await?;
     Ok(SigningSecret { key: stored.secret })
 }
@@ -223,7 +301,10 @@ async fn find(app: &App, caller: &Caller, id: &str) -> Result<StoredSubscription
 }
 
 fn not_found(id: &str) -> ApiError {
-    ApiError::not_found("SUBSCRIPTION_NOT_FOUND", format!("no subscription '{}'", truncate(id)))
+    ApiError::not_found(
+        "SUBSCRIPTION_NOT_FOUND",
+        format!("no subscription '{}'", truncate(id)),
+    )
 }
 
 pub(crate) fn store_failure(e: StoreError) -> ApiError {

@@ -31,10 +31,13 @@ pub struct Verifier {
     org_claim: String,
 }
 
+type KeysById = HashMap<String, (Algorithm, DecodingKey)>;
+
 struct JwksCache {
     url: String,
     http: reqwest::Client,
-    keys: RwLock<(HashMap<String, (Algorithm, DecodingKey)>, Option<Instant>)>,
+    /// The keys, and when they were last fetched.
+    keys: RwLock<(KeysById, Option<Instant>)>,
 }
 
 impl Verifier {
@@ -77,7 +80,11 @@ impl Verifier {
             },
             Algorithm::RS256 | Algorithm::ES256 => match &self.jwks {
                 Some(jwks) => jwks.key(header.kid.as_deref(), header.alg).await?,
-                None => return Err(ApiError::invalid_token("RS256/ES256 tokens are not accepted")),
+                None => {
+                    return Err(ApiError::invalid_token(
+                        "RS256/ES256 tokens are not accepted",
+                    ))
+                }
             },
             other => {
                 return Err(ApiError::invalid_token(format!(
@@ -155,7 +162,11 @@ fn describe(e: &jsonwebtoken::errors::Error) -> String {
 }
 
 impl JwksCache {
-    async fn key(&self, kid: Option<&str>, alg: Algorithm) -> Result<(Algorithm, DecodingKey), ApiError> {
+    async fn key(
+        &self,
+        kid: Option<&str>,
+        alg: Algorithm,
+    ) -> Result<(Algorithm, DecodingKey), ApiError> {
         let kid = kid.ok_or_else(|| ApiError::invalid_token("the token has no 'kid'"))?;
         if let Some(found) = self.lookup(kid, alg).await {
             return Ok(found);
@@ -174,7 +185,10 @@ impl JwksCache {
     /// Fetches the JWKS, at most once per [`JWKS_REFRESH_MIN_INTERVAL`].
     async fn refresh(&self) {
         let mut keys = self.keys.write().await;
-        if keys.1.is_some_and(|at| at.elapsed() < JWKS_REFRESH_MIN_INTERVAL) {
+        if keys
+            .1
+            .is_some_and(|at| at.elapsed() < JWKS_REFRESH_MIN_INTERVAL)
+        {
             return;
         }
         keys.1 = Some(Instant::now());
@@ -184,7 +198,7 @@ impl JwksCache {
         }
     }
 
-    async fn fetch(&self) -> Result<HashMap<String, (Algorithm, DecodingKey)>, String> {
+    async fn fetch(&self) -> Result<KeysById, String> {
         let body = self
             .http
             .get(&self.url)
@@ -198,7 +212,8 @@ impl JwksCache {
         let set: JwkSet = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
         let mut out = HashMap::new();
         for jwk in &set.keys {
-            let (Some(kid), Ok(key)) = (jwk.common.key_id.clone(), DecodingKey::from_jwk(jwk)) else {
+            let (Some(kid), Ok(key)) = (jwk.common.key_id.clone(), DecodingKey::from_jwk(jwk))
+            else {
                 continue;
             };
             let alg = match &jwk.algorithm {
@@ -258,7 +273,13 @@ mod tests {
 
     #[tokio::test]
     async fn accepts_a_minted_token() {
-        let t = mint_hs256("s3cret", "org_id", "org-1", &ALL_SCOPES, Duration::from_secs(60));
+        let t = mint_hs256(
+            "s3cret",
+            "org_id",
+            "org-1",
+            &ALL_SCOPES,
+            Duration::from_secs(60),
+        );
         let caller = verifier().verify(&t).await.unwrap();
         assert_eq!(caller.org_id, "org-1");
         assert_eq!(caller.scopes, vec![SCOPE_READ, SCOPE_WRITE]);
@@ -273,9 +294,21 @@ mod tests {
             b64(&serde_json::json!({"org_id": "org-1", "exp": 9_999_999_999u64}))
         );
         assert_eq!(v.verify(&none).await.unwrap_err().code, "INVALID_TOKEN");
-        let other = mint_hs256("other", "org_id", "org-1", &ALL_SCOPES, Duration::from_secs(60));
+        let other = mint_hs256(
+            "other",
+            "org_id",
+            "org-1",
+            &ALL_SCOPES,
+            Duration::from_secs(60),
+        );
         assert_eq!(v.verify(&other).await.unwrap_err().code, "INVALID_TOKEN");
-        let good = mint_hs256("s3cret", "org_id", "org-1", &ALL_SCOPES, Duration::from_secs(60));
+        let good = mint_hs256(
+            "s3cret",
+            "org_id",
+            "org-1",
+            &ALL_SCOPES,
+            Duration::from_secs(60),
+        );
         let parts: Vec<&str> = good.split('.').collect();
         let forged = format!(
             "{}.{}.{}",
@@ -284,8 +317,23 @@ mod tests {
             parts[2]
         );
         assert_eq!(v.verify(&forged).await.unwrap_err().code, "INVALID_TOKEN");
-        let no_org = mint_hs256("s3cret", "tenant", "org-1", &ALL_SCOPES, Duration::from_secs(60));
-        assert_eq!(v.verify(&no_org).await.unwrap_err().code, "ORG_CLAIM_MISSING");
-        assert_eq!(v.verify(&"a".repeat(MAX_TOKEN_LEN + 1)).await.unwrap_err().code, "INVALID_TOKEN");
+        let no_org = mint_hs256(
+            "s3cret",
+            "tenant",
+            "org-1",
+            &ALL_SCOPES,
+            Duration::from_secs(60),
+        );
+        assert_eq!(
+            v.verify(&no_org).await.unwrap_err().code,
+            "ORG_CLAIM_MISSING"
+        );
+        assert_eq!(
+            v.verify(&"a".repeat(MAX_TOKEN_LEN + 1))
+                .await
+                .unwrap_err()
+                .code,
+            "INVALID_TOKEN"
+        );
     }
 }

@@ -113,7 +113,9 @@ pub fn bearer_token(headers: &HeaderMap) -> Result<&str, ApiError> {
 pub fn parse_bearer(value: &str) -> Result<&str, ApiError> {
     let value = value.trim();
     match value.split_once(' ') {
-        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() => {
+        Some((scheme, token))
+            if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() =>
+        {
             Ok(token.trim())
         }
         _ => Err(ApiError::invalid_token(

@@ -35,15 +35,26 @@ impl HandshakeError {
 impl From<HandshakeError> for ApiError {
     fn from(e: HandshakeError) -> Self {
         let detail = match &e {
-            HandshakeError::Call(CallFailure::DnsFailed) => "the callback host could not be resolved".to_owned(),
-            HandshakeError::Call(CallFailure::AddressForbidden) => {
-                "the callback address is not allowed (private, loopback, link-local or reserved)".to_owned()
+            HandshakeError::Call(CallFailure::DnsFailed) => {
+                "the callback host could not be resolved".to_owned()
             }
-            HandshakeError::Call(CallFailure::ConnectFailed) => "could not connect to the callback".to_owned(),
-            HandshakeError::Call(CallFailure::TlsFailed) => "the TLS handshake with the callback failed".to_owned(),
-            HandshakeError::Call(CallFailure::Timeout) => "the callback did not answer in time".to_owned(),
+            HandshakeError::Call(CallFailure::AddressForbidden) => {
+                "the callback address is not allowed (private, loopback, link-local or reserved)"
+                    .to_owned()
+            }
+            HandshakeError::Call(CallFailure::ConnectFailed) => {
+                "could not connect to the callback".to_owned()
+            }
+            HandshakeError::Call(CallFailure::TlsFailed) => {
+                "the TLS handshake with the callback failed".to_owned()
+            }
+            HandshakeError::Call(CallFailure::Timeout) => {
+                "the callback did not answer in time".to_owned()
+            }
             HandshakeError::BadStatus(s) => {
-                format!("the callback answered the validation request with status {s}, expected 200")
+                format!(
+                    "the callback answered the validation request with status {s}, expected 200"
+                )
             }
             HandshakeError::TokenMissing => {
                 "the callback's response has no validation-token header".to_owned()
@@ -58,7 +69,12 @@ impl From<HandshakeError> for ApiError {
 
 impl CallbackClient {
     /// Runs the handshake against `url` (already checked by the policy).
-    pub async fn handshake(&self, url: &Url, token: &str, timeout: Duration) -> Result<(), HandshakeError> {
+    pub async fn handshake(
+        &self,
+        url: &Url,
+        token: &str,
+        timeout: Duration,
+    ) -> Result<(), HandshakeError> {
         let response = self
             .http
             .get(url.clone())

@@ -58,7 +58,10 @@ impl AddressPolicy {
         AddressPolicy {
             allow_private,
             allow_http,
-            denied: DENIED.iter().map(|n| n.parse().expect("static range")).collect(),
+            denied: DENIED
+                .iter()
+                .map(|n| n.parse().expect("static range"))
+                .collect(),
         }
     }
 
@@ -139,16 +142,43 @@ mod tests {
     fn refuses_every_forbidden_range() {
         let p = strict();
         for ip in [
-            "0.0.0.0", "10.1.2.3", "100.64.0.1", "127.0.0.1", "169.254.169.254", "172.31.255.255",
-            "192.0.2.1", "192.168.1.1", "198.18.0.1", "198.51.100.7", "203.0.113.9", "224.0.0.1",
-            "240.0.0.1", "255.255.255.255", "::", "::1", "fc00::1", "fd12::1", "fe80::1", "ff02::1",
-            "::ffff:127.0.0.1", "::ffff:10.0.0.1", "64:ff9b::a9fe:a9fe", "2002:7f00:1::1",
-            "2001:db8::1", "::127.0.0.1",
+            "0.0.0.0",
+            "10.1.2.3",
+            "100.64.0.1",
+            "127.0.0.1",
+            "169.254.169.254",
+            "172.31.255.255",
+            "192.0.2.1",
+            "192.168.1.1",
+            "198.18.0.1",
+            "198.51.100.7",
+            "203.0.113.9",
+            "224.0.0.1",
+            "240.0.0.1",
+            "255.255.255.255",
+            "::",
+            "::1",
+            "fc00::1",
+            "fd12::1",
+            "fe80::1",
+            "ff02::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "64:ff9b::a9fe:a9fe",
+            "2002:7f00:1::1",
+            "2001:db8::1",
+            "::127.0.0.1",
         ] {
             let ip: IpAddr = ip.parse().unwrap();
             assert!(!p.allows(ip), "{ip} allowed");
         }
-        for ip in ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8", "2002:808:808::1"] {
+        for ip in [
+            "8.8.8.8",
+            "1.1.1.1",
+            "2606:4700:4700::1111",
+            "::ffff:8.8.8.8",
+            "2002:808:808::1",
+        ] {
             let ip: IpAddr = ip.parse().unwrap();
             assert!(p.allows(ip), "{ip} refused");
         }
@@ -167,7 +197,10 @@ mod tests {
             "https://[::]/",
             "https://[::ffff:169.254.169.254]/",
         ] {
-            assert!(matches!(p.check_uri(uri), Err(UriProblem::Forbidden(_))), "{uri}");
+            assert!(
+                matches!(p.check_uri(uri), Err(UriProblem::Forbidden(_))),
+                "{uri}"
+            );
         }
         assert!(p.check_uri("https://example.com/hook").is_ok());
     }
@@ -182,10 +215,15 @@ mod tests {
             "https://user:pw@example.com/",
             "https://example.com/#frag",
         ] {
-            assert!(matches!(p.check_uri(uri), Err(UriProblem::Invalid(_))), "{uri}");
+            assert!(
+                matches!(p.check_uri(uri), Err(UriProblem::Invalid(_))),
+                "{uri}"
+            );
         }
         let long = format!("https://example.com/{}", "a".repeat(MAX_URI_LEN));
         assert!(matches!(p.check_uri(&long), Err(UriProblem::Invalid(_))));
-        assert!(AddressPolicy::new(true, true).check_uri("http://127.0.0.1:9/").is_ok());
+        assert!(AddressPolicy::new(true, true)
+            .check_uri("http://127.0.0.1:9/")
+            .is_ok());
     }
 }

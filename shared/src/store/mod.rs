@@ -64,19 +64,30 @@ pub trait Store: Send + Sync {
     /// Creates or updates atomically: concurrent upserts of one (org, uri)
     /// leave exactly one subscription. Returns it and whether it was created.
     /// The status becomes `ACTIVE` (an update reactivates).
-    async fn upsert_subscription(&self, upsert: Upsert) -> Result<(StoredSubscription, bool), StoreError>;
+    async fn upsert_subscription(
+        &self,
+        upsert: Upsert,
+    ) -> Result<(StoredSubscription, bool), StoreError>;
 
-    async fn get_subscription(&self, org_id: &str, id: &str) -> Result<Option<StoredSubscription>, StoreError>;
+    async fn get_subscription(
+        &self,
+        org_id: &str,
+        id: &str,
+    ) -> Result<Option<StoredSubscription>, StoreError>;
 
     /// Every subscription of the organization, any status (capped per org).
-    async fn list_subscriptions(&self, org_id: &str) -> Result<Vec<StoredSubscription>, StoreError>;
+    async fn list_subscriptions(&self, org_id: &str)
+        -> Result<Vec<StoredSubscription>, StoreError>;
 
     /// Deletes it and its filter index entries; false if there was none.
     async fn delete_subscription(&self, org_id: &str, id: &str) -> Result<bool, StoreError>;
 
     /// Subscriptions of any organization holding `filter` as an enabled
     /// filter: a key lookup in the filter index, never a scan.
-    async fn subscriptions_for_filter(&self, filter: &str) -> Result<Vec<StoredSubscription>, StoreError>;
+    async fn subscriptions_for_filter(
+        &self,
+        filter: &str,
+    ) -> Result<Vec<StoredSubscription>, StoreError>;
 
     async fn put_message(&self, org_id: &str, message: &Message) -> Result<(), StoreError>;
 

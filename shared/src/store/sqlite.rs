@@ -90,7 +90,8 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
         let tx = conn.transaction().map_err(backend)?;
         tx.execute_batch(sql).map_err(backend)?;
-        tx.pragma_update(None, "user_version", i + 1).map_err(backend)?;
+        tx.pragma_update(None, "user_version", i + 1)
+            .map_err(backend)?;
         tx.commit().map_err(backend)?;
     }
     Ok(())
@@ -110,7 +111,8 @@ fn row_to_subscription(row: &Row<'_>) -> rusqlite::Result<StoredSubscription> {
         org_id: row.get(1)?,
         uri: row.get(2)?,
         event_filters: serde_json::from_str(&filters).map_err(|e| json_err(3, e))?,
-        disabled_filters: serde_json::from_str::<Vec<DisabledEntry>>(&disabled).map_err(|e| json_err(4, e))?,
+        disabled_filters: serde_json::from_str::<Vec<DisabledEntry>>(&disabled)
+            .map_err(|e| json_err(4, e))?,
         expires_at: row.get(5)?,
         status: SubscriptionStatus::parse(&status).unwrap_or(SubscriptionStatus::Active),
         created_at: row.get(7)?,
@@ -121,7 +123,10 @@ fn row_to_subscription(row: &Row<'_>) -> rusqlite::Result<StoredSubscription> {
 
 #[async_trait]
 impl Store for SqliteStore {
-    async fn upsert_subscription(&self, u: Upsert) -> Result<(StoredSubscription, bool), StoreError> {
+    async fn upsert_subscription(
+        &self,
+        u: Upsert,
+    ) -> Result<(StoredSubscription, bool), StoreError> {
         self.with(move |conn| {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -182,23 +187,39 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn get_subscription(&self, org_id: &str, id: &str) -> Result<Option<StoredSubscription>, StoreError> {
+    async fn get_subscription(
+        &self,
+        org_id: &str,
+        id: &str,
+    ) -> Result<Option<StoredSubscription>, StoreError> {
         let (org_id, id) = (org_id.to_owned(), id.to_owned());
         self.with(move |conn| {
-            conn.prepare_cached(&format!("SELECT {COLUMNS} FROM subscriptions WHERE id = ?1 AND org_id = ?2"))
-                .and_then(|mut s| s.query_row(params![id, org_id], row_to_subscription).optional())
-                .map_err(backend)
+            conn.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM subscriptions WHERE id = ?1 AND org_id = ?2"
+            ))
+            .and_then(|mut s| {
+                s.query_row(params![id, org_id], row_to_subscription)
+                    .optional()
+            })
+            .map_err(backend)
         })
         .await
     }
 
-    async fn list_subscriptions(&self, org_id: &str) -> Result<Vec<StoredSubscription>, StoreError> {
+    async fn list_subscriptions(
+        &self,
+        org_id: &str,
+    ) -> Result<Vec<StoredSubscription>, StoreError> {
         let org_id = org_id.to_owned();
         self.with(move |conn| {
             let mut stmt = conn
-                .prepare_cached(&format!("SELECT {COLUMNS} FROM subscriptions WHERE org_id = ?1"))
+                .prepare_cached(&format!(
+                    "SELECT {COLUMNS} FROM subscriptions WHERE org_id = ?1"
+                ))
                 .map_err(backend)?;
-            let rows = stmt.query_map([org_id], row_to_subscription).map_err(backend)?;
+            let rows = stmt
+                .query_map([org_id], row_to_subscription)
+                .map_err(backend)?;
             rows.collect::<Result<Vec<_>, _>>().map_err(backend)
         })
         .await
@@ -209,14 +230,20 @@ impl Store for SqliteStore {
         self.with(move |conn| {
             // Filter index rows go with it (ON DELETE CASCADE).
             let n = conn
-                .execute("DELETE FROM subscriptions WHERE id = ?1 AND org_id = ?2", params![id, org_id])
+                .execute(
+                    "DELETE FROM subscriptions WHERE id = ?1 AND org_id = ?2",
+                    params![id, org_id],
+                )
                 .map_err(backend)?;
             Ok(n > 0)
         })
         .await
     }
 
-    async fn subscriptions_for_filter(&self, filter: &str) -> Result<Vec<StoredSubscription>, StoreError> {
+    async fn subscriptions_for_filter(
+        &self,
+        filter: &str,
+    ) -> Result<Vec<StoredSubscription>, StoreError> {
         let filter = filter.to_owned();
         self.with(move |conn| {
             let cols = COLUMNS.split(", ").map(|c| format!("s.{c}")).collect::<Vec<_>>().join(", ");
@@ -255,7 +282,8 @@ impl Store for SqliteStore {
                 .prepare_cached("SELECT body FROM messages WHERE org_id = ?1 AND id = ?2")
                 .and_then(|mut s| s.query_row(params![org_id, id], |r| r.get(0)).optional())
                 .map_err(backend)?;
-            body.map(|b| serde_json::from_str(&b).map_err(backend)).transpose()
+            body.map(|b| serde_json::from_str(&b).map_err(backend))
+                .transpose()
         })
         .await
     }

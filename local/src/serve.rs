@@ -1,0 +1,143 @@
+//! `webhooks-local serve`: routes `/prod/...` to the same handlers the
+//! Lambda functions run, on the embedded SQLite store.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::Response;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use webhook_core::auth::jwt::{self, Verifier, ALL_SCOPES};
+use webhook_core::auth::Authenticator;
+use webhook_core::http::{error_response, payload_too_large, MAX_BODY};
+use webhook_core::store::sqlite::SqliteStore;
+use webhook_core::{App, Config, Profile};
+
+use crate::credentials::Credentials;
+use crate::ServeArgs;
+
+struct Server {
+    app: App,
+    auth: Authenticator,
+}
+
+pub fn run(args: ServeArgs) -> Result<(), String> {
+    init_logging();
+    let mut config = Config::from_env(Profile::Local).map_err(|e| e.to_string())?;
+    let generated = if config.api_keys.is_empty()
+        || !(config.jwt.hs256_secret.is_some() || config.jwt.jwks_url.is_some())
+    {
+        Some(Credentials::load_or_create(&args.data_dir)?)
+    } else {
+        None
+    };
+    if let Some(creds) = &generated {
+        if config.api_keys.is_empty() {
+            config.api_keys.push(creds.api_key.clone());
+        }
+        if config.jwt.hs256_secret.is_none() && config.jwt.jwks_url.is_none() {
+            config.jwt.hs256_secret = Some(creds.jwt_secret.clone());
+        }
+    }
+    std::fs::create_dir_all(&args.data_dir)
+        .map_err(|e| format!("{}: {e}", args.data_dir.display()))?;
+    let store = SqliteStore::open(&args.data_dir.join("webhooks.db")).map_err(|e| e.to_string())?;
+    let auth = Authenticator::new(config.api_keys.clone(), Verifier::new(&config.jwt));
+    let banner = Banner {
+        api_key: generated.as_ref().map(|c| c.api_key.clone()),
+        token: config.jwt.hs256_secret.as_ref().map(|s| {
+            jwt::mint_hs256(
+                s,
+                &config.jwt.org_claim,
+                "org-1",
+                &ALL_SCOPES,
+                std::time::Duration::from_secs(86_400),
+            )
+        }),
+    };
+    let server = Arc::new(Server {
+        app: App::new(config, Arc::new(store)),
+        auth,
+    });
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(args.addr)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        banner.print(addr);
+        let router = axum::Router::new().fallback(handle).with_state(server);
+        axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown_signal())
+            .await
+            .map_err(|e| e.to_string())
+    })
+}
+
+struct Banner {
+    api_key: Option<String>,
+    token: Option<String>,
+}
+
+impl Banner {
+    fn print(&self, addr: std::net::SocketAddr) {
+        println!("webhooks-local listening on http://{addr}/prod");
+        if let Some(key) = &self.api_key {
+            println!("API key (x-api-key):      {key}");
+        }
+        if let Some(token) = &self.token {
+            println!("Bearer token for org-1:   {token}");
+            println!("More tokens:              webhooks-local token --org <ORG>");
+        }
+    }
+}
+
+async fn handle(State(server): State<Arc<Server>>, request: Request) -> Response<Body> {
+    let (parts, body) = request.into_parts();
+    let declared = parts
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY as u64) {
+        return error_response(&payload_too_large()).map(Body::from);
+    }
+    let body: Bytes = match Limited::new(body, MAX_BODY).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return error_response(&payload_too_large()).map(Body::from)
+        }
+        Err(_) => Bytes::new(),
+    };
+    let request = http::Request::from_parts(parts, body);
+    webhook_core::http::serve(&server.app, &server.auth, request)
+        .await
+        .map(Body::from)
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = terminate => {} }
+}

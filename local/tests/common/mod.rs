@@ -1,0 +1,254 @@
+//! Test harness: the real `webhooks-local` binary on a free port with its
+//! own data dir, and real callback receivers on loopback.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::Response;
+use http::StatusCode;
+use serde_json::{json, Value};
+use webhook_core::auth::jwt::{mint_hs256, ALL_SCOPES};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_webhooks-local");
+
+pub struct Server {
+    pub base: String,
+    pub key: String,
+    jwt_secret: String,
+    child: Child,
+    pub dir: tempfile::TempDir,
+    pub http: reqwest::Client,
+}
+
+impl Server {
+    pub fn start() -> Server {
+        Self::start_with(&[])
+    }
+
+    /// Starts the binary with extra environment variables.
+    pub fn start_with(env: &[(&str, &str)]) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new(BIN);
+        cmd.args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
+            .arg(dir.path())
+            .env_remove("WEBHOOKS_API_KEYS")
+            .env_remove("WEBHOOKS_JWT_HS256_SECRET")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("webhooks-local starts");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        stdout.read_line(&mut first).unwrap();
+        // Keep draining stdout so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in stdout.lines() {});
+        let base = first
+            .trim()
+            .strip_prefix("webhooks-local listening on ")
+            .unwrap_or_else(|| panic!("unexpected banner: {first:?}"))
+            .to_owned();
+        let read = |name: &str| {
+            std::fs::read_to_string(dir.path().join(name))
+                .unwrap()
+                .trim()
+                .to_owned()
+        };
+        Server {
+            base,
+            key: read("api-key"),
+            jwt_secret: read("jwt-secret"),
+            child,
+            dir,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    pub fn token(&self, org: &str) -> String {
+        self.token_with(org, &ALL_SCOPES)
+    }
+
+    pub fn token_with(&self, org: &str, scopes: &[&str]) -> String {
+        mint_hs256(
+            &self.jwt_secret,
+            "org_id",
+            org,
+            scopes,
+            Duration::from_secs(600),
+        )
+    }
+
+    pub fn jwt_secret(&self) -> &str {
+        &self.jwt_secret
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// A request with the API key and a token for `org`.
+    pub fn req(&self, method: reqwest::Method, path: &str, org: &str) -> reqwest::RequestBuilder {
+        self.http
+            .request(method, self.url(path))
+            .header("x-api-key", &self.key)
+            .bearer_auth(self.token(org))
+    }
+
+    pub async fn create(&self, org: &str, uri: &str, filters: &[&str]) -> (StatusCode, Value) {
+        let body = json!({"uri": uri, "eventFilters": filters, "expiresDateInMillies": 0});
+        send(
+            self.req(reqwest::Method::POST, "/webhooksubscription", org)
+                .json(&body),
+        )
+        .await
+    }
+
+    pub async fn get(&self, path: &str, org: &str) -> (StatusCode, Value) {
+        send(self.req(reqwest::Method::GET, path, org)).await
+    }
+
+    pub async fn delete(&self, path: &str, org: &str) -> (StatusCode, Value) {
+        send(self.req(reqwest::Method::DELETE, path, org)).await
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends and returns status and JSON body (Null when empty). Checks that
+/// every error is problem+json with a code.
+pub async fn send(req: reqwest::RequestBuilder) -> (StatusCode, Value) {
+    let resp = req.send().await.expect("request reaches the server");
+    let status = StatusCode::from_u16(resp.status().as_u16()).unwrap();
+    let content_type = resp
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let bytes = resp.bytes().await.unwrap();
+    let body = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes).expect("JSON body")
+    };
+    if !status.is_success() {
+        assert_eq!(content_type, "application/problem+json", "{status} {body}");
+        assert!(
+            body["code"].is_string() && body["status"] == status.as_u16(),
+            "{body}"
+        );
+    }
+    assert!(status.as_u16() < 500, "server error {status}: {body}");
+    (status, body)
+}
+
+pub fn inbound(org: &str, dep: &str) -> String {
+    format!("/orgId/{org}/department/{dep}/message?direction=inbound")
+}
+
+pub fn contact(org: &str, dep: &str) -> String {
+    format!("/orgId/{org}/department/{dep}/contact")
+}
+
+/// How a test receiver answers the validation handshake.
+#[derive(Clone, Copy, Debug)]
+pub enum Handshake {
+    Echo,
+    WrongToken,
+    NoToken,
+    Status(u16),
+    Hang,
+}
+
+/// A real HTTP callback receiver on loopback.
+pub struct Receiver {
+    pub addr: SocketAddr,
+    pub hits: Arc<AtomicUsize>,
+    pub bodies: Arc<Mutex<Vec<Value>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+#[derive(Clone)]
+struct ReceiverState {
+    mode: Handshake,
+    hits: Arc<AtomicUsize>,
+    bodies: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Receiver {
+    pub async fn start(mode: Handshake) -> Receiver {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let state = ReceiverState {
+            mode,
+            hits: Arc::default(),
+            bodies: Arc::default(),
+        };
+        let (hits, bodies) = (state.hits.clone(), state.bodies.clone());
+        let app = axum::Router::new().fallback(answer).with_state(state);
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        Receiver {
+            addr,
+            hits,
+            bodies,
+            task,
+        }
+    }
+
+    pub fn uri(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    pub fn hits(&self) -> usize {
+        self.hits.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn answer(State(s): State<ReceiverState>, request: Request) -> Response<Body> {
+    use http_body_util::BodyExt;
+    s.hits.fetch_add(1, Ordering::SeqCst);
+    let (parts, body) = request.into_parts();
+    let bytes = body
+        .collect()
+        .await
+        .map(|c| c.to_bytes())
+        .unwrap_or_default();
+    if let Ok(v) = serde_json::from_slice(&bytes) {
+        s.bodies.lock().unwrap().push(v);
+    }
+    let token = parts.headers.get("validation-token").cloned();
+    let ok = Response::builder().status(200);
+    let response = match (s.mode, token) {
+        (Handshake::Echo, Some(t)) => ok.header("validation-token", t),
+        (Handshake::WrongToken, Some(_)) => ok.header("validation-token", "not-the-token"),
+        (Handshake::Status(code), _) => Response::builder().status(code),
+        (Handshake::Hang, _) => {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            ok
+        }
+        _ => ok,
+    };
+    response.body(Body::empty()).unwrap()
+}
