@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The one test command. Installs and starts everything the tests need
+# (DynamoDB Local, moto's SQS server, cfn-lint, SAM CLI) under .tools/,
+# runs every check, and stops what it started. Needs nothing installed by hand
+# beyond the machine's Rust toolchain, python3, node/npm and java 17.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+started=$(date +%s)
+
+# shellcheck source=scripts/emulators.sh
+source scripts/emulators.sh
+trap stop_emulators EXIT
+
+step "format"
+cargo fmt --all -- --check
+
+step "lint (clippy, warnings are errors)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "build"
+cargo build --workspace --all-targets --locked
+
+step "unit, property and end-to-end tests"
+cargo test --workspace --locked
+
+step "README walkthrough (release build, as a new user runs it)"
+cargo build --release --locked -p webhooks-local
+scripts/walkthrough.sh
+
+printf '\nall checks passed in %ss\n' "$(( $(date +%s) - started ))"
