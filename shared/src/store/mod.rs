@@ -25,6 +25,20 @@ pub struct StoredSubscription {
     pub created_at: i64,
     pub updated_at: i64,
     pub secret: String,
+    /// Start of the current run of failed deliveries (epoch ms), if any.
+    pub failing_since: Option<i64>,
+}
+
+/// What a delivery attempt did, for the subscription's bookkeeping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryRecord {
+    /// A 2xx: the failure streak ends.
+    Succeeded,
+    /// A failure at `now`: starts the streak, or blacklists when the streak
+    /// is older than `blacklist_after_ms`.
+    Failed { now: i64, blacklist_after_ms: i64 },
+    /// `410 Gone`: blacklisted at once.
+    Gone,
 }
 
 /// A requested filter the caller may not use, and why.
@@ -63,7 +77,8 @@ pub enum StoreError {
 pub trait Store: Send + Sync {
     /// Creates or updates atomically: concurrent upserts of one (org, uri)
     /// leave exactly one subscription. Returns it and whether it was created.
-    /// The status becomes `ACTIVE` (an update reactivates).
+    /// The status becomes `ACTIVE` (an update reactivates) and the failure
+    /// streak is cleared.
     async fn upsert_subscription(
         &self,
         upsert: Upsert,
@@ -88,6 +103,15 @@ pub trait Store: Send + Sync {
         &self,
         filter: &str,
     ) -> Result<Vec<StoredSubscription>, StoreError>;
+
+    /// Updates delivery bookkeeping; returns the resulting status, or None
+    /// if the subscription no longer exists.
+    async fn record_delivery(
+        &self,
+        org_id: &str,
+        id: &str,
+        record: DeliveryRecord,
+    ) -> Result<Option<SubscriptionStatus>, StoreError>;
 
     async fn put_message(&self, org_id: &str, message: &Message) -> Result<(), StoreError>;
 

@@ -7,11 +7,12 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
 
-use super::{DisabledEntry, Store, StoreError, StoredSubscription, Upsert};
+use super::{DeliveryRecord, DisabledEntry, Store, StoreError, StoredSubscription, Upsert};
 use crate::model::{Message, SubscriptionStatus};
 
 /// Schema versions, applied in order; `PRAGMA user_version` records progress.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE subscriptions (
     id               TEXT PRIMARY KEY,
     org_id           TEXT NOT NULL,
@@ -38,7 +39,11 @@ CREATE TABLE messages (
     body   TEXT NOT NULL,  -- the Message as JSON
     PRIMARY KEY (org_id, id)
 ) WITHOUT ROWID;
-"#];
+"#,
+    r#"
+ALTER TABLE subscriptions ADD COLUMN failing_since INTEGER;
+"#,
+];
 
 #[derive(Clone)]
 pub struct SqliteStore {
@@ -97,7 +102,8 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     Ok(())
 }
 
-const COLUMNS: &str = "id, org_id, uri, event_filters, disabled_filters, expires_at, status, created_at, updated_at, secret";
+const COLUMNS: &str =
+    "id, org_id, uri, event_filters, disabled_filters, expires_at, status, created_at, updated_at, secret, failing_since";
 
 fn row_to_subscription(row: &Row<'_>) -> rusqlite::Result<StoredSubscription> {
     let json_err = |i: usize, e: serde_json::Error| {
@@ -118,6 +124,7 @@ fn row_to_subscription(row: &Row<'_>) -> rusqlite::Result<StoredSubscription> {
         created_at: row.get(7)?,
         updated_at: row.get(8)?,
         secret: row.get(9)?,
+        failing_since: row.get(10)?,
     })
 }
 
@@ -146,7 +153,7 @@ impl Store for SqliteStore {
                 Some(id) => {
                     tx.execute(
                         "UPDATE subscriptions SET event_filters = ?2, disabled_filters = ?3, \
-                         expires_at = ?4, status = 'ACTIVE', updated_at = ?5 WHERE id = ?1",
+                         expires_at = ?4, status = 'ACTIVE', updated_at = ?5, failing_since = NULL WHERE id = ?1",
                         params![id, filters, disabled, u.expires_at, u.now],
                     )
                     .map_err(backend)?;
@@ -255,6 +262,45 @@ impl Store for SqliteStore {
                 .map_err(backend)?;
             let rows = stmt.query_map([filter], row_to_subscription).map_err(backend)?;
             rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+        })
+        .await
+    }
+
+    async fn record_delivery(
+        &self,
+        org_id: &str,
+        id: &str,
+        record: DeliveryRecord,
+    ) -> Result<Option<SubscriptionStatus>, StoreError> {
+        let (org_id, id) = (org_id.to_owned(), id.to_owned());
+        self.with(move |conn| {
+            let sql = match record {
+                DeliveryRecord::Succeeded => "UPDATE subscriptions SET failing_since = NULL \
+                     WHERE id = ?1 AND org_id = ?2 AND failing_since IS NOT NULL",
+                DeliveryRecord::Failed { .. } => "UPDATE subscriptions SET \
+                     failing_since = coalesce(failing_since, ?3), \
+                     status = CASE WHEN status = 'ACTIVE' AND failing_since IS NOT NULL AND ?3 - failing_since >= ?4 \
+                                   THEN 'BLACKLISTED' ELSE status END \
+                     WHERE id = ?1 AND org_id = ?2",
+                DeliveryRecord::Gone => "UPDATE subscriptions SET status = 'BLACKLISTED' WHERE id = ?1 AND org_id = ?2",
+            };
+            let (now, after) = match record {
+                DeliveryRecord::Failed { now, blacklist_after_ms } => (now, blacklist_after_ms),
+                _ => (0, 0),
+            };
+            let mut stmt = conn.prepare_cached(sql).map_err(backend)?;
+            let params: &[&dyn rusqlite::ToSql] = match record {
+                DeliveryRecord::Failed { .. } => &[&id, &org_id, &now, &after],
+                _ => &[&id, &org_id],
+            };
+            stmt.execute(params).map_err(backend)?;
+            let status: Option<String> = conn
+                .query_row("SELECT status FROM subscriptions WHERE id = ?1 AND org_id = ?2", params![id, org_id], |r| {
+                    r.get(0)
+                })
+                .optional()
+                .map_err(backend)?;
+            Ok(status.and_then(|s| SubscriptionStatus::parse(&s)))
         })
         .await
     }

@@ -1,0 +1,433 @@
+//! The store conformance suite: one set of cases, run against every adapter
+//! (`store_sqlite.rs`, `store_dynamodb.rs`), so adapters cannot drift apart.
+//! Each case works in organizations of its own, so one store can serve all.
+
+#![allow(dead_code)]
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use webhook_core::model::{Message, SubscriptionStatus};
+use webhook_core::store::{DeliveryRecord, DisabledEntry, Store, StoreError, Upsert};
+
+/// Generates one `#[tokio::test]` per case for an adapter. `$make` is an
+/// async expression giving an `Arc<dyn Store>`.
+#[macro_export]
+macro_rules! conformance_tests {
+    ($make:expr) => {
+        $crate::conformance_tests!(@cases $make;
+            upsert_creates_then_updates,
+            update_reactivates_and_clears_failures,
+            concurrent_upserts_of_one_uri_make_one,
+            creation_is_capped_per_organization,
+            reads_and_deletes_are_scoped_to_the_organization,
+            filter_index_follows_updates_and_deletes,
+            delivery_records_drive_blacklisting,
+            messages_are_scoped_to_the_organization,
+        );
+    };
+    (@cases $make:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let store: std::sync::Arc<dyn webhook_core::store::Store> = $make.await;
+                conformance::$case(store).await;
+            }
+        )*
+    };
+}
+
+fn unique(prefix: &str) -> String {
+    format!(
+        "{prefix}-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    )
+}
+
+fn upsert(org: &str, uri: &str, filters: &[&str], now: i64) -> Upsert {
+    Upsert {
+        org_id: org.to_owned(),
+        uri: uri.to_owned(),
+        event_filters: filters.iter().map(|f| f.to_string()).collect(),
+        disabled_filters: vec![],
+        expires_at: now + 86_400_000,
+        now,
+        new_id: uuid::Uuid::now_v7().to_string(),
+        new_secret: webhook_core::secret::new_signing_secret(),
+        max_per_org: 1000,
+    }
+}
+
+fn filter(org: &str, dep: &str) -> String {
+    format!("/orgId/{org}/department/{dep}/message?direction=inbound")
+}
+
+pub async fn upsert_creates_then_updates(store: Arc<dyn Store>) {
+    let org = unique("org");
+    let f1 = filter(&org, "d1");
+    let mut first = upsert(&org, "https://example.com/a", &[&f1], 1_000);
+    first.disabled_filters = vec![DisabledEntry {
+        filter: filter("other", "d"),
+        reason: "PERMISSION_DENIED".into(),
+        message: "not yours".into(),
+    }];
+    let (created, was_created) = store.upsert_subscription(first.clone()).await.unwrap();
+    assert!(was_created);
+    assert_eq!(created.id, first.new_id);
+    assert_eq!(created.secret, first.new_secret);
+    assert_eq!(created.status, SubscriptionStatus::Active);
+    assert_eq!((created.created_at, created.updated_at), (1_000, 1_000));
+    assert_eq!(created.disabled_filters, first.disabled_filters);
+    assert_eq!(created.failing_since, None);
+
+    let f2 = filter(&org, "d2");
+    let second = upsert(&org, "https://example.com/a", &[&f2, &f1], 2_000);
+    let (updated, was_created) = store.upsert_subscription(second.clone()).await.unwrap();
+    assert!(!was_created);
+    assert_eq!(updated.id, created.id, "same (org, uri), same id");
+    assert_eq!(
+        updated.secret, created.secret,
+        "the secret survives updates"
+    );
+    assert_eq!(updated.created_at, 1_000);
+    assert_eq!(updated.updated_at, 2_000);
+    assert_eq!(updated.event_filters, vec![f2.clone(), f1.clone()]);
+    assert_eq!(updated.expires_at, second.expires_at);
+    assert!(updated.disabled_filters.is_empty());
+    assert_eq!(
+        store.get_subscription(&org, &created.id).await.unwrap(),
+        Some(updated)
+    );
+}
+
+pub async fn update_reactivates_and_clears_failures(store: Arc<dyn Store>) {
+    let org = unique("org");
+    let (sub, _) = store
+        .upsert_subscription(upsert(
+            &org,
+            "https://example.com/r",
+            &[&filter(&org, "d")],
+            1_000,
+        ))
+        .await
+        .unwrap();
+    let status = store
+        .record_delivery(
+            &org,
+            &sub.id,
+            DeliveryRecord::Failed {
+                now: 5_000,
+                blacklist_after_ms: 1_000_000,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, Some(SubscriptionStatus::Active));
+    assert_eq!(
+        store
+            .record_delivery(&org, &sub.id, DeliveryRecord::Gone)
+            .await
+            .unwrap(),
+        Some(SubscriptionStatus::Blacklisted)
+    );
+    let (again, created) = store
+        .upsert_subscription(upsert(
+            &org,
+            "https://example.com/r",
+            &[&filter(&org, "d")],
+            9_000,
+        ))
+        .await
+        .unwrap();
+    assert!(!created);
+    assert_eq!(again.status, SubscriptionStatus::Active);
+    assert_eq!(again.failing_since, None);
+}
+
+pub async fn concurrent_upserts_of_one_uri_make_one(store: Arc<dyn Store>) {
+    let org = unique("org");
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..20 {
+        let store = store.clone();
+        let u = upsert(
+            &org,
+            "https://example.com/same",
+            &[&filter(&org, &format!("d{i}"))],
+            1_000 + i,
+        );
+        tasks.spawn(async move { store.upsert_subscription(u).await });
+    }
+    let mut ids = HashSet::new();
+    let mut creations = 0;
+    while let Some(r) = tasks.join_next().await {
+        let (sub, created) = r.unwrap().unwrap();
+        ids.insert(sub.id);
+        creations += usize::from(created);
+    }
+    assert_eq!(ids.len(), 1);
+    assert_eq!(creations, 1, "exactly one upsert created it");
+    assert_eq!(store.list_subscriptions(&org).await.unwrap().len(), 1);
+}
+
+pub async fn creation_is_capped_per_organization(store: Arc<dyn Store>) {
+    let org = unique("org");
+    let f = filter(&org, "d");
+    for uri in ["https://example.com/1", "https://example.com/2"] {
+        let mut u = upsert(&org, uri, &[&f], 1_000);
+        u.max_per_org = 2;
+        store.upsert_subscription(u).await.unwrap();
+    }
+    let mut third = upsert(&org, "https://example.com/3", &[&f], 1_000);
+    third.max_per_org = 2;
+    assert!(matches!(
+        store.upsert_subscription(third).await,
+        Err(StoreError::LimitReached(2))
+    ));
+    let mut update = upsert(&org, "https://example.com/1", &[&f], 2_000);
+    update.max_per_org = 2;
+    assert!(
+        store.upsert_subscription(update).await.is_ok(),
+        "updates are not creations"
+    );
+    // Deleting frees a place.
+    let subs = store.list_subscriptions(&org).await.unwrap();
+    assert!(store.delete_subscription(&org, &subs[0].id).await.unwrap());
+    let mut fourth = upsert(&org, "https://example.com/4", &[&f], 3_000);
+    fourth.max_per_org = 2;
+    assert!(store.upsert_subscription(fourth).await.is_ok());
+}
+
+pub async fn reads_and_deletes_are_scoped_to_the_organization(store: Arc<dyn Store>) {
+    let (a, b) = (unique("org-a"), unique("org-b"));
+    let (sub, _) = store
+        .upsert_subscription(upsert(
+            &a,
+            "https://example.com/x",
+            &[&filter(&a, "d")],
+            1_000,
+        ))
+        .await
+        .unwrap();
+    store
+        .upsert_subscription(upsert(
+            &b,
+            "https://example.com/x",
+            &[&filter(&b, "d")],
+            1_000,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(store.get_subscription(&b, &sub.id).await.unwrap(), None);
+    assert!(!store.delete_subscription(&b, &sub.id).await.unwrap());
+    assert_eq!(
+        store
+            .record_delivery(&b, &sub.id, DeliveryRecord::Gone)
+            .await
+            .unwrap(),
+        None
+    );
+    let listed = store.list_subscriptions(&a).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].id, sub.id);
+    assert_eq!(
+        listed[0].status,
+        SubscriptionStatus::Active,
+        "org b could not blacklist it"
+    );
+    assert!(store.delete_subscription(&a, &sub.id).await.unwrap());
+    assert_eq!(store.get_subscription(&a, &sub.id).await.unwrap(), None);
+    assert!(!store.delete_subscription(&a, &sub.id).await.unwrap());
+    assert_eq!(store.list_subscriptions(&b).await.unwrap().len(), 1);
+    assert!(store
+        .list_subscriptions(&unique("nobody"))
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+pub async fn filter_index_follows_updates_and_deletes(store: Arc<dyn Store>) {
+    let (a, b) = (unique("org-a"), unique("org-b"));
+    let fa = filter(&a, "d");
+    let fa2 = filter(&a, "d2");
+    let (s1, _) = store
+        .upsert_subscription(upsert(&a, "https://example.com/1", &[&fa], 1_000))
+        .await
+        .unwrap();
+    let (s2, _) = store
+        .upsert_subscription(upsert(&a, "https://example.com/2", &[&fa, &fa2], 1_000))
+        .await
+        .unwrap();
+    store
+        .upsert_subscription(upsert(
+            &b,
+            "https://example.com/1",
+            &[&filter(&b, "d")],
+            1_000,
+        ))
+        .await
+        .unwrap();
+    let ids = |subs: Vec<webhook_core::store::StoredSubscription>| {
+        subs.into_iter().map(|s| s.id).collect::<HashSet<_>>()
+    };
+    assert_eq!(
+        ids(store.subscriptions_for_filter(&fa).await.unwrap()),
+        HashSet::from([s1.id.clone(), s2.id.clone()])
+    );
+    assert_eq!(
+        ids(store.subscriptions_for_filter(&fa2).await.unwrap()),
+        HashSet::from([s2.id.clone()])
+    );
+    // The index returns whole subscriptions: uri and secret for delivery.
+    let found = store.subscriptions_for_filter(&fa2).await.unwrap();
+    assert_eq!(found[0].uri, "https://example.com/2");
+    assert_eq!(found[0].secret, s2.secret);
+    // An update that drops a filter removes it from the index.
+    store
+        .upsert_subscription(upsert(&a, "https://example.com/2", &[&fa2], 2_000))
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(store.subscriptions_for_filter(&fa).await.unwrap()),
+        HashSet::from([s1.id.clone()])
+    );
+    assert!(store.delete_subscription(&a, &s1.id).await.unwrap());
+    assert!(store
+        .subscriptions_for_filter(&fa)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(store
+        .subscriptions_for_filter(&filter(&unique("none"), "d"))
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+pub async fn delivery_records_drive_blacklisting(store: Arc<dyn Store>) {
+    let org = unique("org");
+    let (sub, _) = store
+        .upsert_subscription(upsert(
+            &org,
+            "https://example.com/b",
+            &[&filter(&org, "d")],
+            1_000,
+        ))
+        .await
+        .unwrap();
+    let fail = |now| DeliveryRecord::Failed {
+        now,
+        blacklist_after_ms: 10_000,
+    };
+    assert_eq!(
+        store
+            .record_delivery(&org, &sub.id, fail(100_000))
+            .await
+            .unwrap(),
+        Some(SubscriptionStatus::Active)
+    );
+    assert_eq!(
+        store
+            .get_subscription(&org, &sub.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .failing_since,
+        Some(100_000)
+    );
+    assert_eq!(
+        store
+            .record_delivery(&org, &sub.id, fail(105_000))
+            .await
+            .unwrap(),
+        Some(SubscriptionStatus::Active)
+    );
+    assert_eq!(
+        store
+            .get_subscription(&org, &sub.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .failing_since,
+        Some(100_000),
+        "the streak keeps its start"
+    );
+    // A success ends the streak; the next failure starts a new one.
+    assert_eq!(
+        store
+            .record_delivery(&org, &sub.id, DeliveryRecord::Succeeded)
+            .await
+            .unwrap(),
+        Some(SubscriptionStatus::Active)
+    );
+    assert_eq!(
+        store
+            .get_subscription(&org, &sub.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .failing_since,
+        None
+    );
+    store
+        .record_delivery(&org, &sub.id, fail(200_000))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .record_delivery(&org, &sub.id, fail(209_999))
+            .await
+            .unwrap(),
+        Some(SubscriptionStatus::Active)
+    );
+    assert_eq!(
+        store
+            .record_delivery(&org, &sub.id, fail(210_000))
+            .await
+            .unwrap(),
+        Some(SubscriptionStatus::Blacklisted)
+    );
+    assert_eq!(
+        store
+            .get_subscription(&org, &sub.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
+        SubscriptionStatus::Blacklisted
+    );
+    assert_eq!(
+        store
+            .record_delivery(&org, "no-such-id", DeliveryRecord::Succeeded)
+            .await
+            .unwrap(),
+        None
+    );
+}
+
+pub async fn messages_are_scoped_to_the_organization(store: Arc<dyn Store>) {
+    let (a, b) = (unique("org-a"), unique("org-b"));
+    let mut message = Message {
+        id: "msg-1".into(),
+        owner: None,
+        time: None,
+        direction: "in".into(),
+        to: vec!["+15550100".into()],
+        from: "".into(),
+        text: "héllo ✓".into(),
+        media: vec![],
+        attachments: vec!["a.png".into()],
+    };
+    store.put_message(&a, &message).await.unwrap();
+    assert_eq!(
+        store.get_message(&a, "msg-1").await.unwrap(),
+        Some(message.clone())
+    );
+    assert_eq!(store.get_message(&b, "msg-1").await.unwrap(), None);
+    assert_eq!(store.get_message(&a, "msg-2").await.unwrap(), None);
+    message.text = "edited".into();
+    store.put_message(&a, &message).await.unwrap();
+    assert_eq!(
+        store.get_message(&a, "msg-1").await.unwrap().unwrap().text,
+        "edited"
+    );
+}

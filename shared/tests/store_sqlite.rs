@@ -1,0 +1,45 @@
+//! The store conformance suite on the SQLite adapter, on a real file.
+
+mod conformance;
+
+use std::sync::Arc;
+
+use webhook_core::store::sqlite::SqliteStore;
+
+async fn store() -> Arc<dyn webhook_core::store::Store> {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("conformance.db")).unwrap();
+    // The file must outlive the test; the OS temp dir is cleaned up eventually.
+    std::mem::forget(dir);
+    Arc::new(store)
+}
+
+conformance_tests!(store());
+
+#[tokio::test]
+async fn reopening_a_file_keeps_its_data_and_schema() {
+    use webhook_core::store::Store;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("reopen.db");
+    let message = webhook_core::model::Message {
+        id: "m".into(),
+        owner: Some("o".into()),
+        time: None,
+        direction: "out".into(),
+        to: vec![],
+        from: "+1".into(),
+        text: "t".into(),
+        media: vec![],
+        attachments: vec![],
+    };
+    SqliteStore::open(&path)
+        .unwrap()
+        .put_message("org", &message)
+        .await
+        .unwrap();
+    let reopened = SqliteStore::open(&path).unwrap();
+    assert_eq!(
+        reopened.get_message("org", "m").await.unwrap(),
+        Some(message)
+    );
+}
