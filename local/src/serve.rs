@@ -10,7 +10,9 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
 use webhook_core::auth::jwt::{self, Verifier, ALL_SCOPES};
 use webhook_core::auth::Authenticator;
+use webhook_core::delivery;
 use webhook_core::http::{error_response, payload_too_large, MAX_BODY};
+use webhook_core::queue::DeliveryQueue;
 use webhook_core::store::sqlite::SqliteStore;
 use webhook_core::{App, Config, Profile};
 
@@ -18,7 +20,7 @@ use crate::credentials::Credentials;
 use crate::ServeArgs;
 
 struct Server {
-    app: App,
+    app: Arc<App>,
     auth: Authenticator,
 }
 
@@ -42,7 +44,10 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
     }
     std::fs::create_dir_all(&args.data_dir)
         .map_err(|e| format!("{}: {e}", args.data_dir.display()))?;
-    let store = SqliteStore::open(&args.data_dir.join("webhooks.db")).map_err(|e| e.to_string())?;
+    let sqlite =
+        Arc::new(SqliteStore::open(&args.data_dir.join("webhooks.db")).map_err(|e| e.to_string())?);
+    let queue: Arc<dyn DeliveryQueue> = sqlite.clone();
+    let concurrency = config.delivery_concurrency;
     let auth = Authenticator::new(config.api_keys.clone(), Verifier::new(&config.jwt));
     let banner = Banner {
         api_key: generated.as_ref().map(|c| c.api_key.clone()),
@@ -56,8 +61,9 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
             )
         }),
     };
+    let app = Arc::new(App::new(config, sqlite.clone()).with_outbox(sqlite.clone()));
     let server = Arc::new(Server {
-        app: App::new(config, Arc::new(store)),
+        app: app.clone(),
         auth,
     });
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
@@ -67,6 +73,17 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
             .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         banner.print(addr);
+        // This process owns the data dir: what a killed predecessor had in flight goes out now.
+        let released = sqlite.release_leases().await.map_err(|e| e.to_string())?;
+        if released > 0 {
+            tracing::info!(released, "resuming deliveries left in flight");
+        }
+        tokio::spawn(delivery::run_workers(
+            app,
+            queue,
+            concurrency,
+            std::future::pending(),
+        ));
         let router = axum::Router::new().fallback(handle).with_state(server);
         axum::serve(listener, router)
             .with_graceful_shutdown(shutdown_signal())

@@ -2,14 +2,21 @@
 
 use std::sync::Arc;
 
+use tokio::sync::Notify;
+
 use crate::callback::{AddressPolicy, CallbackClient, Dns, SystemDns};
 use crate::config::Config;
+use crate::queue::Outbox;
 use crate::store::Store;
 
 pub struct App {
     pub config: Config,
     pub store: Arc<dyn Store>,
     pub callbacks: CallbackClient,
+    /// Where ingested events go; runtimes without ingestion leave it unset.
+    pub outbox: Option<Arc<dyn Outbox>>,
+    /// Notified when notifications are enqueued, to wake delivery workers.
+    pub delivery_wake: Arc<Notify>,
 }
 
 impl App {
@@ -24,7 +31,14 @@ impl App {
             callbacks: CallbackClient::new(policy, dns),
             config,
             store,
+            outbox: None,
+            delivery_wake: Arc::new(Notify::new()),
         }
+    }
+
+    pub fn with_outbox(mut self, outbox: Arc<dyn Outbox>) -> Self {
+        self.outbox = Some(outbox);
+        self
     }
 }
 

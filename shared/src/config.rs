@@ -30,6 +30,8 @@ pub struct Config {
     pub allow_private_callbacks: bool,
     pub handshake_timeout: Duration,
     pub delivery_timeout: Duration,
+    /// Deliveries in flight at once per process (local workers).
+    pub delivery_concurrency: usize,
     pub default_lifetime: Duration,
     pub max_lifetime: Duration,
     pub max_subscriptions_per_org: usize,
@@ -86,7 +88,7 @@ impl Config {
                     message: format!("expected milliseconds, got '{v}'"),
                 }),
         };
-        let retry_schedule = match get("WEBHOOKS_RETRY_SCHEDULE") {
+        let retry_schedule: Vec<Duration> = match get("WEBHOOKS_RETRY_SCHEDULE") {
             None => "5s,30s,2m,10m,30m,1h,2h,4h,8h,12h"
                 .split(',')
                 .map(|d| parse_duration(d).expect("default schedule parses"))
@@ -112,7 +114,20 @@ impl Config {
                     message: format!("expected a positive integer, got '{v}'"),
                 })?,
         };
+        let delivery_concurrency = match get("WEBHOOKS_DELIVERY_CONCURRENCY") {
+            None => 64,
+            Some(v) => v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=4096).contains(n))
+                .ok_or(ConfigError {
+                    var: "WEBHOOKS_DELIVERY_CONCURRENCY",
+                    message: format!("expected an integer from 1 to 4096, got '{v}'"),
+                })?,
+        };
         let config = Config {
+            delivery_concurrency,
             api_keys: get("WEBHOOKS_API_KEYS")
                 .map(|v| {
                     v.split(',')

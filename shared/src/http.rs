@@ -12,6 +12,7 @@ use tracing::Instrument;
 use crate::app::App;
 use crate::auth::{Authenticator, Caller};
 use crate::error::{ApiError, FieldError, PROBLEM_JSON};
+use crate::ingest::{self, EventEnvelope};
 use crate::page::PageRequest;
 use crate::{message, subscription};
 
@@ -29,6 +30,8 @@ pub enum Route {
     DeleteSubscription(String),
     GetSubscriptionSecret(String),
     GetMessage(String),
+    /// `POST /events`: event ingestion, where the runtime has an outbox.
+    IngestEvent,
 }
 
 impl Route {
@@ -74,6 +77,10 @@ impl Route {
                     .then(|| id(raw).map(Route::GetSubscriptionSecret))
                     .transpose()?,
             ),
+            ["events"] => (
+                &[Method::POST],
+                (method == Method::POST).then_some(Route::IngestEvent),
+            ),
             ["message", "getmessagebyid", raw] => (
                 &[Method::GET],
                 (method == Method::GET)
@@ -99,7 +106,7 @@ impl Route {
 
     pub fn method(&self) -> Method {
         match self {
-            Route::CreateSubscription => Method::POST,
+            Route::CreateSubscription | Route::IngestEvent => Method::POST,
             Route::DeleteSubscription(_) => Method::DELETE,
             _ => Method::GET,
         }
@@ -170,6 +177,24 @@ async fn dispatch(
             StatusCode::OK,
             &message::get_message(app, caller, &id).await?,
         ),
+        Route::IngestEvent => {
+            let Some(outbox) = &app.outbox else {
+                return Err(route_not_found("/events"));
+            };
+            let envelope: EventEnvelope = parse_json(headers, body)?;
+            let event = envelope.validate(crate::app::now_ms())?;
+            if event.organization_id != caller.org_id {
+                return Err(ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    "ORGANIZATION_MISMATCH",
+                    "events can only be ingested for the caller's own organization",
+                ));
+            }
+            json(
+                StatusCode::ACCEPTED,
+                &ingest::ingest(app, outbox.as_ref(), event).await?,
+            )
+        }
     }
 }
 

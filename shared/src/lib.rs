@@ -7,19 +7,28 @@
 //! - [`http`]: routing, parsing and problem+json rendering shared by runtimes
 //! - [`auth`]: API keys, bearer tokens, organization and scopes
 //! - [`callback`]: SSRF policy, handshake (and delivery) to client callbacks
+//! - [`ingest`], [`notification`], [`delivery`], [`signature`]: events to signed notifications
+//! - [`queue`]: the delivery queue and outbox ports
 //! - [`store`]: the store port and its adapters
 
 pub mod app;
 pub mod auth;
 pub mod callback;
 pub mod config;
+pub mod delivery;
 pub mod error;
 pub mod filter;
 pub mod http;
+pub mod ingest;
+#[cfg(feature = "aws")]
+pub mod lambda;
 pub mod message;
 pub mod model;
+pub mod notification;
 pub mod page;
+pub mod queue;
 pub mod secret;
+pub mod signature;
 pub mod store;
 pub mod subscription;
 

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod inbox;
+
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -26,6 +28,7 @@ pub struct Server {
     child: Child,
     pub dir: tempfile::TempDir,
     pub http: reqwest::Client,
+    env: Vec<(String, String)>,
 }
 
 impl Server {
@@ -35,7 +38,23 @@ impl Server {
 
     /// Starts the binary with extra environment variables.
     pub fn start_with(env: &[(&str, &str)]) -> Server {
-        let dir = tempfile::tempdir().unwrap();
+        let env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Self::start_in(tempfile::tempdir().unwrap(), env)
+    }
+
+    /// `kill -9`, then a new server on the same data dir and environment.
+    pub fn crash_and_restart(mut self) -> Server {
+        self.child.kill().unwrap(); // SIGKILL: no shutdown code runs
+        self.child.wait().unwrap();
+        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
+        let env = std::mem::take(&mut self.env);
+        Self::start_in(dir, env)
+    }
+
+    fn start_in(dir: tempfile::TempDir, env: Vec<(String, String)>) -> Server {
         let mut cmd = Command::new(BIN);
         cmd.args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
             .arg(dir.path())
@@ -44,7 +63,7 @@ impl Server {
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
-        for (k, v) in env {
+        for (k, v) in &env {
             cmd.env(k, v);
         }
         let mut child = cmd.spawn().expect("webhooks-local starts");
@@ -71,6 +90,7 @@ impl Server {
             child,
             dir,
             http: reqwest::Client::new(),
+            env,
         }
     }
 

@@ -2,6 +2,8 @@
 //! Adapters: [`sqlite`] (embedded, default for local runs) and DynamoDB.
 //! Every adapter passes the same conformance suite (`shared/tests/`).
 
+#[cfg(feature = "aws")]
+pub mod dynamodb;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 

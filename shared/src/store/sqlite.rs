@@ -43,6 +43,37 @@ CREATE TABLE messages (
     r#"
 ALTER TABLE subscriptions ADD COLUMN failing_since INTEGER;
 "#,
+    r#"
+-- Durable delivery queue: a job is due at due_at; a lease pushes due_at to
+-- the end of the lease, so a crashed consumer's jobs come back by themselves.
+CREATE TABLE delivery_queue (
+    id              TEXT PRIMARY KEY,  -- the notification uuid
+    org_id          TEXT NOT NULL,
+    subscription_id TEXT NOT NULL,
+    body            TEXT NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    due_at          INTEGER NOT NULL,
+    leased          INTEGER NOT NULL DEFAULT 0,
+    enqueued_at     INTEGER NOT NULL
+);
+CREATE INDEX delivery_queue_due ON delivery_queue (due_at);
+CREATE TABLE dead_letters (
+    id              TEXT PRIMARY KEY,
+    org_id          TEXT NOT NULL,
+    subscription_id TEXT NOT NULL,
+    body            TEXT NOT NULL,
+    attempts        INTEGER NOT NULL,
+    reason          TEXT NOT NULL,
+    failed_at       INTEGER NOT NULL
+);
+-- Ingested event ids, for deduplication.
+CREATE TABLE events (
+    org_id      TEXT NOT NULL,
+    event_id    TEXT NOT NULL,
+    received_at INTEGER NOT NULL,
+    PRIMARY KEY (org_id, event_id)
+) WITHOUT ROWID;
+"#,
 ];
 
 #[derive(Clone)]
@@ -50,7 +81,7 @@ pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
 }
 
-fn backend(e: impl std::fmt::Display) -> StoreError {
+pub(crate) fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
 }
 
@@ -74,7 +105,7 @@ impl SqliteStore {
     }
 
     /// Runs `f` with the connection on the blocking pool.
-    async fn with<T: Send + 'static>(
+    pub(crate) async fn with<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {

@@ -1,0 +1,376 @@
+//! Event ingestion: validate the envelope of DESIGN §6, store the message,
+//! fan out through the filter index, and enqueue one notification per
+//! matching subscription, all through the [`Outbox`] port.
+
+use serde::Deserialize;
+
+use crate::app::{now_ms, App};
+use crate::error::{ApiError, FieldError};
+use crate::filter::{self, Direction, EventFilter, Topic};
+use crate::model::{Message, SubscriptionStatus};
+use crate::notification::{notification_id, ContactInfo, MessageInfo, Notification};
+use crate::queue::{DeliveryJob, Outbox};
+use crate::subscription::store_failure;
+
+const MAX_TEXT_ID: usize = 256;
+const MAX_RECIPIENTS: usize = 100;
+
+/// The event envelope producers send (one per SQS message, or `POST /prod/events`).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct EventEnvelope {
+    #[serde(rename = "eventId")]
+    pub event_id: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    #[serde(rename = "organizationId")]
+    pub organization_id: Option<String>,
+    #[serde(rename = "departmentId")]
+    pub department_id: Option<String>,
+    #[serde(rename = "occurredAt")]
+    pub occurred_at: Option<i64>,
+    pub message: Option<MessageInput>,
+    #[serde(rename = "carrierMessageId")]
+    pub carrier_message_id: Option<String>,
+    pub status: Option<String>,
+    pub contact: Option<ContactRef>,
+}
+
+/// A message as producers send it; absent lists and texts default to empty.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct MessageInput {
+    pub id: Option<String>,
+    #[serde(default)]
+    pub owner: Option<String>,
+    #[serde(default)]
+    pub time: Option<String>,
+    pub direction: Option<String>,
+    #[serde(default)]
+    pub to: Vec<String>,
+    #[serde(default)]
+    pub from: String,
+    #[serde(default)]
+    pub text: String,
+    #[serde(default)]
+    pub media: Vec<String>,
+    #[serde(default)]
+    pub attachments: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ContactRef {
+    pub id: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    Message(Direction),
+    Contact(&'static str),
+}
+
+impl EventKind {
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "message.inbound" => EventKind::Message(Direction::Inbound),
+            "message.outbound" => EventKind::Message(Direction::Outbound),
+            "contact.created" => EventKind::Contact("CREATED"),
+            "contact.updated" => EventKind::Contact("UPDATED"),
+            "contact.deleted" => EventKind::Contact("DELETED"),
+            _ => return None,
+        })
+    }
+}
+
+/// A validated event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    pub id: String,
+    pub kind: EventKind,
+    pub organization_id: String,
+    pub department_id: String,
+    pub occurred_at: i64,
+    pub message: Option<Message>,
+    pub carrier_message_id: String,
+    pub status: String,
+    pub contact_id: Option<String>,
+}
+
+impl Event {
+    /// The filter this event notifies.
+    pub fn filter(&self) -> EventFilter {
+        let topic = match self.kind {
+            EventKind::Message(d) => Topic::Message(d),
+            EventKind::Contact(_) => Topic::Contact,
+        };
+        EventFilter::new(&self.organization_id, &self.department_id, topic)
+    }
+}
+
+fn short_id(errors: &mut Vec<FieldError>, field: &str, value: Option<String>) -> String {
+    match value {
+        Some(v) if !v.is_empty() && v.len() <= MAX_TEXT_ID && !v.chars().any(char::is_control) => v,
+        Some(_) => {
+            errors.push(FieldError::new(
+                field,
+                format!("must be 1 to {MAX_TEXT_ID} characters, without control characters"),
+            ));
+            String::new()
+        }
+        None => {
+            errors.push(FieldError::new(field, "is required"));
+            String::new()
+        }
+    }
+}
+
+impl EventEnvelope {
+    /// Validates the envelope, reporting every problem at once.
+    pub fn validate(self, now: i64) -> Result<Event, ApiError> {
+        let mut errors = Vec::new();
+        let kind = match self.kind.as_deref() {
+            None => {
+                errors.push(FieldError::new("type", "is required"));
+                None
+            }
+            Some(k) => EventKind::parse(k).or_else(|| {
+                errors.push(FieldError::new(
+                    "type",
+                    format!("'{k}' is not one of message.inbound, message.outbound, contact.created, contact.updated, contact.deleted"),
+                ));
+                None
+            }),
+        };
+        let mut id_field = |field: &str, value: Option<String>| match value {
+            None => {
+                errors.push(FieldError::new(field, "is required"));
+                String::new()
+            }
+            Some(v) => match filter::id(field, &v) {
+                Ok(_) => v,
+                Err(e) => {
+                    errors.push(FieldError::new(field, e.to_string()));
+                    String::new()
+                }
+            },
+        };
+        let organization_id = id_field("organizationId", self.organization_id);
+        let department_id = id_field("departmentId", self.department_id);
+        let event_id = match self.event_id {
+            None => uuid::Uuid::new_v4().to_string(),
+            Some(id) => short_id(&mut errors, "eventId", Some(id)),
+        };
+        let mut message = None;
+        let mut contact_id = None;
+        match kind {
+            Some(EventKind::Message(direction)) => match self.message {
+                None => errors.push(FieldError::new("message", "is required for message events")),
+                Some(m) => {
+                    let id = short_id(&mut errors, "message.id", m.id);
+                    if m.to.len() > MAX_RECIPIENTS {
+                        errors.push(FieldError::new(
+                            "message.to",
+                            format!("at most {MAX_RECIPIENTS} recipients"),
+                        ));
+                    }
+                    let default_direction = match direction {
+                        Direction::Inbound => "in",
+                        Direction::Outbound => "out",
+                    };
+                    message = Some(Message {
+                        id,
+                        owner: m.owner,
+                        time: m.time,
+                        direction: m.direction.unwrap_or_else(|| default_direction.to_owned()),
+                        to: m.to,
+                        from: m.from,
+                        text: m.text,
+                        media: m.media,
+                        attachments: m.attachments,
+                    });
+                }
+            },
+            Some(EventKind::Contact(_)) => {
+                contact_id = Some(short_id(
+                    &mut errors,
+                    "contact.id",
+                    self.contact.and_then(|c| c.id),
+                ));
+            }
+            None => {}
+        }
+        if !errors.is_empty() {
+            return Err(ApiError::validation(errors));
+        }
+        Ok(Event {
+            id: event_id,
+            kind: kind.expect("validated"),
+            organization_id,
+            department_id,
+            occurred_at: self.occurred_at.unwrap_or(now),
+            message,
+            carrier_message_id: self.carrier_message_id.unwrap_or_default(),
+            status: self.status.unwrap_or_default(),
+            contact_id,
+        })
+    }
+}
+
+/// What ingesting one event did.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Ingested {
+    #[serde(rename = "eventId")]
+    pub event_id: String,
+    /// Notifications enqueued (0 for a duplicate event id).
+    pub notifications: usize,
+    #[serde(skip)]
+    pub duplicate: bool,
+}
+
+/// Ingests a validated event: fan-out, then one atomic commit through the outbox.
+pub async fn ingest(app: &App, outbox: &dyn Outbox, event: Event) -> Result<Ingested, ApiError> {
+    let now = now_ms();
+    let filter = event.filter().to_string();
+    let subscriptions = app
+        .store
+        .subscriptions_for_filter(&filter)
+        .await
+        .map_err(store_failure)?;
+    let jobs: Vec<DeliveryJob> = subscriptions
+        .iter()
+        .filter(|s| s.status == SubscriptionStatus::Active && s.expires_at > now)
+        .filter(|s| s.org_id == event.organization_id)
+        .map(|s| {
+            let uuid = notification_id(&event.id, &s.id).to_string();
+            let notification = render(&event, &filter, &s.id, &uuid, now);
+            DeliveryJob {
+                id: uuid,
+                org_id: s.org_id.clone(),
+                subscription_id: s.id.clone(),
+                body: serde_json::to_string(&notification).expect("notification serialises"),
+            }
+        })
+        .collect();
+    let count = jobs.len();
+    let new = outbox
+        .commit(
+            &event.organization_id,
+            &event.id,
+            event.message.as_ref(),
+            jobs,
+        )
+        .await
+        .map_err(store_failure)?;
+    if new && count > 0 {
+        app.delivery_wake.notify_one();
+    }
+    tracing::info!(org_id = %event.organization_id, event_id = %event.id, notifications = count, duplicate = !new, "event ingested");
+    Ok(Ingested {
+        event_id: event.id,
+        notifications: if new { count } else { 0 },
+        duplicate: !new,
+    })
+}
+
+fn render(
+    event: &Event,
+    filter: &str,
+    subscription_id: &str,
+    uuid: &str,
+    now: i64,
+) -> Notification {
+    let (message_info, contact_info) = match event.kind {
+        EventKind::Message(_) => (
+            Some(MessageInfo {
+                organization_id: event.organization_id.clone(),
+                department_id: event.department_id.clone(),
+                last_updated: event.occurred_at,
+                message_id: event
+                    .message
+                    .as_ref()
+                    .map(|m| m.id.clone())
+                    .unwrap_or_default(),
+                carrier_message_id: event.carrier_message_id.clone(),
+                status: event.status.clone(),
+            }),
+            None,
+        ),
+        EventKind::Contact(action) => (
+            None,
+            Some(ContactInfo {
+                organization_id: event.organization_id.clone(),
+                department_id: event.department_id.clone(),
+                last_updated: event.occurred_at,
+                contact_id: event.contact_id.clone().unwrap_or_default(),
+                action: action.to_owned(),
+            }),
+        ),
+    };
+    Notification {
+        uuid: uuid.to_owned(),
+        timestamp: now,
+        event: filter.to_owned(),
+        subscription_id: subscription_id.to_owned(),
+        message_info,
+        contact_info,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn parse(json: &str) -> Result<Event, ApiError> {
+        serde_json::from_str::<EventEnvelope>(json)
+            .unwrap()
+            .validate(42)
+    }
+
+    #[test]
+    fn message_event() {
+        let e = parse(r#"{"eventId":"e1","type":"message.inbound","organizationId":"o","departmentId":"d",
+            "message":{"id":"m1","to":["+1"],"from":"+2","text":"hi"},"carrierMessageId":"c","status":"RECEIVED"}"#)
+        .unwrap();
+        assert_eq!(
+            e.filter().to_string(),
+            "/orgId/o/department/d/message?direction=inbound"
+        );
+        assert_eq!(e.occurred_at, 42);
+        let m = e.message.unwrap();
+        assert_eq!(
+            (m.direction.as_str(), m.media.len(), m.owner),
+            ("in", 0, None)
+        );
+    }
+
+    #[test]
+    fn contact_event() {
+        let e = parse(r#"{"type":"contact.deleted","organizationId":"o","departmentId":"d","contact":{"id":"c1"}}"#).unwrap();
+        assert_eq!(e.kind, EventKind::Contact("DELETED"));
+        assert_eq!(e.filter().to_string(), "/orgId/o/department/d/contact");
+        assert!(!e.id.is_empty(), "an event id is generated");
+    }
+
+    #[test]
+    fn reports_every_problem() {
+        let err = parse(r#"{"type":"message.sideways","organizationId":"o/x"}"#).unwrap_err();
+        let fields: Vec<&str> = err.errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["type", "organizationId", "departmentId"]);
+        let err = parse(r#"{"type":"message.outbound","organizationId":"o","departmentId":"d"}"#)
+            .unwrap_err();
+        assert_eq!(err.errors[0].field, "message");
+        let err = parse(
+            r#"{"type":"contact.created","organizationId":"o","departmentId":"d","contact":{}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(err.errors[0].field, "contact.id");
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(json in ".{0,200}") {
+            if let Ok(env) = serde_json::from_str::<EventEnvelope>(&json) {
+                let _ = env.validate(0);
+            }
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! The Lambda runtime's face of the handlers (feature `aws`): start-up helpers
+//! every function's `main.rs` calls, and [`handle`], which turns an API
+//! Gateway (REST, v1 proxy) request into a call to [`crate::http::handle`].
+//!
+//! API Gateway has already checked the API key and run the [`authorizer`];
+//! the caller comes from `requestContext.authorizer` (`orgId`, `sub`,
+//! `scope`). Each function serves one [`Endpoint`], so the route is known and
+//! the id comes from `pathParameters`: the path itself (with or without the
+//! `/prod` stage, or a custom domain's base path) is not parsed.
+
+pub mod authorizer;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt, Response};
+use serde_json::Value;
+use tracing::Instrument;
+
+use crate::app::App;
+use crate::auth::Caller;
+use crate::config::{Config, Profile};
+use crate::error::ApiError;
+use crate::http::{error_response, Route};
+use crate::store::dynamodb::{DynamoStore, Tables};
+
+/// Start-up failures: the message names the variable or resource at fault.
+pub type StartError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The endpoint a function serves (one function per endpoint).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    CreateSubscription,
+    ListSubscriptions,
+    GetSubscription,
+    DeleteSubscription,
+    GetSubscriptionSecret,
+    GetMessage,
+}
+
+impl Endpoint {
+    pub fn method(self) -> Method {
+        match self {
+            Endpoint::CreateSubscription => Method::POST,
+            Endpoint::DeleteSubscription => Method::DELETE,
+            _ => Method::GET,
+        }
+    }
+
+    /// The `pathParameters` key holding the id, for endpoints that have one.
+    fn id_parameter(self) -> Option<&'static str> {
+        match self {
+            Endpoint::CreateSubscription | Endpoint::ListSubscriptions => None,
+            Endpoint::GetMessage => Some("messageId"),
+            _ => Some("id"),
+        }
+    }
+
+    fn route(self, id: Option<String>) -> Option<Route> {
+        Some(match self {
+            Endpoint::CreateSubscription => Route::CreateSubscription,
+            Endpoint::ListSubscriptions => Route::ListSubscriptions,
+            Endpoint::GetSubscription => Route::GetSubscription(id?),
+            Endpoint::DeleteSubscription => Route::DeleteSubscription(id?),
+            Endpoint::GetSubscriptionSecret => Route::GetSubscriptionSecret(id?),
+            Endpoint::GetMessage => Route::GetMessage(id?),
+        })
+    }
+}
+
+/// JSON logs to stdout (CloudWatch), filtered by `RUST_LOG` (default
+/// `info`). Each line carries its spans: the runtime's `Lambda runtime
+/// invoke` span with the `requestId`, and the handler's span with `org_id`.
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(filter)
+        .with_current_span(false)
+        .with_span_list(true)
+        .with_target(false)
+        .with_ansi(false)
+        .try_init();
+}
+
+/// Configuration (`Profile::Lambda`), the DynamoDB store and the [`App`],
+/// built once per container at init. Fails naming the bad variable.
+pub async fn app_from_env() -> Result<App, StartError> {
+    let config = Config::from_env(Profile::Lambda)?;
+    let tables = Tables::required(&config)?;
+    let store = DynamoStore::from_env(tables).await;
+    Ok(App::new(config, Arc::new(store)))
+}
+
+/// Serves one API Gateway request for `endpoint`. Never fails: every error
+/// is a problem+json response.
+pub async fn handle(
+    app: &App,
+    endpoint: Endpoint,
+    request: Request,
+) -> Result<Response<Body>, Infallible> {
+    let caller = match caller(&request) {
+        Ok(caller) => caller,
+        Err(e) => return Ok(into_lambda(error_response(&e))),
+    };
+    let route = match route(endpoint, &request) {
+        Ok(route) => route,
+        Err(e) => return Ok(into_lambda(error_response(&e))),
+    };
+    let span = tracing::info_span!("request", org_id = %caller.org_id, endpoint = ?endpoint);
+    let response = crate::http::handle(
+        app,
+        &caller,
+        route,
+        request.headers(),
+        request.uri().query(),
+        request.body().as_ref(),
+    )
+    .instrument(span)
+    .await;
+    Ok(into_lambda(response))
+}
+
+fn route(endpoint: Endpoint, request: &Request) -> Result<Route, ApiError> {
+    if request.method() != endpoint.method() {
+        let allow = endpoint.method().to_string();
+        return Err(ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "METHOD_NOT_ALLOWED",
+            format!("{} is not allowed here; allowed: {allow}", request.method()),
+        )
+        .with_header(http::header::ALLOW, allow));
+    }
+    let id = endpoint.id_parameter().and_then(|name| {
+        request
+            .path_parameters_ref()
+            .and_then(|p| p.first(name))
+            .filter(|id| !id.is_empty() && id.len() <= 256)
+            .map(str::to_owned)
+    });
+    endpoint.route(id).ok_or_else(|| {
+        ApiError::not_found(
+            "ROUTE_NOT_FOUND",
+            "the request has no valid id path parameter",
+        )
+    })
+}
+
+/// The caller API Gateway's authorizer vouched for, from
+/// `requestContext.authorizer`: `orgId`, `sub`, `scope` (space separated).
+pub fn caller(request: &Request) -> Result<Caller, ApiError> {
+    let missing = || {
+        ApiError::invalid_token("the request carries no authorizer context with an organization")
+    };
+    let fields = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV1(context)) => &context.authorizer.fields,
+        _ => return Err(missing()),
+    };
+    let text = |name: &str| fields.get(name).and_then(Value::as_str);
+    let org_id = text("orgId")
+        .filter(|org| crate::filter::id("orgId", org).is_ok())
+        .ok_or_else(missing)?;
+    Ok(Caller {
+        org_id: org_id.to_owned(),
+        subject: text("sub").map(str::to_owned),
+        scopes: text("scope")
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect(),
+    })
+}
+
+/// A response for API Gateway: JSON bodies as text (REST APIs pass base64
+/// bodies through undecoded unless binary media types are configured).
+fn into_lambda(response: Response<Bytes>) -> Response<Body> {
+    response.map(|bytes| {
+        if bytes.is_empty() {
+            Body::Empty
+        } else {
+            match String::from_utf8(bytes.to_vec()) {
+                Ok(text) => Body::Text(text),
+                Err(e) => Body::Binary(e.into_bytes()),
+            }
+        }
+    })
+}

@@ -1,0 +1,116 @@
+//! Notification payloads sent to callbacks. Message events use the spec's
+//! payload exactly (`messageInfo`); contact events carry `contactInfo`.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Namespace of notification ids: `uuid = v5(NAMESPACE, "<eventId>/<subscriptionId>")`,
+/// so every retry or duplicate of one notification carries the same `uuid`.
+pub const NAMESPACE: Uuid = Uuid::from_u128(0x6f2b_1c0e_5d3a_4e8b_9a41_7c2e_0b9d_4f15);
+
+pub fn notification_id(event_id: &str, subscription_id: &str) -> Uuid {
+    Uuid::new_v5(
+        &NAMESPACE,
+        format!("{event_id}/{subscription_id}").as_bytes(),
+    )
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Notification {
+    pub uuid: String,
+    /// Epoch milliseconds at which the notification was created.
+    pub timestamp: i64,
+    /// The filter that matched.
+    pub event: String,
+    #[serde(rename = "subscriptionId")]
+    pub subscription_id: String,
+    #[serde(rename = "messageInfo", skip_serializing_if = "Option::is_none")]
+    pub message_info: Option<MessageInfo>,
+    #[serde(rename = "contactInfo", skip_serializing_if = "Option::is_none")]
+    pub contact_info: Option<ContactInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageInfo {
+    #[serde(rename = "organizationId")]
+    pub organization_id: String,
+    #[serde(rename = "departmentId")]
+    pub department_id: String,
+    #[serde(rename = "lastUpdated")]
+    pub last_updated: i64,
+    #[serde(rename = "messageId")]
+    pub message_id: String,
+    #[serde(rename = "carrierMessageId")]
+    pub carrier_message_id: String,
+    pub status: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContactInfo {
+    #[serde(rename = "organizationId")]
+    pub organization_id: String,
+    #[serde(rename = "departmentId")]
+    pub department_id: String,
+    #[serde(rename = "lastUpdated")]
+    pub last_updated: i64,
+    #[serde(rename = "contactId")]
+    pub contact_id: String,
+    /// `CREATED`, `UPDATED` or `DELETED`.
+    pub action: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_stable_and_distinct() {
+        assert_eq!(notification_id("e1", "s1"), notification_id("e1", "s1"));
+        assert_ne!(notification_id("e1", "s1"), notification_id("e1", "s2"));
+        assert_ne!(notification_id("e1", "s1"), notification_id("e2", "s1"));
+        assert_eq!(notification_id("e1", "s1").get_version_num(), 5);
+    }
+
+    #[test]
+    fn message_payload_has_exactly_the_spec_fields() {
+        let n = Notification {
+            uuid: "u".into(),
+            timestamp: 1,
+            event: "/orgId/o/department/d/message?direction=inbound".into(),
+            subscription_id: "s".into(),
+            message_info: Some(MessageInfo {
+                organization_id: "o".into(),
+                department_id: "d".into(),
+                last_updated: 2,
+                message_id: "m".into(),
+                carrier_message_id: "c".into(),
+                status: "RECEIVED".into(),
+            }),
+            contact_info: None,
+        };
+        let v = serde_json::to_value(&n).unwrap();
+        let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "event",
+                "messageInfo",
+                "subscriptionId",
+                "timestamp",
+                "uuid"
+            ]
+        );
+        let info: Vec<&String> = v["messageInfo"].as_object().unwrap().keys().collect();
+        assert_eq!(
+            info,
+            [
+                "carrierMessageId",
+                "departmentId",
+                "lastUpdated",
+                "messageId",
+                "organizationId",
+                "status"
+            ]
+        );
+    }
+}

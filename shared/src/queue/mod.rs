@@ -1,0 +1,73 @@
+//! The delivery queue port and the ingestion outbox.
+//!
+//! Adapters: the SQLite file (a durable queue table beside the store, see
+//! `store::sqlite`) and SQS. Consumers lease jobs, deliver them, and then
+//! complete, retry later, or dead-letter each one.
+
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::model::Message;
+use crate::store::StoreError;
+
+/// One notification to deliver: the rendered body travels with the job so
+/// every attempt sends the same bytes; uri and secret are read at delivery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliveryJob {
+    /// The notification `uuid` (also `webhook-id`).
+    pub id: String,
+    #[serde(rename = "orgId")]
+    pub org_id: String,
+    #[serde(rename = "subscriptionId")]
+    pub subscription_id: String,
+    /// The JSON payload, exactly as it is POSTed.
+    pub body: String,
+}
+
+/// A job taken from the queue, invisible to other consumers until its lease
+/// runs out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub job: DeliveryJob,
+    /// 1 for the first attempt.
+    pub attempt: u32,
+    /// Adapter-specific handle (SQS receipt handle, SQLite lease number).
+    pub receipt: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("queue failure: {0}")]
+pub struct QueueError(pub String);
+
+#[async_trait]
+pub trait DeliveryQueue: Send + Sync {
+    async fn enqueue(&self, jobs: Vec<DeliveryJob>) -> Result<(), QueueError>;
+    /// Leases up to `max` due jobs for `visibility`.
+    async fn receive(&self, max: usize, visibility: Duration) -> Result<Vec<Lease>, QueueError>;
+    /// Delivered (or dropped for good): remove it.
+    async fn complete(&self, lease: &Lease) -> Result<(), QueueError>;
+    /// Make it due again after `delay`.
+    async fn retry_after(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError>;
+    /// Give up: move it to the dead letters with the reason.
+    async fn dead_letter(&self, lease: &Lease, reason: &str) -> Result<(), QueueError>;
+}
+
+/// Where an ingested event's effects go: the event id (for deduplication),
+/// its message, and its notifications.
+#[async_trait]
+pub trait Outbox: Send + Sync {
+    /// Records the event, stores the message and enqueues the jobs. Returns
+    /// false, doing nothing, when the event id was recorded before.
+    async fn commit(
+        &self,
+        org_id: &str,
+        event_id: &str,
+        message: Option<&Message>,
+        jobs: Vec<DeliveryJob>,
+    ) -> Result<bool, StoreError>;
+}

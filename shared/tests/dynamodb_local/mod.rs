@@ -1,0 +1,56 @@
+//! DynamoDB Local for tests: a client on `AWS_ENDPOINT_URL_DYNAMODB` and
+//! freshly named tables. A missing endpoint is a failure, never a skip.
+
+#![allow(dead_code)]
+
+use std::sync::OnceLock;
+
+use aws_sdk_dynamodb::Client;
+use webhook_core::store::dynamodb::{client_from_env, create_tables, Tables};
+
+pub const ENDPOINT_VAR: &str = "AWS_ENDPOINT_URL_DYNAMODB";
+
+/// A client for DynamoDB Local. Panics with instructions when the emulator
+/// is not configured, so a run without it fails instead of passing vacuously.
+pub async fn client() -> Client {
+    match std::env::var(ENDPOINT_VAR) {
+        Ok(endpoint) if !endpoint.trim().is_empty() => {}
+        _ => panic!(
+            "{ENDPOINT_VAR} is not set: these tests need DynamoDB Local. Run them through \
+             ./scripts/test.sh, or in a shell: `source scripts/emulators.sh && start_dynamodb`, \
+             then cargo test (stop it with stop_emulators)."
+        ),
+    }
+    client_from_env().await
+}
+
+/// Table names unique to this test process.
+pub fn unique_tables(label: &str) -> Tables {
+    let run = uuid::Uuid::new_v4().simple().to_string();
+    Tables {
+        subscriptions: format!("webhooks-test-{label}-{}-subscriptions", &run[..12]),
+        messages: format!("webhooks-test-{label}-{}-messages", &run[..12]),
+    }
+}
+
+/// One pair of tables for the whole test process, created on first use
+/// (`create_tables` is idempotent, so concurrent first uses are fine).
+pub async fn tables_for_this_run() -> (Client, Tables) {
+    static TABLES: OnceLock<Tables> = OnceLock::new();
+    let tables = TABLES.get_or_init(|| unique_tables("run")).clone();
+    let client = client().await;
+    create_tables(&client, &tables)
+        .await
+        .unwrap_or_else(|e| panic!("creating {tables:?} on DynamoDB Local: {e}"));
+    (client, tables)
+}
+
+/// Fresh tables of their own (for tests that need empty tables).
+pub async fn fresh_tables(label: &str) -> (Client, Tables) {
+    let tables = unique_tables(label);
+    let client = client().await;
+    create_tables(&client, &tables)
+        .await
+        .unwrap_or_else(|e| panic!("creating {tables:?} on DynamoDB Local: {e}"));
+    (client, tables)
+}
