@@ -6,6 +6,8 @@
 
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+#[cfg(feature = "aws")]
+pub mod sqs;
 
 use std::time::Duration;
 

@@ -1,0 +1,157 @@
+//! The delivery queue on SQS: `SendMessageBatch` to enqueue, visibility
+//! timeouts as leases (`ChangeMessageVisibility` schedules a retry), an
+//! explicit dead-letter queue for notifications that are given up on.
+//! Lambda's event source mapping receives in AWS; `receive` is for
+//! `webhooks-local --backend aws`, polling the way the mapping does.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_sqs::types::{MessageSystemAttributeName, SendMessageBatchRequestEntry};
+use aws_sdk_sqs::Client;
+
+use super::{DeliveryJob, DeliveryQueue, Lease, QueueError};
+
+/// SQS's longest visibility timeout (12 hours).
+const MAX_VISIBILITY: Duration = Duration::from_secs(43_200);
+
+#[derive(Clone)]
+pub struct SqsQueue {
+    client: Client,
+    queue_url: String,
+    dead_letter_url: Option<String>,
+}
+
+fn err(e: impl std::fmt::Display) -> QueueError {
+    QueueError(e.to_string())
+}
+
+fn secs(d: Duration) -> i32 {
+    d.min(MAX_VISIBILITY).as_secs_f64().ceil() as i32
+}
+
+impl SqsQueue {
+    pub fn new(client: Client, queue_url: impl Into<String>, dead_letter_url: Option<String>) -> Self {
+        SqsQueue { client, queue_url: queue_url.into(), dead_letter_url }
+    }
+
+    /// The lease for an SQS message (from `ReceiveMessage` or a Lambda event).
+    pub fn lease(body: &str, receipt: &str, receive_count: Option<&str>) -> Result<Lease, QueueError> {
+        let job: DeliveryJob = serde_json::from_str(body).map_err(|e| err(format!("not a delivery job: {e}")))?;
+        Ok(Lease {
+            job,
+            attempt: receive_count.and_then(|c| c.parse().ok()).unwrap_or(1),
+            receipt: receipt.to_owned(),
+        })
+    }
+}
+
+#[async_trait]
+impl DeliveryQueue for SqsQueue {
+    async fn enqueue(&self, jobs: Vec<DeliveryJob>) -> Result<(), QueueError> {
+        for chunk in jobs.chunks(10) {
+            let entries = chunk
+                .iter()
+                .enumerate()
+                .map(|(i, job)| {
+                    SendMessageBatchRequestEntry::builder()
+                        .id(i.to_string())
+                        .message_body(serde_json::to_string(job).expect("job serialises"))
+                        .build()
+                        .map_err(err)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let out = self
+                .client
+                .send_message_batch()
+                .queue_url(&self.queue_url)
+                .set_entries(Some(entries))
+                .send()
+                .await
+                .map_err(|e| err(aws_sdk_sqs::error::DisplayErrorContext(e)))?;
+            if let Some(failed) = out.failed().first() {
+                return Err(err(format!(
+                    "SendMessageBatch refused {} of {} messages: {}",
+                    out.failed().len(),
+                    chunk.len(),
+                    failed.message().unwrap_or(failed.code())
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    async fn receive(&self, max: usize, visibility: Duration) -> Result<Vec<Lease>, QueueError> {
+        let out = self
+            .client
+            .receive_message()
+            .queue_url(&self.queue_url)
+            .max_number_of_messages(max.clamp(1, 10) as i32)
+            .visibility_timeout(secs(visibility))
+            .wait_time_seconds(1)
+            .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
+            .send()
+            .await
+            .map_err(|e| err(aws_sdk_sqs::error::DisplayErrorContext(e)))?;
+        let mut leases = Vec::new();
+        for m in out.messages() {
+            let (Some(body), Some(receipt)) = (m.body(), m.receipt_handle()) else { continue };
+            let count = m
+                .attributes()
+                .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
+                .map(String::as_str);
+            match Self::lease(body, receipt, count) {
+                Ok(lease) => leases.push(lease),
+                // A body that is not a job can never be delivered: leave it to
+                // the queue's redrive policy, which moves it to the DLQ.
+                Err(e) => tracing::error!(error = %e, "unreadable message on the delivery queue"),
+            }
+        }
+        Ok(leases)
+    }
+
+    async fn complete(&self, lease: &Lease) -> Result<(), QueueError> {
+        self.client
+            .delete_message()
+            .queue_url(&self.queue_url)
+            .receipt_handle(&lease.receipt)
+            .send()
+            .await
+            .map_err(|e| err(aws_sdk_sqs::error::DisplayErrorContext(e)))?;
+        Ok(())
+    }
+
+    async fn retry_after(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError> {
+        self.client
+            .change_message_visibility()
+            .queue_url(&self.queue_url)
+            .receipt_handle(&lease.receipt)
+            .visibility_timeout(secs(delay))
+            .send()
+            .await
+            .map_err(|e| err(aws_sdk_sqs::error::DisplayErrorContext(e)))?;
+        Ok(())
+    }
+
+    async fn dead_letter(&self, lease: &Lease, reason: &str) -> Result<(), QueueError> {
+        let Some(dlq) = &self.dead_letter_url else {
+            return Err(err("no dead-letter queue is configured (WEBHOOKS_DELIVERY_DLQ_URL)"));
+        };
+        self.client
+            .send_message()
+            .queue_url(dlq)
+            .message_body(serde_json::to_string(&lease.job).expect("job serialises"))
+            .message_attributes(
+                "reason",
+                aws_sdk_sqs::types::MessageAttributeValue::builder()
+                    .data_type("String")
+                    .string_value(reason)
+                    .build()
+                    .map_err(err)?,
+            )
+            .send()
+            .await
+            .map_err(|e| err(aws_sdk_sqs::error::DisplayErrorContext(e)))?;
+        self.complete(lease).await
+    }
+}

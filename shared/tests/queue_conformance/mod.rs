@@ -1,0 +1,112 @@
+//! The delivery queue conformance suite, run against every adapter
+//! (`queue_sqlite.rs`, `queue_sqs.rs`). Each case gets a fresh, empty queue.
+//! Durations are whole seconds: SQS visibility has one-second granularity.
+
+#![allow(dead_code)]
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use webhook_core::queue::{DeliveryJob, DeliveryQueue, Lease};
+
+#[macro_export]
+macro_rules! queue_conformance_tests {
+    ($make:expr) => {
+        $crate::queue_conformance_tests!(@cases $make;
+            received_jobs_are_leased_until_completed,
+            an_expired_lease_makes_the_job_visible_again,
+            retry_after_delays_the_next_attempt,
+            dead_lettered_jobs_leave_the_queue,
+            large_batches_are_enqueued_whole,
+        );
+    };
+    (@cases $make:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let queue: std::sync::Arc<dyn webhook_core::queue::DeliveryQueue> = $make.await;
+                queue_conformance::$case(queue).await;
+            }
+        )*
+    };
+}
+
+pub fn job(n: usize) -> DeliveryJob {
+    DeliveryJob {
+        id: format!("00000000-0000-5000-8000-{n:012}"),
+        org_id: "org-1".into(),
+        subscription_id: "sub-1".into(),
+        body: format!(r#"{{"n":{n},"text":"héllo"}}"#),
+    }
+}
+
+/// Receives until `n` leases came back or `limit` passed.
+async fn receive_n(queue: &dyn DeliveryQueue, n: usize, visibility: Duration, limit: Duration) -> Vec<Lease> {
+    let start = std::time::Instant::now();
+    let mut out = Vec::new();
+    while out.len() < n && start.elapsed() < limit {
+        out.extend(queue.receive(10, visibility).await.unwrap());
+        if out.len() < n {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    out
+}
+
+const LONG: Duration = Duration::from_secs(30);
+
+pub async fn received_jobs_are_leased_until_completed(queue: Arc<dyn DeliveryQueue>) {
+    queue.enqueue(vec![job(1), job(2), job(3)]).await.unwrap();
+    let leases = receive_n(queue.as_ref(), 3, LONG, Duration::from_secs(10)).await;
+    assert_eq!(leases.len(), 3);
+    let ids: HashSet<String> = leases.iter().map(|l| l.job.id.clone()).collect();
+    assert_eq!(ids, HashSet::from([job(1).id, job(2).id, job(3).id]));
+    assert!(leases.iter().all(|l| l.attempt == 1));
+    let l1 = leases.iter().find(|l| l.job.id == job(1).id).unwrap();
+    assert_eq!(l1.job, job(1), "the job comes back byte for byte");
+    assert!(queue.receive(10, LONG).await.unwrap().is_empty(), "leased jobs are invisible");
+    for l in &leases {
+        queue.complete(l).await.unwrap();
+    }
+    assert!(queue.receive(10, LONG).await.unwrap().is_empty());
+}
+
+pub async fn an_expired_lease_makes_the_job_visible_again(queue: Arc<dyn DeliveryQueue>) {
+    queue.enqueue(vec![job(7)]).await.unwrap();
+    let first = receive_n(queue.as_ref(), 1, Duration::from_secs(1), Duration::from_secs(10)).await;
+    assert_eq!(first.len(), 1);
+    // The consumer "crashed": after the lease, the job is back, as attempt 2.
+    let again = receive_n(queue.as_ref(), 1, LONG, Duration::from_secs(10)).await;
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].job, job(7));
+    assert_eq!(again[0].attempt, 2);
+    queue.complete(&again[0]).await.unwrap();
+}
+
+pub async fn retry_after_delays_the_next_attempt(queue: Arc<dyn DeliveryQueue>) {
+    queue.enqueue(vec![job(8)]).await.unwrap();
+    let first = receive_n(queue.as_ref(), 1, LONG, Duration::from_secs(10)).await;
+    queue.retry_after(&first[0], Duration::from_secs(2)).await.unwrap();
+    assert!(queue.receive(10, LONG).await.unwrap().is_empty(), "not due yet");
+    let again = receive_n(queue.as_ref(), 1, LONG, Duration::from_secs(10)).await;
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].attempt, 2);
+    queue.complete(&again[0]).await.unwrap();
+}
+
+pub async fn dead_lettered_jobs_leave_the_queue(queue: Arc<dyn DeliveryQueue>) {
+    queue.enqueue(vec![job(9)]).await.unwrap();
+    let first = receive_n(queue.as_ref(), 1, Duration::from_secs(1), Duration::from_secs(10)).await;
+    queue.dead_letter(&first[0], "gave up").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(queue.receive(10, LONG).await.unwrap().is_empty(), "a dead letter never comes back");
+}
+
+pub async fn large_batches_are_enqueued_whole(queue: Arc<dyn DeliveryQueue>) {
+    let jobs: Vec<DeliveryJob> = (0..25).map(job).collect();
+    queue.enqueue(jobs.clone()).await.unwrap();
+    let leases = receive_n(queue.as_ref(), 25, LONG, Duration::from_secs(20)).await;
+    let ids: HashSet<String> = leases.iter().map(|l| l.job.id.clone()).collect();
+    assert_eq!(ids, jobs.iter().map(|j| j.id.clone()).collect());
+}

@@ -1,0 +1,67 @@
+//! The delivery queue conformance suite on the SQLite file, plus what only
+//! the embedded queue does (outbox atomicity, dead-letter table, lease release).
+
+mod queue_conformance;
+
+use std::sync::Arc;
+
+use webhook_core::queue::{DeliveryQueue, Outbox};
+use webhook_core::store::sqlite::SqliteStore;
+use webhook_core::store::Store;
+
+fn open() -> (tempfile::TempDir, SqliteStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("queue.db")).unwrap();
+    (dir, store)
+}
+
+async fn queue() -> Arc<dyn DeliveryQueue> {
+    let (dir, store) = open();
+    std::mem::forget(dir); // the file must outlive the test
+    Arc::new(store)
+}
+
+queue_conformance_tests!(queue());
+
+#[tokio::test]
+async fn outbox_commits_message_and_jobs_once_per_event() {
+    let (_dir, store) = open();
+    let message = webhook_core::model::Message {
+        id: "m1".into(),
+        owner: None,
+        time: None,
+        direction: "in".into(),
+        to: vec![],
+        from: String::new(),
+        text: "t".into(),
+        media: vec![],
+        attachments: vec![],
+    };
+    let jobs = vec![queue_conformance::job(1), queue_conformance::job(2)];
+    assert!(store.commit("org-1", "evt-1", Some(&message), jobs.clone()).await.unwrap());
+    assert!(!store.commit("org-1", "evt-1", Some(&message), jobs.clone()).await.unwrap(), "duplicate event");
+    // The same event id in another organization is another event.
+    assert!(store.commit("org-2", "evt-1", None, vec![]).await.unwrap());
+    assert_eq!(store.get_message("org-1", "m1").await.unwrap(), Some(message));
+    assert_eq!(store.queue_stats().await.unwrap().pending, 2);
+}
+
+#[tokio::test]
+async fn dead_letters_are_kept_and_leases_released_on_restart() {
+    let (dir, store) = open();
+    store.enqueue(vec![queue_conformance::job(1), queue_conformance::job(2)]).await.unwrap();
+    let leases = store.receive(10, std::time::Duration::from_secs(3600)).await.unwrap();
+    store.dead_letter(&leases[0], "gave up").await.unwrap();
+    let stats = store.queue_stats().await.unwrap();
+    assert_eq!((stats.pending, stats.dead_letters), (1, 1));
+    drop(store);
+    // A new process on the same file: the job leased by the dead one is due again.
+    let reopened = SqliteStore::open(&dir.path().join("queue.db")).unwrap();
+    assert!(reopened.receive(10, std::time::Duration::from_secs(60)).await.unwrap().is_empty());
+    assert_eq!(reopened.release_leases().await.unwrap(), 1);
+    let again = reopened.receive(10, std::time::Duration::from_secs(60)).await.unwrap();
+    assert_eq!((again.len(), again[0].attempt), (1, 2));
+    // A stale lease cannot complete the job another consumer now holds.
+    reopened.complete(&leases[1]).await.unwrap();
+    assert_eq!(reopened.queue_stats().await.unwrap().pending, 1);
+}
