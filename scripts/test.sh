@@ -22,11 +22,24 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "build"
 cargo build --workspace --all-targets --locked
 
-step "unit, property and end-to-end tests"
+step "emulators (DynamoDB Local, moto SQS)"
+start_dynamodb
+start_moto
+echo "DynamoDB Local at $AWS_ENDPOINT_URL_DYNAMODB, moto SQS at $AWS_ENDPOINT_URL_SQS"
+
+step "unit, property, conformance, sample-event and end-to-end tests"
 cargo test --workspace --locked
+
+step "end-to-end tests of the subscriptions API on the DynamoDB backend"
+WEBHOOKS_TEST_BACKEND=aws cargo test --locked -p webhooks-local --test subscriptions_api
+
+step "template lint (cfn-lint, sam validate --lint)"
+install_lint_tools
+lint_template
 
 step "README walkthrough (release build, as a new user runs it)"
 cargo build --release --locked -p webhooks-local
 scripts/walkthrough.sh
+step "contract (openapi.yaml lint, schemathesis)" && scripts/contract.sh
 
 printf '\nall checks passed in %ss\n' "$(( $(date +%s) - started ))"

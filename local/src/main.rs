@@ -4,6 +4,7 @@
 //! - `listen`: a callback receiver that answers the handshake and prints notifications
 //! - `token`: mints a bearer token for an organization
 
+mod backend;
 mod credentials;
 mod listen;
 mod serve;
@@ -48,6 +49,13 @@ pub struct ServeArgs {
     /// Where the database and generated credentials live.
     #[arg(long, env = "WEBHOOKS_DATA_DIR", default_value = "webhooks-data")]
     data_dir: PathBuf,
+    /// Store: the SQLite file in the data dir, or DynamoDB (endpoint, region and
+    /// credentials from the AWS SDK's environment, e.g. AWS_ENDPOINT_URL_DYNAMODB).
+    #[arg(long, env = "WEBHOOKS_BACKEND", value_enum, default_value = "sqlite")]
+    backend: backend::Backend,
+    /// With --backend aws: create the DynamoDB tables if they do not exist.
+    #[arg(long)]
+    create_tables: bool,
 }
 
 #[derive(Args)]

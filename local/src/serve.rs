@@ -61,12 +61,13 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
             )
         }),
     };
-    let app = Arc::new(App::new(config, sqlite.clone()).with_outbox(sqlite.clone()));
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    let store = runtime.block_on(crate::backend::open_store(&args, &config, sqlite.clone()))?;
+    let app = Arc::new(App::new(config, store).with_outbox(sqlite.clone()));
     let server = Arc::new(Server {
         app: app.clone(),
         auth,
     });
-    let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(args.addr)
             .await
@@ -112,6 +113,9 @@ impl Banner {
 
 async fn handle(State(server): State<Arc<Server>>, request: Request) -> Response<Body> {
     let (parts, body) = request.into_parts();
+    if let Some(response) = openapi_document(&parts) {
+        return response;
+    }
     let declared = parts
         .headers
         .get(http::header::CONTENT_LENGTH)
@@ -131,6 +135,31 @@ async fn handle(State(server): State<Arc<Server>>, request: Request) -> Response
     webhook_core::http::serve(&server.app, &server.auth, request)
         .await
         .map(Body::from)
+}
+
+/// The API's OpenAPI document, at `/prod/openapi.yaml`, without authentication.
+const OPENAPI_YAML: &str = include_str!("../../openapi.yaml");
+
+fn openapi_document(parts: &http::request::Parts) -> Option<Response<Body>> {
+    let path = parts.uri.path();
+    if path != "/prod/openapi.yaml" && path != "/openapi.yaml" {
+        return None;
+    }
+    if parts.method != http::Method::GET {
+        let e = webhook_core::ApiError::new(
+            http::StatusCode::METHOD_NOT_ALLOWED,
+            "METHOD_NOT_ALLOWED",
+            format!("{} is not allowed here; allowed: GET", parts.method),
+        )
+        .with_header(http::header::ALLOW, "GET");
+        return Some(error_response(&e).map(Body::from));
+    }
+    Some(
+        Response::builder()
+            .header(http::header::CONTENT_TYPE, "application/yaml")
+            .body(Body::from(OPENAPI_YAML))
+            .expect("valid response"),
+    )
 }
 
 fn init_logging() {

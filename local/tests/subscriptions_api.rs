@@ -669,7 +669,6 @@ async fn subscriptions_per_organization_are_capped() {
 
 #[tokio::test]
 async fn messages_are_served_to_their_organization_only() {
-    use webhook_core::store::Store;
     let server = Server::start();
     let message = webhook_core::model::Message {
         id: "msg-1".into(),
@@ -682,10 +681,8 @@ async fn messages_are_served_to_their_organization_only() {
         media: vec![],
         attachments: vec![],
     };
-    // Seeded through the store port on the server's own database file.
-    let store =
-        webhook_core::store::sqlite::SqliteStore::open(&server.dir.path().join("webhooks.db"))
-            .unwrap();
+    // Seeded through the store port on the server's own store.
+    let store = server.store().await;
     store.put_message("org-1", &message).await.unwrap();
     let (status, body) = server.get("/message/getmessagebyid/msg-1", "org-1").await;
     assert_eq!(status, StatusCode::OK);

@@ -39,6 +39,9 @@ pub struct Config {
     pub blacklist_after: Duration,
     pub subscriptions_table: Option<String>,
     pub messages_table: Option<String>,
+    pub events_queue_url: Option<String>,
+    pub delivery_queue_url: Option<String>,
+    pub delivery_dead_letter_url: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -157,6 +160,9 @@ impl Config {
             blacklist_after: duration_var("WEBHOOKS_BLACKLIST_AFTER", Duration::from_secs(DAY))?,
             subscriptions_table: get("WEBHOOKS_SUBSCRIPTIONS_TABLE"),
             messages_table: get("WEBHOOKS_MESSAGES_TABLE"),
+            events_queue_url: get("WEBHOOKS_EVENTS_QUEUE_URL"),
+            delivery_queue_url: get("WEBHOOKS_DELIVERY_QUEUE_URL"),
+            delivery_dead_letter_url: get("WEBHOOKS_DELIVERY_DLQ_URL"),
         };
         if config.default_lifetime > config.max_lifetime {
             return Err(ConfigError {

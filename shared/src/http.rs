@@ -48,7 +48,7 @@ impl Route {
             let decoded = percent_encoding::percent_decode_str(raw)
                 .decode_utf8_lossy()
                 .into_owned();
-            if decoded.is_empty() || decoded.len() > MAX_ID_LEN {
+            if decoded.is_empty() || decoded.chars().count() > MAX_ID_LEN {
                 Err(route_not_found(path))
             } else {
                 Ok(decoded)

@@ -26,7 +26,11 @@ pub struct EventEnvelope {
     pub organization_id: Option<String>,
     #[serde(rename = "departmentId")]
     pub department_id: Option<String>,
-    #[serde(rename = "occurredAt")]
+    #[serde(
+        rename = "occurredAt",
+        default,
+        deserialize_with = "crate::model::epoch_millis"
+    )]
     pub occurred_at: Option<i64>,
     pub message: Option<MessageInput>,
     #[serde(rename = "carrierMessageId")]
@@ -107,7 +111,13 @@ impl Event {
 
 fn short_id(errors: &mut Vec<FieldError>, field: &str, value: Option<String>) -> String {
     match value {
-        Some(v) if !v.is_empty() && v.len() <= MAX_TEXT_ID && !v.chars().any(char::is_control) => v,
+        Some(v)
+            if !v.is_empty()
+                && v.chars().count() <= MAX_TEXT_ID
+                && !v.chars().any(char::is_control) =>
+        {
+            v
+        }
         Some(_) => {
             errors.push(FieldError::new(
                 field,

@@ -10,8 +10,46 @@ pub struct SubscriptionRequest {
     #[serde(rename = "eventFilters")]
     pub event_filters: Option<Vec<String>>,
     /// The spec's spelling, with the correct spelling accepted as an alias.
-    #[serde(rename = "expiresDateInMillies", alias = "expiresDateInMillis")]
+    #[serde(
+        rename = "expiresDateInMillies",
+        alias = "expiresDateInMillis",
+        default,
+        deserialize_with = "epoch_millis"
+    )]
     pub expires_date_in_millies: Option<i64>,
+}
+
+/// Epoch milliseconds: a JSON integer, or a number without a fractional part
+/// (`1.7e12`, `5.0`), which JSON (and JSON Schema) count as integers too.
+/// `null` is the same as absent.
+pub fn epoch_millis<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    struct Millis;
+    impl serde::de::Visitor<'_> for Millis {
+        type Value = Option<i64>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an integer number of epoch milliseconds")
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+            Ok(Some(v))
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+            i64::try_from(v)
+                .map(Some)
+                .map_err(|_| E::custom(format!("{v} is out of range")))
+        }
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+            // Every integral f64 strictly inside ±2^63 converts exactly.
+            if v.fract() == 0.0 && v.abs() < 9_223_372_036_854_775_808.0 {
+                Ok(Some(v as i64))
+            } else {
+                Err(E::invalid_type(serde::de::Unexpected::Float(v), &self))
+            }
+        }
+    }
+    d.deserialize_any(Millis)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

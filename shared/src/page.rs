@@ -64,7 +64,14 @@ impl PageRequest {
                     )),
                 },
                 "sort" => match parse_sort(value, properties) {
-                    Ok(orders) => sort.extend(orders),
+                    // A property named again adds nothing: its first mention decides.
+                    Ok(orders) => {
+                        for order in orders {
+                            if !sort.iter().any(|o: &Order| o.property == order.property) {
+                                sort.push(order);
+                            }
+                        }
+                    }
                     Err(message) => errors.push(FieldError::new("sort", message)),
                 },
                 _ => {}

@@ -38,28 +38,53 @@ async fn outbox_commits_message_and_jobs_once_per_event() {
         attachments: vec![],
     };
     let jobs = vec![queue_conformance::job(1), queue_conformance::job(2)];
-    assert!(store.commit("org-1", "evt-1", Some(&message), jobs.clone()).await.unwrap());
-    assert!(!store.commit("org-1", "evt-1", Some(&message), jobs.clone()).await.unwrap(), "duplicate event");
+    assert!(store
+        .commit("org-1", "evt-1", Some(&message), jobs.clone())
+        .await
+        .unwrap());
+    assert!(
+        !store
+            .commit("org-1", "evt-1", Some(&message), jobs.clone())
+            .await
+            .unwrap(),
+        "duplicate event"
+    );
     // The same event id in another organization is another event.
     assert!(store.commit("org-2", "evt-1", None, vec![]).await.unwrap());
-    assert_eq!(store.get_message("org-1", "m1").await.unwrap(), Some(message));
+    assert_eq!(
+        store.get_message("org-1", "m1").await.unwrap(),
+        Some(message)
+    );
     assert_eq!(store.queue_stats().await.unwrap().pending, 2);
 }
 
 #[tokio::test]
 async fn dead_letters_are_kept_and_leases_released_on_restart() {
     let (dir, store) = open();
-    store.enqueue(vec![queue_conformance::job(1), queue_conformance::job(2)]).await.unwrap();
-    let leases = store.receive(10, std::time::Duration::from_secs(3600)).await.unwrap();
+    store
+        .enqueue(vec![queue_conformance::job(1), queue_conformance::job(2)])
+        .await
+        .unwrap();
+    let leases = store
+        .receive(10, std::time::Duration::from_secs(3600))
+        .await
+        .unwrap();
     store.dead_letter(&leases[0], "gave up").await.unwrap();
     let stats = store.queue_stats().await.unwrap();
     assert_eq!((stats.pending, stats.dead_letters), (1, 1));
     drop(store);
     // A new process on the same file: the job leased by the dead one is due again.
     let reopened = SqliteStore::open(&dir.path().join("queue.db")).unwrap();
-    assert!(reopened.receive(10, std::time::Duration::from_secs(60)).await.unwrap().is_empty());
+    assert!(reopened
+        .receive(10, std::time::Duration::from_secs(60))
+        .await
+        .unwrap()
+        .is_empty());
     assert_eq!(reopened.release_leases().await.unwrap(), 1);
-    let again = reopened.receive(10, std::time::Duration::from_secs(60)).await.unwrap();
+    let again = reopened
+        .receive(10, std::time::Duration::from_secs(60))
+        .await
+        .unwrap();
     assert_eq!((again.len(), again[0].attempt), (1, 2));
     // A stale lease cannot complete the job another consumer now holds.
     reopened.complete(&leases[1]).await.unwrap();

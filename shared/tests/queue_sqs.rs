@@ -15,15 +15,30 @@ async fn client() -> Client {
         "AWS_ENDPOINT_URL_SQS is not set: run these tests through ./scripts/test.sh, \
          or `source scripts/emulators.sh && start_moto` first"
     );
-    let config = aws_config::defaults(aws_config::BehaviorVersion::latest()).load().await;
+    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .load()
+        .await;
     Client::new(&config)
 }
 
 async fn new_queue(client: &Client) -> (String, String) {
     let name = format!("q-{}", uuid::Uuid::new_v4().simple());
-    let dlq = client.create_queue().queue_name(format!("{name}-dlq")).send().await.unwrap();
-    let q = client.create_queue().queue_name(&name).send().await.unwrap();
-    (q.queue_url().unwrap().to_owned(), dlq.queue_url().unwrap().to_owned())
+    let dlq = client
+        .create_queue()
+        .queue_name(format!("{name}-dlq"))
+        .send()
+        .await
+        .unwrap();
+    let q = client
+        .create_queue()
+        .queue_name(&name)
+        .send()
+        .await
+        .unwrap();
+    (
+        q.queue_url().unwrap().to_owned(),
+        dlq.queue_url().unwrap().to_owned(),
+    )
 }
 
 async fn queue() -> Arc<dyn DeliveryQueue> {
@@ -39,9 +54,18 @@ async fn dead_letters_land_on_the_dlq_with_their_reason() {
     let client = client().await;
     let (url, dlq) = new_queue(&client).await;
     let queue = SqsQueue::new(client.clone(), url, Some(dlq.clone()));
-    queue.enqueue(vec![queue_conformance::job(5)]).await.unwrap();
-    let leases = queue.receive(10, std::time::Duration::from_secs(30)).await.unwrap();
-    queue.dead_letter(&leases[0], "gave up after 11 attempts").await.unwrap();
+    queue
+        .enqueue(vec![queue_conformance::job(5)])
+        .await
+        .unwrap();
+    let leases = queue
+        .receive(10, std::time::Duration::from_secs(30))
+        .await
+        .unwrap();
+    queue
+        .dead_letter(&leases[0], "gave up after 11 attempts")
+        .await
+        .unwrap();
     let out = client
         .receive_message()
         .queue_url(&dlq)
@@ -53,6 +77,8 @@ async fn dead_letters_land_on_the_dlq_with_their_reason() {
     let m = &out.messages()[0];
     let job: webhook_core::queue::DeliveryJob = serde_json::from_str(m.body().unwrap()).unwrap();
     assert_eq!(job, queue_conformance::job(5));
-    let reason = m.message_attributes().unwrap()["reason"].string_value().unwrap();
+    let reason = m.message_attributes().unwrap()["reason"]
+        .string_value()
+        .unwrap();
     assert_eq!(reason, "gave up after 11 attempts");
 }

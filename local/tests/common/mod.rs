@@ -18,8 +18,52 @@ use axum::response::Response;
 use http::StatusCode;
 use serde_json::{json, Value};
 use webhook_core::auth::jwt::{mint_hs256, ALL_SCOPES};
+use webhook_core::store::dynamodb::{DynamoStore, Tables};
+use webhook_core::store::sqlite::SqliteStore;
+use webhook_core::store::Store;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_webhooks-local");
+
+/// `WEBHOOKS_TEST_BACKEND=aws`: servers run with `--backend aws` on tables of
+/// their own in DynamoDB Local (`AWS_ENDPOINT_URL_DYNAMODB`). Unset or
+/// `sqlite`: on their data dir's SQLite file.
+pub fn aws_backend() -> bool {
+    match std::env::var("WEBHOOKS_TEST_BACKEND").as_deref() {
+        Err(_) | Ok("") | Ok("sqlite") => false,
+        Ok("aws") => {
+            let endpoint = std::env::var("AWS_ENDPOINT_URL_DYNAMODB").unwrap_or_default();
+            assert!(
+                !endpoint.trim().is_empty(),
+                "WEBHOOKS_TEST_BACKEND=aws needs DynamoDB Local: run ./scripts/test.sh, or \
+                 `source scripts/emulators.sh && start_dynamodb` first (it exports \
+                 AWS_ENDPOINT_URL_DYNAMODB)"
+            );
+            true
+        }
+        Ok(other) => panic!("WEBHOOKS_TEST_BACKEND={other}: expected sqlite or aws"),
+    }
+}
+
+/// Table names no other server of any test run uses.
+fn unique_tables() -> [(String, String); 2] {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .subsec_nanos();
+    let run = format!(
+        "webhooks-e2e-{}-{nanos}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    );
+    [
+        (
+            "WEBHOOKS_SUBSCRIPTIONS_TABLE".into(),
+            format!("{run}-subscriptions"),
+        ),
+        ("WEBHOOKS_MESSAGES_TABLE".into(), format!("{run}-messages")),
+    ]
+}
 
 pub struct Server {
     pub base: String,
@@ -38,11 +82,38 @@ impl Server {
 
     /// Starts the binary with extra environment variables.
     pub fn start_with(env: &[(&str, &str)]) -> Server {
-        let env = env
+        let mut env: Vec<(String, String)> = env
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
+        if aws_backend() {
+            env.extend(unique_tables());
+        }
         Self::start_in(tempfile::tempdir().unwrap(), env)
+    }
+
+    /// The store the server serves from, for seeding data through the port:
+    /// its SQLite file, or its DynamoDB tables with `WEBHOOKS_TEST_BACKEND=aws`.
+    pub async fn store(&self) -> Arc<dyn Store> {
+        let var = |name: &str| {
+            self.env
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        };
+        match (
+            var("WEBHOOKS_SUBSCRIPTIONS_TABLE"),
+            var("WEBHOOKS_MESSAGES_TABLE"),
+        ) {
+            (Some(subscriptions), Some(messages)) if aws_backend() => Arc::new(
+                DynamoStore::from_env(Tables {
+                    subscriptions,
+                    messages,
+                })
+                .await,
+            ),
+            _ => Arc::new(SqliteStore::open(&self.dir.path().join("webhooks.db")).unwrap()),
+        }
     }
 
     /// `kill -9`, then a new server on the same data dir and environment.
@@ -63,6 +134,9 @@ impl Server {
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
+        if aws_backend() {
+            cmd.args(["--backend", "aws", "--create-tables"]);
+        }
         for (k, v) in &env {
             cmd.env(k, v);
         }

@@ -9,6 +9,7 @@
 //! `/prod` stage, or a custom domain's base path) is not parsed.
 
 pub mod authorizer;
+pub mod queues;
 
 use std::convert::Infallible;
 use std::sync::Arc;

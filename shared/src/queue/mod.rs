@@ -4,6 +4,8 @@
 //! `store::sqlite`) and SQS. Consumers lease jobs, deliver them, and then
 //! complete, retry later, or dead-letter each one.
 
+#[cfg(feature = "aws")]
+pub mod aws_outbox;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 #[cfg(feature = "aws")]

@@ -31,13 +31,26 @@ fn secs(d: Duration) -> i32 {
 }
 
 impl SqsQueue {
-    pub fn new(client: Client, queue_url: impl Into<String>, dead_letter_url: Option<String>) -> Self {
-        SqsQueue { client, queue_url: queue_url.into(), dead_letter_url }
+    pub fn new(
+        client: Client,
+        queue_url: impl Into<String>,
+        dead_letter_url: Option<String>,
+    ) -> Self {
+        SqsQueue {
+            client,
+            queue_url: queue_url.into(),
+            dead_letter_url,
+        }
     }
 
     /// The lease for an SQS message (from `ReceiveMessage` or a Lambda event).
-    pub fn lease(body: &str, receipt: &str, receive_count: Option<&str>) -> Result<Lease, QueueError> {
-        let job: DeliveryJob = serde_json::from_str(body).map_err(|e| err(format!("not a delivery job: {e}")))?;
+    pub fn lease(
+        body: &str,
+        receipt: &str,
+        receive_count: Option<&str>,
+    ) -> Result<Lease, QueueError> {
+        let job: DeliveryJob =
+            serde_json::from_str(body).map_err(|e| err(format!("not a delivery job: {e}")))?;
         Ok(Lease {
             job,
             attempt: receive_count.and_then(|c| c.parse().ok()).unwrap_or(1),
@@ -95,7 +108,9 @@ impl DeliveryQueue for SqsQueue {
             .map_err(|e| err(aws_sdk_sqs::error::DisplayErrorContext(e)))?;
         let mut leases = Vec::new();
         for m in out.messages() {
-            let (Some(body), Some(receipt)) = (m.body(), m.receipt_handle()) else { continue };
+            let (Some(body), Some(receipt)) = (m.body(), m.receipt_handle()) else {
+                continue;
+            };
             let count = m
                 .attributes()
                 .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
@@ -135,7 +150,9 @@ impl DeliveryQueue for SqsQueue {
 
     async fn dead_letter(&self, lease: &Lease, reason: &str) -> Result<(), QueueError> {
         let Some(dlq) = &self.dead_letter_url else {
-            return Err(err("no dead-letter queue is configured (WEBHOOKS_DELIVERY_DLQ_URL)"));
+            return Err(err(
+                "no dead-letter queue is configured (WEBHOOKS_DELIVERY_DLQ_URL)",
+            ));
         };
         self.client
             .send_message()

@@ -48,7 +48,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::client::Waiters;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::create_table::CreateTableError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
@@ -640,6 +640,28 @@ pub async fn create_tables(client: &Client, tables: &Tables) -> Result<(), Store
     Ok(())
 }
 
+/// Fails, naming the table, unless both tables exist (a start-up check for
+/// runtimes that do not create them).
+pub async fn check_tables(client: &Client, tables: &Tables) -> Result<(), StoreError> {
+    if client.config().region().is_none() {
+        return Err(StoreError::Backend(
+            "no AWS region: set AWS_REGION (or a region in the AWS profile)".into(),
+        ));
+    }
+    for name in [&tables.subscriptions, &tables.messages] {
+        client
+            .describe_table()
+            .table_name(name)
+            .send()
+            .await
+            .map_err(|e| match backend(e) {
+                StoreError::Backend(m) => StoreError::Backend(format!("table {name}: {m}")),
+                other => other,
+            })?;
+    }
+    Ok(())
+}
+
 async fn create_table(client: &Client, name: &str) -> Result<(), StoreError> {
     let attribute = |name: &str| {
         AttributeDefinition::builder()
@@ -685,17 +707,23 @@ async fn create_table(client: &Client, name: &str) -> Result<(), StoreError> {
                 DisplayErrorContext(&e)
             ))
         })?;
-    let ttl = client
-        .describe_time_to_live()
-        .table_name(name)
-        .send()
-        .await
-        .map_err(backend)?;
-    let status = ttl
-        .time_to_live_description()
-        .and_then(|d| d.time_to_live_status());
-    if matches!(status, None | Some(TimeToLiveStatus::Disabled)) {
-        client
+    let ttl_enabled = || async {
+        let described = client
+            .describe_time_to_live()
+            .table_name(name)
+            .send()
+            .await
+            .map_err(backend)?;
+        let status = described
+            .time_to_live_description()
+            .and_then(|d| d.time_to_live_status());
+        Ok::<_, StoreError>(matches!(
+            status,
+            Some(TimeToLiveStatus::Enabled | TimeToLiveStatus::Enabling)
+        ))
+    };
+    if !ttl_enabled().await? {
+        let enabled = client
             .update_time_to_live()
             .table_name(name)
             .time_to_live_specification(
@@ -706,8 +734,13 @@ async fn create_table(client: &Client, name: &str) -> Result<(), StoreError> {
                     .map_err(backend_build)?,
             )
             .send()
-            .await
-            .map_err(backend)?;
+            .await;
+        // A concurrent create_tables may have enabled it first.
+        if let Err(e) = enabled {
+            if !ttl_enabled().await? {
+                return Err(backend(e));
+            }
+        }
     }
     Ok(())
 }
@@ -1001,8 +1034,21 @@ impl Backoff {
     }
 }
 
-fn backend<E: std::error::Error + 'static, R: std::fmt::Debug>(e: SdkError<E, R>) -> StoreError {
-    StoreError::Backend(format!("DynamoDB: {}", DisplayErrorContext(&e)))
+/// A failed request: the service's error code and message, or the reason
+/// the request did not get an answer (connection, timeout).
+fn backend<E, R>(e: SdkError<E, R>) -> StoreError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    match &e {
+        SdkError::ServiceError(service) => StoreError::Backend(format!(
+            "DynamoDB {}: {}",
+            service.err().code().unwrap_or("error"),
+            service.err().message().unwrap_or("(no message)")
+        )),
+        _ => StoreError::Backend(format!("DynamoDB: {}", DisplayErrorContext(&e))),
+    }
 }
 
 fn backend_build(e: aws_sdk_dynamodb::error::BuildError) -> StoreError {

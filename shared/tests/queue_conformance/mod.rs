@@ -42,7 +42,12 @@ pub fn job(n: usize) -> DeliveryJob {
 }
 
 /// Receives until `n` leases came back or `limit` passed.
-async fn receive_n(queue: &dyn DeliveryQueue, n: usize, visibility: Duration, limit: Duration) -> Vec<Lease> {
+async fn receive_n(
+    queue: &dyn DeliveryQueue,
+    n: usize,
+    visibility: Duration,
+    limit: Duration,
+) -> Vec<Lease> {
     let start = std::time::Instant::now();
     let mut out = Vec::new();
     while out.len() < n && start.elapsed() < limit {
@@ -65,7 +70,10 @@ pub async fn received_jobs_are_leased_until_completed(queue: Arc<dyn DeliveryQue
     assert!(leases.iter().all(|l| l.attempt == 1));
     let l1 = leases.iter().find(|l| l.job.id == job(1).id).unwrap();
     assert_eq!(l1.job, job(1), "the job comes back byte for byte");
-    assert!(queue.receive(10, LONG).await.unwrap().is_empty(), "leased jobs are invisible");
+    assert!(
+        queue.receive(10, LONG).await.unwrap().is_empty(),
+        "leased jobs are invisible"
+    );
     for l in &leases {
         queue.complete(l).await.unwrap();
     }
@@ -74,7 +82,13 @@ pub async fn received_jobs_are_leased_until_completed(queue: Arc<dyn DeliveryQue
 
 pub async fn an_expired_lease_makes_the_job_visible_again(queue: Arc<dyn DeliveryQueue>) {
     queue.enqueue(vec![job(7)]).await.unwrap();
-    let first = receive_n(queue.as_ref(), 1, Duration::from_secs(1), Duration::from_secs(10)).await;
+    let first = receive_n(
+        queue.as_ref(),
+        1,
+        Duration::from_secs(1),
+        Duration::from_secs(10),
+    )
+    .await;
     assert_eq!(first.len(), 1);
     // The consumer "crashed": after the lease, the job is back, as attempt 2.
     let again = receive_n(queue.as_ref(), 1, LONG, Duration::from_secs(10)).await;
@@ -87,8 +101,14 @@ pub async fn an_expired_lease_makes_the_job_visible_again(queue: Arc<dyn Deliver
 pub async fn retry_after_delays_the_next_attempt(queue: Arc<dyn DeliveryQueue>) {
     queue.enqueue(vec![job(8)]).await.unwrap();
     let first = receive_n(queue.as_ref(), 1, LONG, Duration::from_secs(10)).await;
-    queue.retry_after(&first[0], Duration::from_secs(2)).await.unwrap();
-    assert!(queue.receive(10, LONG).await.unwrap().is_empty(), "not due yet");
+    queue
+        .retry_after(&first[0], Duration::from_secs(2))
+        .await
+        .unwrap();
+    assert!(
+        queue.receive(10, LONG).await.unwrap().is_empty(),
+        "not due yet"
+    );
     let again = receive_n(queue.as_ref(), 1, LONG, Duration::from_secs(10)).await;
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].attempt, 2);
@@ -97,10 +117,19 @@ pub async fn retry_after_delays_the_next_attempt(queue: Arc<dyn DeliveryQueue>) 
 
 pub async fn dead_lettered_jobs_leave_the_queue(queue: Arc<dyn DeliveryQueue>) {
     queue.enqueue(vec![job(9)]).await.unwrap();
-    let first = receive_n(queue.as_ref(), 1, Duration::from_secs(1), Duration::from_secs(10)).await;
+    let first = receive_n(
+        queue.as_ref(),
+        1,
+        Duration::from_secs(1),
+        Duration::from_secs(10),
+    )
+    .await;
     queue.dead_letter(&first[0], "gave up").await.unwrap();
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert!(queue.receive(10, LONG).await.unwrap().is_empty(), "a dead letter never comes back");
+    assert!(
+        queue.receive(10, LONG).await.unwrap().is_empty(),
+        "a dead letter never comes back"
+    );
 }
 
 pub async fn large_batches_are_enqueued_whole(queue: Arc<dyn DeliveryQueue>) {

@@ -1,0 +1,18 @@
+//! Lambda `deliver-notifications`: SQS DeliveryQueue → signed POSTs to
+//! callbacks, with retries through the queue's visibility timeout.
+//! Everything but start-up lives in `webhook_core::lambda::queues`.
+
+use lambda_runtime::{run, service_fn, Error, LambdaEvent};
+use webhook_core::lambda::{self, queues};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    lambda::init_tracing();
+    let queues = queues::QueueApp::from_env().await?;
+    run(service_fn(|event: LambdaEvent<_>| async {
+        Ok::<_, Error>(
+            queues::deliver_notifications(&queues.app, &queues.queue, event.payload).await,
+        )
+    }))
+    .await
+}

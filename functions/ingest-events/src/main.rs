@@ -1,0 +1,16 @@
+//! Lambda `ingest-events`: SQS EventsQueue → messages in DynamoDB and
+//! notifications on DeliveryQueue. Everything but start-up lives in
+//! `webhook_core::lambda::queues`.
+
+use lambda_runtime::{run, service_fn, Error, LambdaEvent};
+use webhook_core::lambda::{self, queues};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    lambda::init_tracing();
+    let queues = queues::QueueApp::from_env().await?;
+    run(service_fn(|event: LambdaEvent<_>| async {
+        Ok::<_, Error>(queues::ingest_events(&queues.app, event.payload).await)
+    }))
+    .await
+}

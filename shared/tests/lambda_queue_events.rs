@@ -1,0 +1,338 @@
+//! The SQS sample events in `events/`, fed to exactly the handlers the
+//! `ingest-events` and `deliver-notifications` functions call, against
+//! DynamoDB Local and moto's SQS, with a real callback receiver.
+
+mod dynamodb_local;
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aws_lambda_events::event::sqs::SqsEvent;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::Response;
+use http_body_util::BodyExt;
+use serde_json::Value;
+use webhook_core::lambda::queues;
+use webhook_core::model::SubscriptionStatus;
+use webhook_core::queue::aws_outbox::AwsOutbox;
+use webhook_core::queue::sqs::SqsQueue;
+use webhook_core::queue::DeliveryJob;
+use webhook_core::store::dynamodb::DynamoStore;
+use webhook_core::store::{Store, Upsert};
+use webhook_core::{App, Config, Profile};
+
+fn event(name: &str) -> String {
+    let path = format!("{}/../events/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// A callback receiver: handshake echo, scripted statuses for POSTs.
+#[derive(Clone, Default)]
+struct Receiver {
+    posts: Arc<Mutex<Vec<(http::HeaderMap, Vec<u8>)>>>,
+    script: Arc<Mutex<VecDeque<u16>>>,
+}
+
+async fn answer(State(r): State<Receiver>, request: Request) -> Response<Body> {
+    let (parts, body) = request.into_parts();
+    let body = body.collect().await.unwrap().to_bytes().to_vec();
+    r.posts.lock().unwrap().push((parts.headers, body));
+    let status = r.script.lock().unwrap().pop_front().unwrap_or(200);
+    Response::builder()
+        .status(status)
+        .body(Body::empty())
+        .unwrap()
+}
+
+async fn receiver() -> (Receiver, String) {
+    let r = Receiver::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let uri = format!("http://{}/hook", listener.local_addr().unwrap());
+    let app = axum::Router::new().fallback(answer).with_state(r.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (r, uri)
+}
+
+struct World {
+    app: App,
+    queue: SqsQueue,
+    sqs: aws_sdk_sqs::Client,
+    queue_url: String,
+    dlq_url: String,
+    store: Arc<DynamoStore>,
+}
+
+async fn world() -> World {
+    assert!(
+        std::env::var("AWS_ENDPOINT_URL_SQS").is_ok(),
+        "AWS_ENDPOINT_URL_SQS is not set: run through ./scripts/test.sh, or `source scripts/emulators.sh && start_moto`"
+    );
+    let config = Config::from_lookup(Profile::Lambda, |var| match var {
+        "WEBHOOKS_ALLOW_HTTP_CALLBACKS" | "WEBHOOKS_ALLOW_PRIVATE_CALLBACKS" => Some("true".into()),
+        "WEBHOOKS_RETRY_SCHEDULE" => Some("1s,1s".into()),
+        _ => None,
+    })
+    .unwrap();
+    let (client, tables) = dynamodb_local::fresh_tables("queues").await;
+    let store = Arc::new(DynamoStore::new(client, tables));
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .load()
+        .await;
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let name = format!("delivery-{}", uuid::Uuid::new_v4().simple());
+    let dlq_url = sqs
+        .create_queue()
+        .queue_name(format!("{name}-dlq"))
+        .send()
+        .await
+        .unwrap()
+        .queue_url()
+        .unwrap()
+        .to_owned();
+    let queue_url = sqs
+        .create_queue()
+        .queue_name(&name)
+        .send()
+        .await
+        .unwrap()
+        .queue_url()
+        .unwrap()
+        .to_owned();
+    let queue = SqsQueue::new(sqs.clone(), queue_url.clone(), Some(dlq_url.clone()));
+    let outbox = Arc::new(AwsOutbox::new(store.clone(), queue.clone()));
+    World {
+        app: App::new(config, store.clone()).with_outbox(outbox),
+        queue,
+        sqs,
+        queue_url,
+        dlq_url,
+        store,
+    }
+}
+
+async fn subscribe(store: &DynamoStore, uri: &str) -> (String, String) {
+    let now = chrono::Utc::now().timestamp_millis();
+    let (sub, _) = store
+        .upsert_subscription(Upsert {
+            org_id: "org-1".into(),
+            uri: uri.into(),
+            event_filters: vec!["/orgId/org-1/department/dep-1/message?direction=inbound".into()],
+            disabled_filters: vec![],
+            expires_at: now + 3_600_000,
+            now,
+            new_id: uuid::Uuid::now_v7().to_string(),
+            new_secret: webhook_core::secret::new_signing_secret(),
+            max_per_org: 100,
+        })
+        .await
+        .unwrap();
+    (sub.id, sub.secret)
+}
+
+/// Receives raw SQS messages as Lambda's event source mapping would hand them over.
+async fn receive_as_event(w: &World, template: &str, wait: Duration) -> Option<SqsEvent> {
+    let start = std::time::Instant::now();
+    loop {
+        let out = w
+            .sqs
+            .receive_message()
+            .queue_url(&w.queue_url)
+            .max_number_of_messages(10)
+            .visibility_timeout(30)
+            .wait_time_seconds(1)
+            .message_system_attribute_names(
+                aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount,
+            )
+            .send()
+            .await
+            .unwrap();
+        if let Some(m) = out.messages().first() {
+            let mut event: Value = serde_json::from_str(template).unwrap();
+            let record = &mut event["Records"][0];
+            record["messageId"] = m.message_id().unwrap().into();
+            record["receiptHandle"] = m.receipt_handle().unwrap().into();
+            record["body"] = m.body().unwrap().into();
+            let count = m.attributes().unwrap()
+                [&aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount]
+                .clone();
+            record["attributes"]["ApproximateReceiveCount"] = count.into();
+            return Some(serde_json::from_value(event).unwrap());
+        }
+        if start.elapsed() > wait {
+            return None;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ingest_events_sample_stores_the_message_and_enqueues_its_notification() {
+    let w = world().await;
+    let (_rx, uri) = receiver().await;
+    let (sub_id, _) = subscribe(&w.store, &uri).await;
+    let sample: SqsEvent = serde_json::from_str(&event("ingest-events-sqs")).unwrap();
+
+    let response = queues::ingest_events(&w.app, sample.clone()).await;
+    let failed: Vec<&str> = response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.as_str())
+        .collect();
+    assert_eq!(
+        failed,
+        ["22222222-2222-4222-8222-222222222222"],
+        "only the invalid record fails"
+    );
+
+    let message = w
+        .store
+        .get_message("org-1", "msg-sample-1")
+        .await
+        .unwrap()
+        .expect("message stored");
+    assert_eq!(message.text, "Hello from a sample event");
+    let delivery = receive_as_event(
+        &w,
+        &event("deliver-notifications-sqs"),
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("a job");
+    let job: DeliveryJob =
+        serde_json::from_str(delivery.records[0].body.as_deref().unwrap()).unwrap();
+    assert_eq!(job.subscription_id, sub_id);
+    assert_eq!(
+        job.id,
+        webhook_core::notification::notification_id("evt-sample-1", &sub_id).to_string()
+    );
+    let payload: Value = serde_json::from_str(&job.body).unwrap();
+    assert_eq!(payload["messageInfo"]["messageId"], "msg-sample-1");
+    assert_eq!(
+        payload["messageInfo"]["carrierMessageId"],
+        "carrier-sample-1"
+    );
+
+    // SQS delivers at least once: the same event again changes nothing.
+    let again = queues::ingest_events(&w.app, sample).await;
+    assert_eq!(again.batch_item_failures.len(), 1);
+    assert!(receive_as_event(
+        &w,
+        &event("deliver-notifications-sqs"),
+        Duration::from_secs(2)
+    )
+    .await
+    .is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliver_notifications_retries_through_visibility_then_delivers_signed() {
+    let w = world().await;
+    let (rx, uri) = receiver().await;
+    let (sub_id, secret) = subscribe(&w.store, &uri).await;
+    // The sample delivery record, for this subscription, put on the queue.
+    let template = event("deliver-notifications-sqs");
+    let sample: SqsEvent = serde_json::from_str(&template).unwrap();
+    let body = sample.records[0]
+        .body
+        .clone()
+        .unwrap()
+        .replace("SUBSCRIPTION_ID_PLACEHOLDER", &sub_id);
+    w.sqs
+        .send_message()
+        .queue_url(&w.queue_url)
+        .message_body(&body)
+        .send()
+        .await
+        .unwrap();
+
+    rx.script.lock().unwrap().push_back(503);
+    let first = receive_as_event(&w, &template, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let response = queues::deliver_notifications(&w.app, &w.queue, first.clone()).await;
+    assert_eq!(
+        response.batch_item_failures.len(),
+        1,
+        "a failed delivery is reported"
+    );
+    assert_eq!(
+        response.batch_item_failures[0].item_identifier,
+        first.records[0].message_id.clone().unwrap()
+    );
+    // Its visibility is now the retry delay (1s), not the queue's 30s.
+    let second = receive_as_event(&w, &template, Duration::from_secs(6))
+        .await
+        .expect("retried after the delay");
+    assert_eq!(second.records[0].attributes["ApproximateReceiveCount"], "2");
+    let response = queues::deliver_notifications(&w.app, &w.queue, second).await;
+    assert!(response.batch_item_failures.is_empty());
+
+    let posts = rx.posts.lock().unwrap().clone();
+    assert_eq!(posts.len(), 2);
+    let (headers, body) = &posts[1];
+    standardwebhooks::Webhook::new(&secret)
+        .unwrap()
+        .verify(body, headers)
+        .expect("signed");
+    assert_eq!(
+        headers["webhook-id"],
+        "5d0c3f7e-6a55-5b44-9a3e-6a1f0f4f8e21"
+    );
+    let sub = w
+        .store
+        .get_subscription("org-1", &sub_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (sub.status, sub.failing_since),
+        (SubscriptionStatus::Active, None),
+        "the success ends the failure streak"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliver_notifications_dead_letters_after_the_last_attempt() {
+    let w = world().await;
+    let (rx, uri) = receiver().await;
+    let (sub_id, _) = subscribe(&w.store, &uri).await;
+    let template = event("deliver-notifications-sqs");
+    let sample: SqsEvent = serde_json::from_str(&template).unwrap();
+    let body = sample.records[0]
+        .body
+        .clone()
+        .unwrap()
+        .replace("SUBSCRIPTION_ID_PLACEHOLDER", &sub_id);
+    w.sqs
+        .send_message()
+        .queue_url(&w.queue_url)
+        .message_body(&body)
+        .send()
+        .await
+        .unwrap();
+    rx.script.lock().unwrap().extend([500, 500, 500]);
+    // Schedule "1s,1s": attempts 1 and 2 are retried, attempt 3 is the last.
+    let mut event = receive_as_event(&w, &template, Duration::from_secs(5))
+        .await
+        .unwrap();
+    event.records[0]
+        .attributes
+        .insert("ApproximateReceiveCount".into(), "3".into());
+    let response = queues::deliver_notifications(&w.app, &w.queue, event).await;
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "dead-lettered records are done with"
+    );
+    let dead = w
+        .sqs
+        .receive_message()
+        .queue_url(&w.dlq_url)
+        .wait_time_seconds(2)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(dead.messages().len(), 1);
+    let job: DeliveryJob = serde_json::from_str(dead.messages()[0].body().unwrap()).unwrap();
+    assert_eq!(job.subscription_id, sub_id);
+}
