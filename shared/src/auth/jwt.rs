@@ -100,13 +100,23 @@ impl Verifier {
             Some(iss) => validation.set_issuer(&[iss]),
             None => validation.iss = None,
         }
-        match &self.audience {
-            Some(aud) => validation.set_audience(&[aud]),
-            None => validation.validate_aud = false,
-        }
+        // The audience is checked below: Cognito access tokens carry it as
+        // `client_id`, not `aud`.
+        validation.validate_aud = false;
         let data = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation)
             .map_err(|e| ApiError::invalid_token(describe(&e)))?;
-        self.caller_from_claims(&data.claims)
+        let claims = &data.claims;
+        if claims.get("token_use").and_then(Value::as_str) == Some("id") {
+            return Err(ApiError::invalid_token(
+                "an ID token is not a bearer token: send the access token",
+            ));
+        }
+        if let Some(audience) = &self.audience {
+            if !has_audience(claims, audience) {
+                return Err(ApiError::invalid_token("the token audience is not accepted"));
+            }
+        }
+        self.caller_from_claims(claims)
     }
 
     fn caller_from_claims(&self, claims: &Map<String, Value>) -> Result<Caller, ApiError> {
@@ -129,6 +139,20 @@ impl Verifier {
             subject: claims.get("sub").and_then(Value::as_str).map(str::to_owned),
             scopes: scopes(claims),
         })
+    }
+}
+
+/// `aud` (a string or an array) names the audience, or, for an OAuth
+/// access token without `aud` (Cognito's), `client_id` does.
+fn has_audience(claims: &Map<String, Value>, audience: &str) -> bool {
+    match claims.get("aud") {
+        Some(Value::String(aud)) => aud == audience,
+        Some(Value::Array(auds)) => auds.iter().any(|a| a.as_str() == Some(audience)),
+        Some(_) => false,
+        None => {
+            claims.get("token_use").and_then(Value::as_str) == Some("access")
+                && claims.get("client_id").and_then(Value::as_str) == Some(audience)
+        }
     }
 }
 
@@ -269,6 +293,34 @@ mod tests {
 
     fn b64(v: &Value) -> String {
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(serde_json::to_vec(v).unwrap())
+    }
+
+    fn signed(claims: Value, v_secret: &str) -> String {
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(v_secret.as_bytes())).unwrap()
+    }
+
+    #[tokio::test]
+    async fn tells_cognito_access_tokens_from_id_tokens() {
+        let v = Verifier::new(&JwtConfig {
+            hs256_secret: Some("s3cret".into()),
+            jwks_url: None,
+            issuer: None,
+            audience: Some("client-123".into()),
+            org_claim: "org_id".into(),
+        });
+        let exp = chrono::Utc::now().timestamp() + 600;
+        let access = serde_json::json!({"token_use": "access", "client_id": "client-123", "scope": "webhooks/read", "org_id": "o", "exp": exp});
+        let caller = v.verify(&signed(access, "s3cret")).await.unwrap();
+        assert_eq!(caller.scopes, vec![SCOPE_READ]);
+        let other_client = serde_json::json!({"token_use": "access", "client_id": "client-9", "org_id": "o", "exp": exp});
+        assert_eq!(v.verify(&signed(other_client, "s3cret")).await.unwrap_err().code, "INVALID_TOKEN");
+        let id_token = serde_json::json!({"token_use": "id", "aud": "client-123", "org_id": "o", "exp": exp});
+        let err = v.verify(&signed(id_token, "s3cret")).await.unwrap_err();
+        assert!(err.detail.contains("ID token"), "{}", err.detail);
+        let aud_list = serde_json::json!({"aud": ["x", "client-123"], "org_id": "o", "exp": exp});
+        assert!(v.verify(&signed(aud_list, "s3cret")).await.is_ok());
+        let no_aud = serde_json::json!({"org_id": "o", "exp": exp});
+        assert_eq!(v.verify(&signed(no_aud, "s3cret")).await.unwrap_err().code, "INVALID_TOKEN");
     }
 
     #[tokio::test]
