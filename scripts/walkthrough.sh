@@ -56,11 +56,12 @@ if ! (cd . && bash -euo pipefail "$work/all.sh") >"$work/out.log" 2>&1; then
   exit 1
 fi
 cat "$work/out.log"
-for expected in '"status":"ACTIVE"' '"totalElements":1' '"key":"whsec_' 'HTTP/1.1 204' '"code":"SUBSCRIPTION_NOT_FOUND"'; do
+for expected in '"notifications":1' '"text":"Hello!"' '"status":"ACTIVE"' '"totalElements":1' '"key":"whsec_' 'HTTP/1.1 204' '"code":"SUBSCRIPTION_NOT_FOUND"'; do
   grep -qF "$expected" "$work/out.log" || { echo "walkthrough: expected output $expected not seen" >&2; exit 1; }
 done
 for f in "$work"/bg*.sh.log; do
   if grep -q "handshake: answered validation-token" "$f"; then handshake=1; fi
 done
 [ "${handshake:-0}" = 1 ] || { echo "walkthrough: the listener never answered a handshake" >&2; exit 1; }
+grep -qF '"messageId":"msg-1"' "$work"/bg*.sh.log || { echo "walkthrough: the listener printed no notification" >&2; exit 1; }
 echo "walkthrough: README walkthrough passed"
