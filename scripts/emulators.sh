@@ -396,6 +396,17 @@ lint_template() {
         printf '%s\n' "$out" >&2
         rc=1
     fi
+    # Both identity provider set-ups, with the parameters each one needs.
+    local params
+    for params in "IdentityProvider=cognito" \
+        "IdentityProvider=external JwtJwksUrl=https://idp.example.com/.well-known/jwks.json"; do
+        # shellcheck disable=SC2086 # one word per parameter
+        if ! out="$("$_EMU_VENV/bin/cfn-lint" "$template" --parameters $params 2>&1)"; then
+            _emu_err "cfn-lint $template --parameters $params failed:"
+            printf '%s\n' "$out" >&2
+            rc=1
+        fi
+    done
     # sam needs a region and some credentials to start, but validation itself is offline.
     local samenv=(env SAM_CLI_TELEMETRY=0 AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-test}"
         AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-test}" AWS_EC2_METADATA_DISABLED=true)

@@ -10,6 +10,7 @@
 
 pub mod authorizer;
 pub mod queues;
+pub mod pre_token;
 
 use std::convert::Infallible;
 use std::sync::Arc;
