@@ -48,7 +48,10 @@ pub async fn open_store(
                 } else {
                     " (create them with --create-tables, or deploy template.yaml)"
                 };
-                format!("DynamoDB tables {} and {}: {e}{hint}", tables.subscriptions, tables.messages)
+                format!(
+                    "DynamoDB tables {} and {}: {e}{hint}",
+                    tables.subscriptions, tables.messages
+                )
             })?;
             tracing::info!(
                 subscriptions = %tables.subscriptions,

@@ -83,6 +83,9 @@ impl PageRequest {
                 format!("at most {MAX_ORDERS} sort properties"),
             ));
         }
+        // One error per parameter: repeating a bad value must not multiply the answer.
+        let mut reported = std::collections::HashSet::new();
+        errors.retain(|e| reported.insert(e.field.clone()));
         if errors.is_empty() {
             Ok(PageRequest { page, size, sort })
         } else {

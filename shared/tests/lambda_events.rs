@@ -118,7 +118,10 @@ async fn create_subscription_ok() {
     let (app, store) = app().await;
     let (uri, _server) = receiver().await;
     let mut event: Value = serde_json::from_str(&event_text("create-subscription-ok")).unwrap();
-    let body = event["body"].as_str().unwrap().replace("http://127.0.0.1:9/hook", &uri);
+    let body = event["body"]
+        .as_str()
+        .unwrap()
+        .replace("http://127.0.0.1:9/hook", &uri);
     event["body"] = Value::from(body);
     let request = lambda_http::request::from_str(&event.to_string()).unwrap();
     let response = lambda::handle(&app, Endpoint::CreateSubscription, request)
@@ -148,13 +151,33 @@ async fn create_subscription_ok() {
 async fn create_subscription_errors() {
     let (app, store) = app().await;
     for (event, status, code) in [
-        ("create-subscription-foreign-filter-only", StatusCode::FORBIDDEN, "NO_ENABLED_FILTERS"),
-        ("create-subscription-invalid-filter", StatusCode::BAD_REQUEST, "VALIDATION_FAILED"),
-        ("create-subscription-malformed-json", StatusCode::BAD_REQUEST, "MALFORMED_JSON"),
-        ("create-subscription-wrong-content-type", StatusCode::UNSUPPORTED_MEDIA_TYPE, "UNSUPPORTED_MEDIA_TYPE"),
+        (
+            "create-subscription-foreign-filter-only",
+            StatusCode::FORBIDDEN,
+            "NO_ENABLED_FILTERS",
+        ),
+        (
+            "create-subscription-invalid-filter",
+            StatusCode::BAD_REQUEST,
+            "VALIDATION_FAILED",
+        ),
+        (
+            "create-subscription-malformed-json",
+            StatusCode::BAD_REQUEST,
+            "MALFORMED_JSON",
+        ),
+        (
+            "create-subscription-wrong-content-type",
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UNSUPPORTED_MEDIA_TYPE",
+        ),
     ] {
         let (got, body) = invoke(&app, Endpoint::CreateSubscription, event).await;
-        assert_eq!((got, body["code"].as_str()), (status, Some(code)), "{event}: {body}");
+        assert_eq!(
+            (got, body["code"].as_str()),
+            (status, Some(code)),
+            "{event}: {body}"
+        );
     }
     assert!(store.list_subscriptions("org-1").await.unwrap().is_empty());
 }
@@ -162,11 +185,22 @@ async fn create_subscription_errors() {
 #[tokio::test]
 async fn create_subscription_with_the_deployed_policy_refuses_loopback_callbacks() {
     let (_, store) = app().await;
-    let deployed = App::new(Config::from_lookup(Profile::Lambda, |_| None).unwrap(), store);
-    let (status, body) = invoke(&deployed, Endpoint::CreateSubscription, "create-subscription-ok").await;
+    let deployed = App::new(
+        Config::from_lookup(Profile::Lambda, |_| None).unwrap(),
+        store,
+    );
+    let (status, body) = invoke(
+        &deployed,
+        Endpoint::CreateSubscription,
+        "create-subscription-ok",
+    )
+    .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert!(
-        matches!(body["code"].as_str(), Some("VALIDATION_FAILED" | "ADDRESS_FORBIDDEN")),
+        matches!(
+            body["code"].as_str(),
+            Some("VALIDATION_FAILED" | "ADDRESS_FORBIDDEN")
+        ),
         "{body}"
     );
 }
@@ -175,9 +209,30 @@ async fn create_subscription_with_the_deployed_policy_refuses_loopback_callbacks
 async fn list_subscriptions() {
     let (app, store) = app().await;
     let t = now();
-    seed(&store, "org-1", "00000000-0000-7000-8000-00000000000a", "https://example.com/a", t).await;
-    seed(&store, "org-1", "00000000-0000-7000-8000-00000000000b", "https://example.com/b", t + 1).await;
-    seed(&store, "org-2", "00000000-0000-7000-8000-00000000000c", "https://example.com/c", t).await;
+    seed(
+        &store,
+        "org-1",
+        "00000000-0000-7000-8000-00000000000a",
+        "https://example.com/a",
+        t,
+    )
+    .await;
+    seed(
+        &store,
+        "org-1",
+        "00000000-0000-7000-8000-00000000000b",
+        "https://example.com/b",
+        t + 1,
+    )
+    .await;
+    seed(
+        &store,
+        "org-2",
+        "00000000-0000-7000-8000-00000000000c",
+        "https://example.com/c",
+        t,
+    )
+    .await;
 
     let (status, page) = invoke(&app, Endpoint::ListSubscriptions, "list-subscriptions-ok").await;
     assert_eq!(status, StatusCode::OK, "{page}");
@@ -188,21 +243,48 @@ async fn list_subscriptions() {
         .iter()
         .map(|s| s["uri"].as_str().unwrap())
         .collect();
-    assert_eq!(uris, ["https://example.com/b", "https://example.com/a"], "createdDateTime,desc");
+    assert_eq!(
+        uris,
+        ["https://example.com/b", "https://example.com/a"],
+        "createdDateTime,desc"
+    );
     assert_eq!(page["sort"][0]["property"], "createdDateTime");
     assert_eq!(page["sort"][0]["direction"], "DESC");
 
-    let (status, page) = invoke(&app, Endpoint::ListSubscriptions, "list-subscriptions-bare-sort").await;
+    let (status, page) = invoke(
+        &app,
+        Endpoint::ListSubscriptions,
+        "list-subscriptions-bare-sort",
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert_eq!(page["sort"], json!([]));
-    assert_eq!(page["content"][0]["uri"], "https://example.com/a", "creation order");
+    assert_eq!(
+        page["content"][0]["uri"], "https://example.com/a",
+        "creation order"
+    );
 
-    let (status, body) = invoke(&app, Endpoint::ListSubscriptions, "list-subscriptions-bad-size").await;
-    assert_eq!((status, body["code"].as_str()), (StatusCode::BAD_REQUEST, Some("VALIDATION_FAILED")));
+    let (status, body) = invoke(
+        &app,
+        Endpoint::ListSubscriptions,
+        "list-subscriptions-bad-size",
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("VALIDATION_FAILED"))
+    );
 
-    let (status, body) =
-        invoke(&app, Endpoint::ListSubscriptions, "list-subscriptions-no-authorizer").await;
-    assert_eq!((status, body["code"].as_str()), (StatusCode::UNAUTHORIZED, Some("INVALID_TOKEN")));
+    let (status, body) = invoke(
+        &app,
+        Endpoint::ListSubscriptions,
+        "list-subscriptions-no-authorizer",
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::UNAUTHORIZED, Some("INVALID_TOKEN"))
+    );
 }
 
 #[tokio::test]
@@ -215,36 +297,86 @@ async fn get_subscription_and_its_secret() {
         "nothing seeded yet"
     );
     // Another organization's subscription with that id is not found either.
-    seed(&store, "org-2", SUBSCRIPTION_ID, "https://example.com/x", now()).await;
+    seed(
+        &store,
+        "org-2",
+        SUBSCRIPTION_ID,
+        "https://example.com/x",
+        now(),
+    )
+    .await;
     let (status, _) = invoke(&app, Endpoint::GetSubscription, "get-subscription-ok").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 
-    seed(&store, "org-1", SUBSCRIPTION_ID, "https://example.com/x", now()).await;
+    seed(
+        &store,
+        "org-1",
+        SUBSCRIPTION_ID,
+        "https://example.com/x",
+        now(),
+    )
+    .await;
     let (status, body) = invoke(&app, Endpoint::GetSubscription, "get-subscription-ok").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["id"], SUBSCRIPTION_ID);
     assert_eq!(body["orgId"], "org-1");
     assert_eq!(body["status"], "ACTIVE");
 
-    let (status, body) =
-        invoke(&app, Endpoint::GetSubscriptionSecret, "get-subscription-secret-ok").await;
+    let (status, body) = invoke(
+        &app,
+        Endpoint::GetSubscriptionSecret,
+        "get-subscription-secret-ok",
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body, json!({"key": "whsec_c2VlZGVkLXNlY3JldC1mb3ItdGVzdHM="}));
+    assert_eq!(
+        body,
+        json!({"key": "whsec_c2VlZGVkLXNlY3JldC1mb3ItdGVzdHM="})
+    );
 
-    let (status, body) = invoke(&app, Endpoint::GetSubscription, "get-subscription-not-found").await;
-    assert_eq!((status, body["code"].as_str()), (StatusCode::NOT_FOUND, Some("SUBSCRIPTION_NOT_FOUND")));
+    let (status, body) = invoke(
+        &app,
+        Endpoint::GetSubscription,
+        "get-subscription-not-found",
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("SUBSCRIPTION_NOT_FOUND"))
+    );
 }
 
 #[tokio::test]
 async fn delete_subscription() {
     let (app, store) = app().await;
-    seed(&store, "org-1", SUBSCRIPTION_ID, "https://example.com/x", now()).await;
+    seed(
+        &store,
+        "org-1",
+        SUBSCRIPTION_ID,
+        "https://example.com/x",
+        now(),
+    )
+    .await;
     let (status, body) = invoke(&app, Endpoint::DeleteSubscription, "delete-subscription-ok").await;
     assert_eq!((status, body), (StatusCode::NO_CONTENT, Value::Null));
-    assert_eq!(store.get_subscription("org-1", SUBSCRIPTION_ID).await.unwrap(), None);
+    assert_eq!(
+        store
+            .get_subscription("org-1", SUBSCRIPTION_ID)
+            .await
+            .unwrap(),
+        None
+    );
     let (status, body) = invoke(&app, Endpoint::DeleteSubscription, "delete-subscription-ok").await;
-    assert_eq!((status, body["code"].as_str()), (StatusCode::NOT_FOUND, Some("SUBSCRIPTION_NOT_FOUND")));
-    let (status, _) = invoke(&app, Endpoint::DeleteSubscription, "delete-subscription-not-found").await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("SUBSCRIPTION_NOT_FOUND"))
+    );
+    let (status, _) = invoke(
+        &app,
+        Endpoint::DeleteSubscription,
+        "delete-subscription-not-found",
+    )
+    .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
@@ -267,14 +399,20 @@ async fn get_message() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body, serde_json::to_value(&message).unwrap());
     let (status, body) = invoke(&app, Endpoint::GetMessage, "get-message-not-found").await;
-    assert_eq!((status, body["code"].as_str()), (StatusCode::NOT_FOUND, Some("MESSAGE_NOT_FOUND")));
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("MESSAGE_NOT_FOUND"))
+    );
 }
 
 #[tokio::test]
 async fn a_function_answers_only_its_own_method() {
     let (app, _) = app().await;
     let (status, body) = invoke(&app, Endpoint::DeleteSubscription, "get-subscription-ok").await;
-    assert_eq!((status, body["code"].as_str()), (StatusCode::METHOD_NOT_ALLOWED, Some("METHOD_NOT_ALLOWED")));
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::METHOD_NOT_ALLOWED, Some("METHOD_NOT_ALLOWED"))
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -290,7 +428,10 @@ fn verifier() -> Verifier {
     })
 }
 
-fn authorizer_event(name: &str, token: Option<&str>) -> ApiGatewayCustomAuthorizerRequestTypeRequest {
+fn authorizer_event(
+    name: &str,
+    token: Option<&str>,
+) -> ApiGatewayCustomAuthorizerRequestTypeRequest {
     let mut text = event_text(name);
     if let Some(token) = token {
         text = text.replace("TOKEN_PLACEHOLDER", token);
@@ -312,7 +453,13 @@ async fn authorize(
 
 #[tokio::test]
 async fn authorizer_allows_a_valid_token_for_the_whole_stage() {
-    let token = mint_hs256(JWT_SECRET, "org_id", "org-1", &ALL_SCOPES, Duration::from_secs(300));
+    let token = mint_hs256(
+        JWT_SECRET,
+        "org_id",
+        "org-1",
+        &ALL_SCOPES,
+        Duration::from_secs(300),
+    );
     let response = authorize(authorizer_event("authorizer-request", Some(&token)))
         .await
         .unwrap();
@@ -355,24 +502,55 @@ async fn authorizer_refuses_missing_bad_and_expired_tokens() {
             base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(tag.as_ref())
         )
     };
-    let wrong_key = mint_hs256("another-secret", "org_id", "org-1", &ALL_SCOPES, Duration::from_secs(300));
+    let wrong_key = mint_hs256(
+        "another-secret",
+        "org_id",
+        "org-1",
+        &ALL_SCOPES,
+        Duration::from_secs(300),
+    );
     for (what, event) in [
-        ("no token", authorizer_event("authorizer-request-no-token", None)),
+        (
+            "no token",
+            authorizer_event("authorizer-request-no-token", None),
+        ),
         ("placeholder", authorizer_event("authorizer-request", None)),
-        ("garbage", authorizer_event("authorizer-request", Some("not.a.jwt"))),
-        ("wrong key", authorizer_event("authorizer-request", Some(&wrong_key))),
-        ("expired", authorizer_event("authorizer-request", Some(&expired))),
+        (
+            "garbage",
+            authorizer_event("authorizer-request", Some("not.a.jwt")),
+        ),
+        (
+            "wrong key",
+            authorizer_event("authorizer-request", Some(&wrong_key)),
+        ),
+        (
+            "expired",
+            authorizer_event("authorizer-request", Some(&expired)),
+        ),
     ] {
-        assert_eq!(authorize(event).await.unwrap_err(), "Unauthorized", "{what}");
+        assert_eq!(
+            authorize(event).await.unwrap_err(),
+            "Unauthorized",
+            "{what}"
+        );
     }
 }
 
 #[tokio::test]
 async fn authorizer_denies_a_valid_token_without_an_organization() {
-    let token = mint_hs256(JWT_SECRET, "tenant", "org-1", &ALL_SCOPES, Duration::from_secs(300));
+    let token = mint_hs256(
+        JWT_SECRET,
+        "tenant",
+        "org-1",
+        &ALL_SCOPES,
+        Duration::from_secs(300),
+    );
     let response = authorize(authorizer_event("authorizer-request", Some(&token)))
         .await
         .unwrap();
-    assert_eq!(response.policy_document.statement[0].effect, IamPolicyEffect::Deny);
+    assert_eq!(
+        response.policy_document.statement[0].effect,
+        IamPolicyEffect::Deny
+    );
     assert_eq!(response.context, json!({}));
 }

@@ -95,7 +95,10 @@ impl Verifier {
         let mut validation = Validation::new(alg);
         validation.validate_nbf = true;
         validation.leeway = 30;
-        validation.set_required_spec_claims(&["exp"]);
+        // A configured issuer must be present, not only right when present.
+        let mut required = vec!["exp"];
+        required.extend(self.issuer.as_ref().map(|_| "iss"));
+        validation.set_required_spec_claims(&required);
         match &self.issuer {
             Some(iss) => validation.set_issuer(&[iss]),
             None => validation.iss = None,

@@ -1,0 +1,341 @@
+//! Fan-out cost: dispatching one event that matches 10 subscriptions, with
+//! 0 and with 100,000 unrelated subscriptions in the store. Two stores side
+//! by side, measured in alternation so machine noise hits both alike; the
+//! ratio of their medians shows whether the filter index works.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use webhook_core::ingest::{self, EventEnvelope};
+use webhook_core::queue::aws_outbox::AwsOutbox;
+use webhook_core::queue::sqs::SqsQueue;
+use webhook_core::store::dynamodb::{client_from_env, create_tables, DynamoStore, Tables};
+use webhook_core::store::sqlite::SqliteStore;
+use webhook_core::store::{Store, Upsert};
+use webhook_core::{App, Config, Profile};
+
+use crate::api::{event_body, inbound_filter};
+use crate::load::{histogram, micros};
+use crate::Settings;
+
+const ORG: &str = "fanout";
+const DEP: &str = "dep-1";
+const MATCHING: usize = 10;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FanoutResult {
+    pub backend: String,
+    /// What one dispatch is: the whole `ingest` (fan-out + outbox commit) or the lookup only.
+    pub measured: String,
+    pub matching: usize,
+    pub unrelated: u64,
+    pub events: u64,
+    pub seed_seconds: f64,
+    pub empty_p50_us: u64,
+    pub empty_p99_us: u64,
+    pub empty_mean_us: f64,
+    pub loaded_p50_us: u64,
+    pub loaded_p99_us: u64,
+    pub loaded_mean_us: f64,
+    /// Median with the unrelated subscriptions ÷ median without.
+    pub ratio_p50: f64,
+    pub ratio_mean: f64,
+}
+
+/// One store under test: how to dispatch an event through it.
+struct Subject {
+    app: App,
+    store: Arc<dyn Store>,
+    /// Whole ingest (outbox present) or lookup only.
+    full: bool,
+}
+
+impl Subject {
+    async fn dispatch(&self, event_id: &str) -> Result<Duration, String> {
+        let body = event_body(ORG, DEP, event_id, event_id);
+        let envelope: EventEnvelope = serde_json::from_str(&body).map_err(|e| e.to_string())?;
+        let event = envelope
+            .validate(webhook_core::app::now_ms())
+            .map_err(|e| e.detail)?;
+        let t0 = Instant::now();
+        if self.full {
+            let outbox = self.app.outbox.as_ref().expect("full ingest has an outbox");
+            let done = ingest::ingest(&self.app, outbox.as_ref(), event)
+                .await
+                .map_err(|e| e.detail)?;
+            if done.notifications != MATCHING {
+                return Err(format!(
+                    "{} notifications, expected {MATCHING}",
+                    done.notifications
+                ));
+            }
+        } else {
+            let subs = self
+                .store
+                .subscriptions_for_filter(&event.filter().to_string())
+                .await
+                .map_err(|e| e.to_string())?;
+            if subs.len() != MATCHING {
+                return Err(format!("{} subscriptions, expected {MATCHING}", subs.len()));
+            }
+        }
+        Ok(t0.elapsed())
+    }
+}
+
+fn upsert(org: &str, dep: &str, uri: String, id: String) -> Upsert {
+    let now = webhook_core::app::now_ms();
+    Upsert {
+        org_id: org.into(),
+        uri,
+        event_filters: vec![inbound_filter(org, dep)],
+        disabled_filters: vec![],
+        expires_at: now + 30 * 86_400_000,
+        now,
+        new_id: id,
+        new_secret: "whsec_c2VlZGVkLXNlY3JldC1mb3ItdGVzdHM=".into(),
+        max_per_org: usize::MAX,
+    }
+}
+
+async fn seed_matching(store: &dyn Store) -> Result<(), String> {
+    for k in 0..MATCHING {
+        store
+            .upsert_subscription(upsert(
+                ORG,
+                DEP,
+                format!("http://127.0.0.1:9/fanout/{k}"),
+                uuid::Uuid::now_v7().to_string(),
+            ))
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// `n` subscriptions in 1,000-subscription organizations, each with a filter
+/// of its own department: none matches the measured event.
+async fn seed_unrelated(
+    label: &str,
+    store: Arc<dyn Store>,
+    n: u64,
+    workers: usize,
+) -> Result<Duration, String> {
+    let started = Instant::now();
+    let next = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicU64::new(0));
+    let bar = crate::load::progress(&format!("{label}: seed"), n, "subs");
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..workers {
+        let (store, next, done) = (store.clone(), next.clone(), done.clone());
+        set.spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    return Ok::<(), String>(());
+                }
+                let org = format!("unrelated-{}", i / 1000);
+                let dep = format!("dep-{}", i % 1000);
+                store
+                    .upsert_subscription(upsert(
+                        &org,
+                        &dep,
+                        format!("https://example.com/hooks/{i}"),
+                        uuid::Uuid::now_v7().to_string(),
+                    ))
+                    .await
+                    .map_err(|e| format!("seeding subscription {i}: {e}"))?;
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+    }
+    let ticker = {
+        let (bar, done) = (bar.clone(), done.clone());
+        tokio::spawn(async move {
+            loop {
+                bar.set_position(done.load(Ordering::Relaxed));
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        })
+    };
+    let mut result = Ok(());
+    while let Some(r) = set.join_next().await {
+        if let Ok(Err(e)) = r {
+            result = Err(e);
+        }
+    }
+    ticker.abort();
+    bar.finish_and_clear();
+    result.map(|()| started.elapsed())
+}
+
+/// Alternates dispatches on both subjects; returns (empty, loaded) latencies.
+async fn measure(
+    label: &str,
+    empty: &Subject,
+    loaded: &Subject,
+    events: u64,
+) -> Result<(Histogram<u64>, Histogram<u64>), String> {
+    // Warm both (caches, connections, prepared statements).
+    for i in 0..10 {
+        empty.dispatch(&format!("warm-{i}")).await?;
+        loaded.dispatch(&format!("warm-{i}")).await?;
+    }
+    let (mut e, mut l) = (histogram(), histogram());
+    let bar = crate::load::progress(&format!("{label}: dispatch"), events, "events");
+    for i in 0..events {
+        let id = format!("fan-{i}");
+        if i % 2 == 0 {
+            e.saturating_record(micros(empty.dispatch(&id).await?));
+            l.saturating_record(micros(loaded.dispatch(&id).await?));
+        } else {
+            l.saturating_record(micros(loaded.dispatch(&id).await?));
+            e.saturating_record(micros(empty.dispatch(&id).await?));
+        }
+        bar.set_position(i + 1);
+    }
+    bar.finish_and_clear();
+    Ok((e, l))
+}
+
+fn result(
+    backend: &str,
+    full: bool,
+    unrelated: u64,
+    events: u64,
+    seed: Duration,
+    (e, l): (Histogram<u64>, Histogram<u64>),
+) -> FanoutResult {
+    let r = FanoutResult {
+        backend: backend.into(),
+        measured: if full {
+            "ingest: fan-out + outbox commit".into()
+        } else {
+            "subscriptions_for_filter (no SQS endpoint for the outbox)".into()
+        },
+        matching: MATCHING,
+        unrelated,
+        events,
+        seed_seconds: seed.as_secs_f64(),
+        empty_p50_us: e.value_at_quantile(0.5),
+        empty_p99_us: e.value_at_quantile(0.99),
+        empty_mean_us: e.mean(),
+        loaded_p50_us: l.value_at_quantile(0.5),
+        loaded_p99_us: l.value_at_quantile(0.99),
+        loaded_mean_us: l.mean(),
+        ratio_p50: l.value_at_quantile(0.5) as f64 / e.value_at_quantile(0.5).max(1) as f64,
+        ratio_mean: l.mean() / e.mean().max(1.0),
+    };
+    let us = crate::report::fmt_us;
+    println!(
+        "  {:<10} 0 unrelated: p50 {} p99 {}   {} unrelated: p50 {} p99 {}   ratio ×{:.2} (p50), ×{:.2} (mean)  [{}]",
+        r.backend,
+        us(r.empty_p50_us),
+        us(r.empty_p99_us),
+        r.unrelated,
+        us(r.loaded_p50_us),
+        us(r.loaded_p99_us),
+        r.ratio_p50,
+        r.ratio_mean,
+        r.measured
+    );
+    r
+}
+
+pub async fn sqlite(s: &Settings) -> Result<FanoutResult, String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let config = Config::from_lookup(Profile::Local, |_| None).map_err(|e| e.to_string())?;
+    let subject = |name: &str| -> Result<Subject, String> {
+        let store = SqliteStore::open(&dir.path().join(name)).map_err(|e| e.to_string())?;
+        let app =
+            App::new(config.clone(), Arc::new(store.clone())).with_outbox(Arc::new(store.clone()));
+        Ok(Subject {
+            app,
+            store: Arc::new(store),
+            full: true,
+        })
+    };
+    let (empty, loaded) = (subject("empty.db")?, subject("loaded.db")?);
+    seed_matching(empty.store.as_ref()).await?;
+    seed_matching(loaded.store.as_ref()).await?;
+    let seed = seed_unrelated("sqlite", loaded.store.clone(), s.fanout_unrelated, 4).await?;
+    let times = measure("sqlite", &empty, &loaded, s.fanout_events).await?;
+    Ok(result(
+        "SQLite",
+        true,
+        s.fanout_unrelated,
+        s.fanout_events,
+        seed,
+        times,
+    ))
+}
+
+pub async fn dynamodb(s: &Settings) -> Result<FanoutResult, String> {
+    if std::env::var("AWS_ENDPOINT_URL_DYNAMODB").is_err() {
+        return Err("AWS_ENDPOINT_URL_DYNAMODB is not set (run scripts/bench.sh, which starts DynamoDB Local)".into());
+    }
+    let config = Config::from_lookup(Profile::Lambda, |_| None).map_err(|e| e.to_string())?;
+    let client = client_from_env().await;
+    let queue = match std::env::var("AWS_ENDPOINT_URL_SQS") {
+        Ok(_) => {
+            let sqs = crate::sqs_client().await;
+            let name = format!(
+                "webhooks-bench-fanout-{}",
+                &uuid::Uuid::new_v4().simple().to_string()[..12]
+            );
+            let created = sqs
+                .create_queue()
+                .queue_name(name)
+                .send()
+                .await
+                .map_err(|e| {
+                    format!(
+                        "creating an SQS queue: {}",
+                        aws_sdk_sqs::error::DisplayErrorContext(e)
+                    )
+                })?;
+            created
+                .queue_url()
+                .map(|url| SqsQueue::new(sqs.clone(), url, None))
+        }
+        Err(_) => None,
+    };
+    let mut subjects = Vec::new();
+    for label in ["empty", "loaded"] {
+        let run = uuid::Uuid::new_v4().simple().to_string();
+        let tables = Tables {
+            subscriptions: format!("webhooks-bench-fanout-{label}-{}-subscriptions", &run[..8]),
+            messages: format!("webhooks-bench-fanout-{label}-{}-messages", &run[..8]),
+        };
+        create_tables(&client, &tables)
+            .await
+            .map_err(|e| format!("creating tables on DynamoDB Local: {e}"))?;
+        let store = Arc::new(DynamoStore::new(client.clone(), tables));
+        let mut app = App::new(config.clone(), store.clone());
+        if let Some(queue) = &queue {
+            app = app.with_outbox(Arc::new(AwsOutbox::new(store.clone(), queue.clone())));
+        }
+        subjects.push(Subject {
+            app,
+            store,
+            full: queue.is_some(),
+        });
+    }
+    let loaded = subjects.pop().expect("two subjects");
+    let empty = subjects.pop().expect("two subjects");
+    seed_matching(empty.store.as_ref()).await?;
+    seed_matching(loaded.store.as_ref()).await?;
+    let seed = seed_unrelated("dynamodb", loaded.store.clone(), s.dynamodb_unrelated, 16).await?;
+    let times = measure("dynamodb", &empty, &loaded, s.fanout_events).await?;
+    Ok(result(
+        "DynamoDB Local",
+        empty.full,
+        s.dynamodb_unrelated,
+        s.fanout_events,
+        seed,
+        times,
+    ))
+}

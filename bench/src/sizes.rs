@@ -1,0 +1,105 @@
+//! Sizes of the function binaries: the native release build (the release
+//! profile strips symbols) and, when `cargo lambda build --release --arm64
+//! --output-format zip` has run, the arm64 `bootstrap.zip` of each.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+pub const FUNCTIONS: &[&str] = &[
+    "authorizer",
+    "create-subscription",
+    "list-subscriptions",
+    "get-subscription",
+    "delete-subscription",
+    "get-subscription-secret",
+    "get-message",
+    "ingest-events",
+    "deliver-notifications",
+];
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SizeRow {
+    pub binary: String,
+    pub native_bytes: Option<u64>,
+    /// Whether the native binary has no symbol table (`.symtab`).
+    pub native_stripped: Option<bool>,
+    pub arm64_zip_bytes: Option<u64>,
+    pub arm64_zip: Option<String>,
+}
+
+/// An ELF file without a `.symtab` section is stripped.
+fn stripped(path: &Path) -> Option<bool> {
+    let data = std::fs::read(path).ok()?;
+    if data.len() < 64 || &data[..4] != b"\x7fELF" || data[4] != 2 {
+        return None;
+    }
+    let u16_at = |o: usize| u16::from_le_bytes([data[o], data[o + 1]]) as usize;
+    let u32_at = |o: usize| u32::from_le_bytes(data[o..o + 4].try_into().unwrap()) as usize;
+    let u64_at = |o: usize| u64::from_le_bytes(data[o..o + 8].try_into().unwrap()) as usize;
+    let (shoff, shentsize, shnum) = (u64_at(0x28), u16_at(0x3a), u16_at(0x3c));
+    let shstrndx = u16_at(0x3e);
+    let section = |i: usize| shoff + i * shentsize;
+    if section(shnum) > data.len() {
+        return None;
+    }
+    let strtab = u64_at(section(shstrndx) + 0x18);
+    for i in 0..shnum {
+        let name_off = strtab + u32_at(section(i));
+        let name = data.get(name_off..)?.split(|b| *b == 0).next()?;
+        if name == b".symtab" {
+            return Some(false);
+        }
+    }
+    Some(true)
+}
+
+/// Where `cargo lambda build` leaves its zips: `target/lambda/<fn>/bootstrap.zip`
+/// (or `$CARGO_TARGET_DIR/lambda`, or the `--lambda-dir` given).
+fn zip_for(lambda_dir: &[PathBuf], function: &str) -> Option<PathBuf> {
+    lambda_dir
+        .iter()
+        .map(|d| d.join(function).join("bootstrap.zip"))
+        .find(|p| p.exists())
+}
+
+pub fn run(bin_dir: &Path, lambda_dirs: &[PathBuf]) -> Vec<SizeRow> {
+    let mut rows = Vec::new();
+    for name in FUNCTIONS
+        .iter()
+        .copied()
+        .chain([crate::lambda::NOOP, "webhooks-local"])
+    {
+        let native = bin_dir.join(name);
+        let zip = zip_for(lambda_dirs, name);
+        rows.push(SizeRow {
+            binary: name.to_owned(),
+            native_bytes: std::fs::metadata(&native).ok().map(|m| m.len()),
+            native_stripped: stripped(&native),
+            arm64_zip_bytes: zip
+                .as_ref()
+                .and_then(|z| std::fs::metadata(z).ok())
+                .map(|m| m.len()),
+            arm64_zip: zip.map(|z| z.display().to_string()),
+        });
+    }
+    for r in &rows {
+        let mib = |b: Option<u64>| {
+            b.map_or("-".to_owned(), |b| {
+                format!("{:.2} MiB", b as f64 / 1048576.0)
+            })
+        };
+        println!(
+            "  {:<26} native {:>10}{}  arm64 zip {:>10}",
+            r.binary,
+            mib(r.native_bytes),
+            match r.native_stripped {
+                Some(true) => " (stripped)",
+                Some(false) => " (symbols)",
+                None => "",
+            },
+            mib(r.arm64_zip_bytes)
+        );
+    }
+    rows
+}
