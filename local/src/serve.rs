@@ -48,7 +48,10 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         Arc::new(SqliteStore::open(&args.data_dir.join("webhooks.db")).map_err(|e| e.to_string())?);
     let queue: Arc<dyn DeliveryQueue> = sqlite.clone();
     let concurrency = config.delivery_concurrency;
-    let auth = Authenticator::new(config.api_keys.clone(), Verifier::new(&config.jwt));
+    let auth = Authenticator::new(
+        config.api_keys.clone(),
+        Verifier::new(&config.jwt).with_jwks_min_refresh(config.jwks_min_refresh),
+    );
     let banner = Banner {
         api_key: generated.as_ref().map(|c| c.api_key.clone()),
         token: config.jwt.hs256_secret.as_ref().map(|s| {

@@ -26,6 +26,8 @@ pub struct JwtConfig {
 pub struct Config {
     pub api_keys: Vec<String>,
     pub jwt: JwtConfig,
+    /// How often an unknown token `kid` may refetch the JWKS.
+    pub jwks_min_refresh: Duration,
     pub allow_http_callbacks: bool,
     pub allow_private_callbacks: bool,
     pub handshake_timeout: Duration,
@@ -146,6 +148,10 @@ impl Config {
                 audience: get("WEBHOOKS_JWT_AUDIENCE"),
                 org_claim: get("WEBHOOKS_JWT_ORG_CLAIM").unwrap_or_else(|| "org_id".to_owned()),
             },
+            jwks_min_refresh: duration_var(
+                "WEBHOOKS_JWT_JWKS_MIN_REFRESH",
+                crate::auth::jwt::JWKS_REFRESH_MIN_INTERVAL,
+            )?,
             allow_http_callbacks: bool_var("WEBHOOKS_ALLOW_HTTP_CALLBACKS", local)?,
             allow_private_callbacks: bool_var("WEBHOOKS_ALLOW_PRIVATE_CALLBACKS", local)?,
             handshake_timeout: millis_var("WEBHOOKS_HANDSHAKE_TIMEOUT_MS", 5_000)?,

@@ -28,10 +28,13 @@ fn event(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
+/// Headers and body of one POST.
+type Post = (http::HeaderMap, Vec<u8>);
+
 /// A callback receiver: handshake echo, scripted statuses for POSTs.
 #[derive(Clone, Default)]
 struct Receiver {
-    posts: Arc<Mutex<Vec<(http::HeaderMap, Vec<u8>)>>>,
+    posts: Arc<Mutex<Vec<Post>>>,
     script: Arc<Mutex<VecDeque<u16>>>,
 }
 

@@ -21,7 +21,8 @@ use http::StatusCode;
 
 /// Tokens longer than this are refused before any parsing.
 pub const MAX_TOKEN_LEN: usize = 8 * 1024;
-const JWKS_REFRESH_MIN_INTERVAL: Duration = Duration::from_secs(30);
+/// Default for how often an unknown `kid` may trigger a JWKS refetch.
+pub const JWKS_REFRESH_MIN_INTERVAL: Duration = Duration::from_secs(30);
 
 pub struct Verifier {
     hs256: Option<DecodingKey>,
@@ -38,6 +39,7 @@ struct JwksCache {
     http: reqwest::Client,
     /// The keys, and when they were last fetched.
     keys: RwLock<(KeysById, Option<Instant>)>,
+    min_refresh: Duration,
 }
 
 impl Verifier {
@@ -55,11 +57,21 @@ impl Verifier {
                     .build()
                     .expect("http client builds"),
                 keys: RwLock::new((HashMap::new(), None)),
+                min_refresh: JWKS_REFRESH_MIN_INTERVAL,
             }),
             issuer: config.issuer.clone(),
             audience: config.audience.clone(),
             org_claim: config.org_claim.clone(),
         }
+    }
+
+    /// How often an unknown `kid` may refetch the JWKS (key rotation
+    /// support that a stream of forged `kid`s cannot turn into a flood).
+    pub fn with_jwks_min_refresh(mut self, interval: Duration) -> Self {
+        if let Some(jwks) = &mut self.jwks {
+            jwks.min_refresh = interval;
+        }
+        self
     }
 
     pub fn is_configured(&self) -> bool {
@@ -116,7 +128,9 @@ impl Verifier {
         }
         if let Some(audience) = &self.audience {
             if !has_audience(claims, audience) {
-                return Err(ApiError::invalid_token("the token audience is not accepted"));
+                return Err(ApiError::invalid_token(
+                    "the token audience is not accepted",
+                ));
             }
         }
         self.caller_from_claims(claims)
@@ -209,13 +223,10 @@ impl JwksCache {
         keys.0.get(kid).filter(|(a, _)| *a == alg).cloned()
     }
 
-    /// Fetches the JWKS, at most once per [`JWKS_REFRESH_MIN_INTERVAL`].
+    /// Fetches the JWKS, at most once per `min_refresh`.
     async fn refresh(&self) {
         let mut keys = self.keys.write().await;
-        if keys
-            .1
-            .is_some_and(|at| at.elapsed() < JWKS_REFRESH_MIN_INTERVAL)
-        {
+        if keys.1.is_some_and(|at| at.elapsed() < self.min_refresh) {
             return;
         }
         keys.1 = Some(Instant::now());
@@ -299,7 +310,12 @@ mod tests {
     }
 
     fn signed(claims: Value, v_secret: &str) -> String {
-        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(v_secret.as_bytes())).unwrap()
+        jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            &claims,
+            &EncodingKey::from_secret(v_secret.as_bytes()),
+        )
+        .unwrap()
     }
 
     #[tokio::test]
@@ -316,14 +332,24 @@ mod tests {
         let caller = v.verify(&signed(access, "s3cret")).await.unwrap();
         assert_eq!(caller.scopes, vec![SCOPE_READ]);
         let other_client = serde_json::json!({"token_use": "access", "client_id": "client-9", "org_id": "o", "exp": exp});
-        assert_eq!(v.verify(&signed(other_client, "s3cret")).await.unwrap_err().code, "INVALID_TOKEN");
-        let id_token = serde_json::json!({"token_use": "id", "aud": "client-123", "org_id": "o", "exp": exp});
+        assert_eq!(
+            v.verify(&signed(other_client, "s3cret"))
+                .await
+                .unwrap_err()
+                .code,
+            "INVALID_TOKEN"
+        );
+        let id_token =
+            serde_json::json!({"token_use": "id", "aud": "client-123", "org_id": "o", "exp": exp});
         let err = v.verify(&signed(id_token, "s3cret")).await.unwrap_err();
         assert!(err.detail.contains("ID token"), "{}", err.detail);
         let aud_list = serde_json::json!({"aud": ["x", "client-123"], "org_id": "o", "exp": exp});
         assert!(v.verify(&signed(aud_list, "s3cret")).await.is_ok());
         let no_aud = serde_json::json!({"org_id": "o", "exp": exp});
-        assert_eq!(v.verify(&signed(no_aud, "s3cret")).await.unwrap_err().code, "INVALID_TOKEN");
+        assert_eq!(
+            v.verify(&signed(no_aud, "s3cret")).await.unwrap_err().code,
+            "INVALID_TOKEN"
+        );
     }
 
     #[tokio::test]

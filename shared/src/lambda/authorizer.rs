@@ -35,7 +35,7 @@ pub type Error = lambda_runtime::Error;
 /// way of verifying tokens is configured.
 pub fn verifier_from_env() -> Result<Verifier, StartError> {
     let config = Config::from_env(Profile::Lambda)?;
-    let verifier = Verifier::new(&config.jwt);
+    let verifier = Verifier::new(&config.jwt).with_jwks_min_refresh(config.jwks_min_refresh);
     if !verifier.is_configured() {
         return Err(
             "WEBHOOKS_JWT_HS256_SECRET or WEBHOOKS_JWT_JWKS_URL: one of them must be set".into(),
