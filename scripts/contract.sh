@@ -16,8 +16,8 @@
 #   CONTRACT_MAX_EXAMPLES   examples per operation and phase (default 100)
 #   CONTRACT_SEED           schemathesis seed (default: a fixed one, so CI runs are repeatable;
 #                           set CONTRACT_SEED=random for a fresh one)
-#   WEBHOOKS_LOCAL_BIN      the binary to test (default target/release/webhooks-local, built
-#                           if missing)
+#   WEBHOOKS_LOCAL_BIN      the binary to test (default: target/release/webhooks-local,
+#                           built first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,9 +32,10 @@ if [ "${_CONTRACT_IN_NETNS:-0}" != 1 ]; then
     _emu_pip_install contract $SCHEMATHESIS_PIP_SPECS
     echo "contract: lint openapi.yaml"
     "$_EMU_VENV/bin/openapi-spec-validator" openapi.yaml
-    bin="${WEBHOOKS_LOCAL_BIN:-target/release/webhooks-local}"
-    if [ ! -x "$bin" ]; then
-        cargo build --release --locked -p webhooks-local
+    bin="${WEBHOOKS_LOCAL_BIN:-}"
+    if [ -z "$bin" ]; then
+        cargo build --release --locked -p webhooks-local # a no-op when up to date
+        bin=target/release/webhooks-local
     fi
     if ! unshare --net true 2>/dev/null; then
         echo "contract: cannot create a network namespace (unshare --net); refusing to fuzz" \

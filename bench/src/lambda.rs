@@ -227,7 +227,8 @@ enum Kind {
     /// SQS batch: the answer lists `batchItemFailures`.
     Sqs,
     Authorizer,
-    Noop,
+    /// Any other answer: counted as `ok`.
+    Plain,
 }
 
 struct Function {
@@ -243,7 +244,7 @@ struct Function {
 const FUNCTIONS: &[Function] = &[
     Function {
         name: NOOP,
-        kind: Kind::Noop,
+        kind: Kind::Plain,
         events: &["get-message-ok"],
         store: false,
         reseed: false,
@@ -381,7 +382,7 @@ fn function_env(f: &Function, runtime: SocketAddr, env: &Environment) -> Vec<(St
         ("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()),
     ];
     match f.kind {
-        Kind::Noop => {}
+        Kind::Plain => {}
         Kind::Authorizer => vars.push(("WEBHOOKS_JWT_HS256_SECRET".into(), JWT_SECRET.into())),
         Kind::Http | Kind::Sqs => {
             let (subscriptions, messages) = match &env.dynamodb {
@@ -428,7 +429,7 @@ fn answer_label(kind: Kind, outcome: &Outcome) -> String {
             "{} failed record(s)",
             v["batchItemFailures"].as_array().map_or(0, Vec::len)
         ),
-        Kind::Noop => "ok".into(),
+        Kind::Plain => "ok".into(),
     }
 }
 

@@ -252,10 +252,11 @@ impl Report {
                 }
             },
         );
+        let functions = crate::sizes::functions();
         let zips: Vec<&SizeRow> = self
             .sizes
             .iter()
-            .filter(|r| crate::sizes::FUNCTIONS.contains(&r.binary.as_str()))
+            .filter(|r| functions.contains(&r.binary))
             .collect();
         let with_zip: Vec<&&SizeRow> = zips
             .iter()

@@ -6,17 +6,19 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-pub const FUNCTIONS: &[&str] = &[
-    "authorizer",
-    "create-subscription",
-    "list-subscriptions",
-    "get-subscription",
-    "delete-subscription",
-    "get-subscription-secret",
-    "get-message",
-    "ingest-events",
-    "deliver-notifications",
-];
+/// The function crates: every folder of `functions/`, named as its binary.
+pub fn functions() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(crate::process::repo_root().join("functions"))
+        .map(|dir| {
+            dir.filter_map(Result::ok)
+                .filter(|e| e.path().join("Cargo.toml").exists())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SizeRow {
@@ -65,15 +67,14 @@ fn zip_for(lambda_dir: &[PathBuf], function: &str) -> Option<PathBuf> {
 
 pub fn run(bin_dir: &Path, lambda_dirs: &[PathBuf]) -> Vec<SizeRow> {
     let mut rows = Vec::new();
-    for name in FUNCTIONS
-        .iter()
-        .copied()
-        .chain([crate::lambda::NOOP, "webhooks-local"])
-    {
-        let native = bin_dir.join(name);
-        let zip = zip_for(lambda_dirs, name);
+    let names = functions()
+        .into_iter()
+        .chain([crate::lambda::NOOP.to_owned(), "webhooks-local".to_owned()]);
+    for name in names {
+        let native = bin_dir.join(&name);
+        let zip = zip_for(lambda_dirs, &name);
         rows.push(SizeRow {
-            binary: name.to_owned(),
+            binary: name,
             native_bytes: std::fs::metadata(&native).ok().map(|m| m.len()),
             native_stripped: stripped(&native),
             arm64_zip_bytes: zip

@@ -54,8 +54,11 @@ async fn oversized_bodies_are_refused_without_reading_them() {
     // Count how much of a 100 MB body the client could hand over before the server
     // answered and hung up.
     let (pulled, answer) = stream_chunked_body(&server, HUNDRED_MB).await;
+    // The server answers 413 and closes; the close may reset the connection before the
+    // client reads the answer (unread upload data makes the kernel send RST), so an empty
+    // answer is fine too. What matters is how much was taken.
     assert!(
-        answer.starts_with("HTTP/1.1 413"),
+        answer.is_empty() || answer.starts_with("HTTP/1.1 413"),
         "answer to a streamed 100 MB body: {answer:.200}"
     );
     assert!(
@@ -377,9 +380,13 @@ async fn a_handshake_callback_that_never_answers_or_trickles_times_out() {
     let server = Server::start_with(&[("WEBHOOKS_HANDSHAKE_TIMEOUT_MS", "500")]);
     for mode in [Misbehaviour::Silent, Misbehaviour::Trickle] {
         let callback = RawCallback::start(mode).await;
-        let (status, problem) = server
-            .create("org-1", &callback.uri(), &[&inbound("org-1", "d")])
-            .await;
+        // The outer limit only turns a missing bound into a failure instead of a hang.
+        let (status, problem) = tokio::time::timeout(
+            Duration::from_secs(60),
+            server.create("org-1", &callback.uri(), &[&inbound("org-1", "d")]),
+        )
+        .await
+        .expect("the handshake was not bounded by its timeout");
         assert_eq!(
             (status, problem["code"].as_str()),
             (StatusCode::BAD_REQUEST, Some("TIMEOUT")),
@@ -389,9 +396,12 @@ async fn a_handshake_callback_that_never_answers_or_trickles_times_out() {
     }
     // An axum receiver that sleeps for an hour before answering: the same.
     let hanging = Receiver::start(Handshake::Hang).await;
-    let (status, problem) = server
-        .create("org-1", &hanging.uri("/h"), &[&inbound("org-1", "d")])
-        .await;
+    let (status, problem) = tokio::time::timeout(
+        Duration::from_secs(60),
+        server.create("org-1", &hanging.uri("/h"), &[&inbound("org-1", "d")]),
+    )
+    .await
+    .expect("the handshake was not bounded by its timeout");
     assert_eq!(
         (status, problem["code"].as_str()),
         (StatusCode::BAD_REQUEST, Some("TIMEOUT"))

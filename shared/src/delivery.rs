@@ -230,14 +230,18 @@ fn clamp_to_schedule(d: Duration, schedule: &[Duration]) -> Duration {
     d.clamp(min, max)
 }
 
-/// `Retry-After`: delay-seconds or an HTTP date.
+/// The longest delay a `Retry-After` can ask for, in either form.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(7 * 86_400);
+
+/// `Retry-After`: delay-seconds or an HTTP date, at most [`MAX_RETRY_AFTER`].
 pub fn parse_retry_after(value: &str) -> Option<Duration> {
     let value = value.trim();
     if let Ok(secs) = value.parse::<u64>() {
-        return Some(Duration::from_secs(secs.min(7 * 86_400)));
+        return Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER));
     }
     let at = httpdate::parse_http_date(value).ok()?;
-    Some(at.duration_since(SystemTime::now()).unwrap_or_default())
+    let delay = at.duration_since(SystemTime::now()).unwrap_or_default();
+    Some(delay.min(MAX_RETRY_AFTER))
 }
 
 /// Runs delivery for a queue until `shutdown` resolves: leases due jobs in
@@ -250,6 +254,8 @@ pub async fn run_workers(
     shutdown: impl std::future::Future<Output = ()>,
 ) {
     let permits = Arc::new(Semaphore::new(concurrency));
+    // When every permit is taken, wait for this many before leasing again.
+    let batch = u32::try_from((concurrency / 4).max(1)).unwrap_or(1);
     let wake: Arc<Notify> = app.delivery_wake.clone();
     let visibility = app.config.delivery_timeout * 2 + Duration::from_secs(5);
     tokio::pin!(shutdown);
@@ -276,10 +282,17 @@ pub async fn run_workers(
                 drop(permit);
             });
         }
-        if idle || permits.available_permits() == 0 {
+        if idle {
             tokio::select! {
                 _ = wake.notified() => {}
                 _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+                _ = &mut shutdown => return,
+            }
+        } else if permits.available_permits() == 0 {
+            // Saturated: lease the next batch as soon as a share of the
+            // deliveries in flight is done, not at the next poll tick.
+            tokio::select! {
+                done = permits.acquire_many(batch) => drop(done),
                 _ = &mut shutdown => return,
             }
         }

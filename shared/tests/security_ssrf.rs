@@ -152,6 +152,9 @@ mod isolated {
             "[2002:a9fe:a9fe::1]",
             "[2002:a00:1::1]",
             "[2002:7f00:1::1]",
+            // IPv6 link-local
+            "[fe80::1]",
+            "[fe80::a9fe:a9fe]",
             // multicast, broadcast
             "224.0.0.1",
             "255.255.255.255",

@@ -33,3 +33,41 @@ async fn creating_tables_twice_is_harmless() {
     let ttl = described.time_to_live_description().unwrap();
     assert_eq!(ttl.attribute_name(), Some("ttl"));
 }
+
+/// A guard whose subscription is gone (removed by hand, say) does not block
+/// the uri for ever: the next upsert replaces it.
+#[tokio::test]
+async fn a_dangling_uniqueness_guard_is_replaced() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use webhook_core::store::{Store, Upsert};
+    let (client, tables) = dynamodb_local::tables_for_this_run().await;
+    let store = DynamoStore::new(client.clone(), tables.clone());
+    let org = format!("org-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let upsert = |id: &str| Upsert {
+        org_id: org.clone(),
+        uri: "https://example.com/dangling".into(),
+        event_filters: vec![format!("/orgId/{org}/department/d/contact")],
+        disabled_filters: vec![],
+        expires_at: 9_000_000_000_000,
+        now: 1_000,
+        new_id: id.into(),
+        new_secret: "whsec_AAAA".into(),
+        max_per_org: 1000,
+    };
+    let (first, _) = store.upsert_subscription(upsert("first")).await.unwrap();
+    client
+        .delete_item()
+        .table_name(&tables.subscriptions)
+        .key("pk", AttributeValue::S(format!("ORG#{org}")))
+        .key("sk", AttributeValue::S(format!("SUB#{}", first.id)))
+        .send()
+        .await
+        .unwrap();
+    let (second, created) = store.upsert_subscription(upsert("second")).await.unwrap();
+    assert!(created);
+    assert_eq!(second.id, "second");
+    assert_eq!(
+        store.get_subscription(&org, "second").await.unwrap(),
+        Some(second)
+    );
+}

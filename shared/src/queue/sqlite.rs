@@ -2,10 +2,12 @@
 //! store: ingesting an event (dedupe record, message, notifications) is one
 //! transaction, and nothing leased is lost if the process dies.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension};
+use tokio::sync::oneshot;
 
 use super::{DeliveryJob, DeliveryQueue, Lease, Outbox, QueueError};
 use crate::app::now_ms;
@@ -84,16 +86,22 @@ impl DeliveryQueue for SqliteStore {
     }
 
     async fn complete(&self, lease: &Lease) -> Result<(), QueueError> {
-        let (id, receipt) = (lease.job.id.clone(), lease.receipt.clone());
-        self.with(move |conn| {
-            // Only the current lease may complete it (the receipt is the attempt number).
-            conn.prepare_cached("DELETE FROM delivery_queue WHERE id = ?1 AND attempts = ?2")
-                .and_then(|mut s| s.execute(params![id, receipt]))
-                .map_err(backend)?;
-            Ok(())
-        })
-        .await
-        .map_err(queue_err)
+        let (done, committed) = oneshot::channel();
+        let flush = {
+            let mut pending = self.completions.lock();
+            pending
+                .items
+                .push((lease.job.id.clone(), lease.receipt.clone(), done));
+            !std::mem::replace(&mut pending.flushing, true)
+        };
+        if flush {
+            let store = self.clone();
+            tokio::task::spawn_blocking(move || store.flush_completions());
+        }
+        committed
+            .await
+            .map_err(|_| QueueError("the completion was not written".into()))?
+            .map_err(QueueError)
     }
 
     async fn retry_after(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError> {
@@ -168,6 +176,77 @@ impl Outbox for SqliteStore {
             Ok(true)
         })
         .await
+    }
+}
+
+/// Completions waiting to be written. Concurrent `complete` calls are
+/// committed together, one transaction for all of them (group commit);
+/// each call still returns only once its own delete is committed.
+#[derive(Default)]
+pub(crate) struct Completions {
+    pending: Mutex<Pending>,
+}
+
+type Completion = (String, String, oneshot::Sender<Result<(), String>>);
+
+#[derive(Default)]
+struct Pending {
+    items: Vec<Completion>,
+    /// A blocking task is writing batches; new items join its next one.
+    flushing: bool,
+}
+
+impl Completions {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Lets the next `complete` start a writer again if a flush panics.
+struct FlushGuard<'a>(&'a Completions);
+
+impl Drop for FlushGuard<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.lock().flushing = false;
+        }
+    }
+}
+
+impl SqliteStore {
+    /// Writes pending completions in batches until none is left (blocking pool).
+    fn flush_completions(&self) {
+        let _guard = FlushGuard(&self.completions);
+        loop {
+            let batch = {
+                let mut pending = self.completions.lock();
+                if pending.items.is_empty() {
+                    pending.flushing = false;
+                    return;
+                }
+                std::mem::take(&mut pending.items)
+            };
+            let result = self
+                .with_writer(|conn| {
+                    let tx = conn.transaction().map_err(backend)?;
+                    {
+                        // Only the current lease may complete it (the receipt is the attempt number).
+                        let mut delete = tx
+                            .prepare_cached(
+                                "DELETE FROM delivery_queue WHERE id = ?1 AND attempts = ?2",
+                            )
+                            .map_err(backend)?;
+                        for (id, receipt, _) in &batch {
+                            delete.execute(params![id, receipt]).map_err(backend)?;
+                        }
+                    }
+                    tx.commit().map_err(backend)
+                })
+                .map_err(|e| e.to_string());
+            for (_, _, done) in batch {
+                let _ = done.send(result.clone());
+            }
+        }
     }
 }
 

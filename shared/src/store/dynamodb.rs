@@ -177,9 +177,12 @@ impl DynamoStore {
             .transpose()
     }
 
+    /// Creates the subscription; `dangling` is the id a guard names whose
+    /// subscription is gone, which the new guard may then replace.
     async fn try_create(
         &self,
         u: &Upsert,
+        dangling: Option<&str>,
     ) -> Result<Attempt<(StoredSubscription, bool)>, StoreError> {
         let sub = StoredSubscription {
             id: u.new_id.clone(),
@@ -199,11 +202,7 @@ impl DynamoStore {
         guard.insert("subscriptionId".into(), s(sub.id.clone()));
         guard.insert("uri".into(), s(sub.uri.clone()));
         let mut writes = vec![
-            put(
-                table,
-                guard,
-                Some(Condition::new("attribute_not_exists(pk)")),
-            )?,
+            put(table, guard, Some(guard_condition(dangling)))?,
             TransactWriteItem::builder()
                 .update(
                     Update::builder()
@@ -258,7 +257,8 @@ impl DynamoStore {
         id: &str,
     ) -> Result<Attempt<(StoredSubscription, bool)>, StoreError> {
         let Some((current, version)) = self.versioned(&u.org_id, id).await? else {
-            return Ok(Attempt::Retry); // deleted meanwhile: create it
+            // Deleted since the guard was read (or the guard dangles): create anew.
+            return self.try_create(u, Some(id)).await;
         };
         let removed: Vec<&String> = current
             .event_filters
@@ -368,7 +368,7 @@ impl Store for DynamoStore {
         loop {
             let attempt = match self.guard(&upsert.org_id, &upsert.uri).await? {
                 Some(id) => self.try_update(&upsert, &id).await?,
-                None => self.try_create(&upsert).await?,
+                None => self.try_create(&upsert, None).await?,
             };
             match attempt {
                 Attempt::Done(done) => return Ok(done),
@@ -944,6 +944,18 @@ struct Reason {
 impl Reason {
     fn condition_failed(&self) -> bool {
         self.code == "ConditionalCheckFailed"
+    }
+}
+
+/// The guard may be written if absent, or if it names `dangling`.
+fn guard_condition(dangling: Option<&str>) -> Condition {
+    match dangling {
+        None => Condition::new("attribute_not_exists(pk)"),
+        Some(id) => Condition {
+            expression: "attribute_not_exists(pk) OR #sid = :dangling".into(),
+            names: HashMap::from([("#sid".to_owned(), "subscriptionId".to_owned())]),
+            values: HashMap::from([(":dangling".to_owned(), s(id.to_owned()))]),
+        },
     }
 }
 

@@ -1,11 +1,17 @@
 //! Embedded store: one SQLite file (WAL), schema migrations embedded.
 //! Calls run on tokio's blocking pool so SQLite never blocks the runtime.
+//!
+//! One connection writes; lookups (gets, lists, fan-out) go to a few
+//! read-only connections beside it. In WAL mode readers never wait for the
+//! writer, so the API's reads and the deliveries' subscription lookups do
+//! not queue behind ingestion and queue updates.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior};
 
 use super::{DeliveryRecord, DisabledEntry, Store, StoreError, StoredSubscription, Upsert};
 use crate::model::{Message, SubscriptionStatus};
@@ -76,9 +82,20 @@ CREATE TABLE events (
 "#,
 ];
 
+/// Read connections beside the writer.
+const READERS: usize = 2;
+
 #[derive(Clone)]
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
+    readers: Arc<Readers>,
+    pub(crate) completions: Arc<crate::queue::sqlite::Completions>,
+}
+
+#[derive(Default)]
+struct Readers {
+    conns: Vec<Mutex<Connection>>,
+    next: AtomicUsize,
 }
 
 pub(crate) fn backend(e: impl std::fmt::Display) -> StoreError {
@@ -89,7 +106,16 @@ impl SqliteStore {
     /// Opens (creating if needed) the database file and migrates it.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let conn = Connection::open(path).map_err(backend)?;
-        Self::init(conn)
+        let mut store = Self::init(conn)?;
+        // Opened after the migrations, so they see the current schema.
+        let readers = (0..READERS)
+            .map(|_| open_reader(path).map(Mutex::new))
+            .collect::<Result<Vec<_>, _>>()?;
+        store.readers = Arc::new(Readers {
+            conns: readers,
+            next: AtomicUsize::new(0),
+        });
+        Ok(store)
     }
 
     fn init(mut conn: Connection) -> Result<Self, StoreError> {
@@ -101,6 +127,8 @@ impl SqliteStore {
         migrate(&mut conn)?;
         Ok(SqliteStore {
             conn: Arc::new(Mutex::new(conn)),
+            readers: Arc::default(),
+            completions: Arc::default(),
         })
     }
 
@@ -117,6 +145,55 @@ impl SqliteStore {
         .await
         .map_err(backend)?
     }
+
+    /// Runs `f` with the writer connection on the calling thread (a
+    /// thread of the blocking pool).
+    pub(crate) fn with_writer<T>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut guard)
+    }
+
+    /// Runs a read-only `f` on the blocking pool with a free read connection
+    /// (the writer when there is none).
+    async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let readers = self.readers.clone();
+        if readers.conns.is_empty() {
+            return self.with(move |conn| f(conn)).await;
+        }
+        tokio::task::spawn_blocking(move || {
+            let n = readers.conns.len();
+            let start = readers.next.fetch_add(1, Ordering::Relaxed);
+            for k in 0..n {
+                if let Ok(guard) = readers.conns[(start + k) % n].try_lock() {
+                    return f(&guard);
+                }
+            }
+            let guard = readers.conns[start % n]
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            f(&guard)
+        })
+        .await
+        .map_err(backend)?
+    }
+}
+
+/// A connection for lookups only (`query_only`), on the same file.
+fn open_reader(path: &Path) -> Result<Connection, StoreError> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(backend)?;
+    conn.execute_batch("PRAGMA query_only = 1; PRAGMA busy_timeout = 5000;")
+        .map_err(backend)?;
+    Ok(conn)
 }
 
 fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
@@ -231,7 +308,7 @@ impl Store for SqliteStore {
         id: &str,
     ) -> Result<Option<StoredSubscription>, StoreError> {
         let (org_id, id) = (org_id.to_owned(), id.to_owned());
-        self.with(move |conn| {
+        self.read(move |conn| {
             conn.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM subscriptions WHERE id = ?1 AND org_id = ?2"
             ))
@@ -249,7 +326,7 @@ impl Store for SqliteStore {
         org_id: &str,
     ) -> Result<Vec<StoredSubscription>, StoreError> {
         let org_id = org_id.to_owned();
-        self.with(move |conn| {
+        self.read(move |conn| {
             let mut stmt = conn
                 .prepare_cached(&format!(
                     "SELECT {COLUMNS} FROM subscriptions WHERE org_id = ?1"
@@ -283,7 +360,7 @@ impl Store for SqliteStore {
         filter: &str,
     ) -> Result<Vec<StoredSubscription>, StoreError> {
         let filter = filter.to_owned();
-        self.with(move |conn| {
+        self.read(move |conn| {
             let cols = COLUMNS.split(", ").map(|c| format!("s.{c}")).collect::<Vec<_>>().join(", ");
             let mut stmt = conn
                 .prepare_cached(&format!(
@@ -354,7 +431,7 @@ impl Store for SqliteStore {
 
     async fn get_message(&self, org_id: &str, id: &str) -> Result<Option<Message>, StoreError> {
         let (org_id, id) = (org_id.to_owned(), id.to_owned());
-        self.with(move |conn| {
+        self.read(move |conn| {
             let body: Option<String> = conn
                 .prepare_cached("SELECT body FROM messages WHERE org_id = ?1 AND id = ?2")
                 .and_then(|mut s| s.query_row(params![org_id, id], |r| r.get(0)).optional())
