@@ -71,3 +71,56 @@ async fn a_dangling_uniqueness_guard_is_replaced() {
         Some(second)
     );
 }
+
+/// TTL removes index entries of expired subscriptions; delivery bookkeeping
+/// still works and keeps the entries that remain in step.
+#[tokio::test]
+async fn delivery_records_survive_index_entries_removed_by_ttl() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use webhook_core::model::SubscriptionStatus;
+    use webhook_core::store::{DeliveryRecord, Store, Upsert};
+    let (client, tables) = dynamodb_local::tables_for_this_run().await;
+    let store = DynamoStore::new(client.clone(), tables.clone());
+    let org = format!("org-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let (kept, expired) = (
+        format!("/orgId/{org}/department/d1/contact"),
+        format!("/orgId/{org}/department/d2/contact"),
+    );
+    let (sub, _) = store
+        .upsert_subscription(Upsert {
+            org_id: org.clone(),
+            uri: "https://example.com/ttl".into(),
+            event_filters: vec![kept.clone(), expired.clone()],
+            disabled_filters: vec![],
+            expires_at: 9_000_000_000_000,
+            now: 1_000,
+            new_id: uuid::Uuid::now_v7().to_string(),
+            new_secret: "whsec_AAAA".into(),
+            max_per_org: 1000,
+        })
+        .await
+        .unwrap();
+    client
+        .delete_item()
+        .table_name(&tables.subscriptions)
+        .key("pk", AttributeValue::S(format!("FILTER#{expired}")))
+        .key("sk", AttributeValue::S(format!("SUB#{}", sub.id)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .record_delivery(&org, &sub.id, DeliveryRecord::Gone)
+            .await
+            .unwrap(),
+        Some(SubscriptionStatus::Blacklisted)
+    );
+    let via_index = store.subscriptions_for_filter(&kept).await.unwrap();
+    assert_eq!(via_index.len(), 1);
+    assert_eq!(via_index[0].status, SubscriptionStatus::Blacklisted);
+    assert!(store
+        .subscriptions_for_filter(&expired)
+        .await
+        .unwrap()
+        .is_empty());
+}

@@ -9,8 +9,8 @@
 //! `/prod` stage, or a custom domain's base path) is not parsed.
 
 pub mod authorizer;
-pub mod queues;
 pub mod pre_token;
+pub mod queues;
 
 use std::convert::Infallible;
 use std::sync::Arc;

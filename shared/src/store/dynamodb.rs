@@ -227,7 +227,7 @@ impl DynamoStore {
                 Some(Condition::new("attribute_not_exists(pk)")),
             )?,
         ];
-        for filter in &sub.event_filters {
+        for filter in distinct(&sub.event_filters) {
             writes.push(put(table, index_item(&sub, filter), None)?);
         }
         match self.transact(writes).await? {
@@ -280,7 +280,7 @@ impl DynamoStore {
             subscription_item(&sub, version + 1),
             Some(Condition::version(version)),
         )?];
-        for filter in &sub.event_filters {
+        for filter in distinct(&sub.event_filters) {
             writes.push(put(table, index_item(&sub, filter), None)?);
         }
         for filter in removed {
@@ -423,7 +423,7 @@ impl Store for DynamoStore {
                     )
                     .build(),
             ];
-            for filter in &sub.event_filters {
+            for filter in distinct(&sub.event_filters) {
                 writes.push(delete(table, key(filter_pk(filter), sub_sk(id)), None)?);
             }
             match self.transact(writes).await? {
@@ -468,9 +468,7 @@ impl Store for DynamoStore {
                 (status, failing_since),
                 Some(version),
             )?];
-            let copies: Vec<&String> = sub
-                .event_filters
-                .iter()
+            let copies: Vec<&String> = distinct(&sub.event_filters)
                 .filter(|f| !vanished.contains(*f))
                 .collect();
             for filter in &copies {
@@ -945,6 +943,12 @@ impl Reason {
     fn condition_failed(&self) -> bool {
         self.code == "ConditionalCheckFailed"
     }
+}
+
+/// Each filter once: one transaction may not touch an item twice.
+fn distinct(filters: &[String]) -> impl Iterator<Item = &String> {
+    let mut seen = HashSet::new();
+    filters.iter().filter(move |f| seen.insert(f.as_str()))
 }
 
 /// The guard may be written if absent, or if it names `dangling`.

@@ -24,6 +24,7 @@ macro_rules! conformance_tests {
             filter_index_follows_updates_and_deletes,
             delivery_records_drive_blacklisting,
             messages_are_scoped_to_the_organization,
+            fan_out_sees_delivery_bookkeeping,
         );
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
@@ -429,5 +430,47 @@ pub async fn messages_are_scoped_to_the_organization(store: Arc<dyn Store>) {
     assert_eq!(
         store.get_message(&a, "msg-1").await.unwrap().unwrap().text,
         "edited"
+    );
+}
+
+/// What fan-out returns follows blacklisting and failure streaks (an adapter
+/// that copies subscriptions into its filter index must keep the copies in step).
+pub async fn fan_out_sees_delivery_bookkeeping(store: Arc<dyn Store>) {
+    let org = unique("org");
+    let f = filter(&org, "d");
+    let (sub, _) = store
+        .upsert_subscription(upsert(&org, "https://example.com/f", &[&f], 1_000))
+        .await
+        .unwrap();
+    let fail = DeliveryRecord::Failed {
+        now: 50_000,
+        blacklist_after_ms: 10_000,
+    };
+    store.record_delivery(&org, &sub.id, fail).await.unwrap();
+    let found = store.subscriptions_for_filter(&f).await.unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].failing_since, Some(50_000));
+    store
+        .record_delivery(&org, &sub.id, DeliveryRecord::Gone)
+        .await
+        .unwrap();
+    let found = store.subscriptions_for_filter(&f).await.unwrap();
+    assert_eq!(found[0].status, SubscriptionStatus::Blacklisted);
+    // Posting the uri again reactivates it, in the index too.
+    store
+        .upsert_subscription(upsert(&org, "https://example.com/f", &[&f], 60_000))
+        .await
+        .unwrap();
+    let found = store.subscriptions_for_filter(&f).await.unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].status, SubscriptionStatus::Active);
+    assert_eq!(found[0].failing_since, None);
+    assert_eq!(
+        found[0],
+        store
+            .get_subscription(&org, &sub.id)
+            .await
+            .unwrap()
+            .unwrap()
     );
 }
