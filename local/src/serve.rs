@@ -12,7 +12,6 @@ use webhook_core::auth::jwt::{self, Verifier, ALL_SCOPES};
 use webhook_core::auth::Authenticator;
 use webhook_core::delivery;
 use webhook_core::http::{error_response, payload_too_large, MAX_BODY};
-use webhook_core::queue::DeliveryQueue;
 use webhook_core::store::sqlite::SqliteStore;
 use webhook_core::{App, Config, Profile};
 
@@ -46,7 +45,6 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", args.data_dir.display()))?;
     let sqlite =
         Arc::new(SqliteStore::open(&args.data_dir.join("webhooks.db")).map_err(|e| e.to_string())?);
-    let queue: Arc<dyn DeliveryQueue> = sqlite.clone();
     let concurrency = config.delivery_concurrency;
     let auth = Authenticator::new(
         config.api_keys.clone(),
@@ -65,8 +63,9 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         }),
     };
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
-    let store = runtime.block_on(crate::backend::open_store(&args, &config, sqlite.clone()))?;
-    let app = Arc::new(App::new(config, store).with_outbox(sqlite.clone()));
+    let services = runtime.block_on(crate::backend::open(&args, &config, sqlite.clone()))?;
+    let queue = services.queue;
+    let app = Arc::new(App::new(config, services.store).with_outbox(services.outbox));
     let server = Arc::new(Server {
         app: app.clone(),
         auth,
