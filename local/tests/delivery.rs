@@ -326,8 +326,9 @@ async fn failing_past_the_blacklist_window_blacklists() {
     }
     assert_eq!(status, "BLACKLISTED");
     let attempts = inbox.count();
+    // SQS rounds the 100ms retry delay up to a second, so fewer attempts fit there.
     assert!(
-        (3..=6).contains(&attempts),
+        (2..=6).contains(&attempts),
         "{attempts} attempts before blacklisting"
     );
     tokio::time::sleep(Duration::from_millis(500)).await;
