@@ -125,31 +125,131 @@ pub fn inbound_filter(org: &str, dep: &str) -> String {
 pub const ORG: &str = "bench";
 
 /// One GET of the reference server, with the same client (and headers).
+/// The op of the reference: one GET of the hello-world server, with the same
+/// client (and headers) as the service's scenarios.
+fn reference_op(
+    api: &Api,
+    reference: std::net::SocketAddr,
+) -> impl Fn(u64) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>>
+       + Send
+       + Sync
+       + 'static {
+    let url: Arc<str> = format!("http://{reference}/hello").into();
+    let client = api.client.clone();
+    move |_| {
+        let (client, url) = (client.clone(), url.clone());
+        Box::pin(async move {
+            let response = client.get(&*url).send().await.map_err(|e| e.to_string())?;
+            check(response, StatusCode::OK, "/hello").await.map(|_| ())
+        })
+    }
+}
+
 pub async fn reference_run(
     s: &Settings,
     api: &Api,
     reference: std::net::SocketAddr,
     label: &str,
 ) -> Stats {
-    let url: Arc<str> = format!("http://{reference}/hello").into();
-    let client = api.client.clone();
     closed_loop(
         label,
         s.concurrency,
         s.warmup,
         Limit::For(s.duration),
-        move |_| {
-            let (client, url) = (client.clone(), url.clone());
-            async move {
-                let response = client.get(&*url).send().await.map_err(|e| e.to_string())?;
-                check(response, StatusCode::OK, "/hello").await.map(|_| ())
-            }
-        },
+        reference_op(api, reference),
     )
     .await
 }
 
-pub async fn run(s: &Settings, api: &Api, receiver: &Receiver) -> Result<Vec<Stats>, String> {
+/// Slices of each side in a paired measurement.
+const ROUNDS: u32 = 4;
+
+/// A timed scenario measured in alternation with the reference (slices in
+/// the order R S S R R S S R), so both see the same machine, however busy
+/// it is. Returns the scenario and its paired reference.
+pub async fn paired<F, Fut>(
+    s: &Settings,
+    api: &Api,
+    reference: std::net::SocketAddr,
+    name: &str,
+    op: F,
+) -> (Stats, Stats)
+where
+    F: Fn(u64) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<(), String>> + Send + 'static,
+{
+    let op = Arc::new(op);
+    let reference_op = Arc::new(reference_op(api, reference));
+    let slice = s.duration / ROUNDS;
+    let (mut scenario, mut paired_reference) = (Vec::new(), Vec::new());
+    for round in 0..ROUNDS {
+        let warmup = if round == 0 { s.warmup } else { Duration::ZERO };
+        for side in [round % 2 == 0, round % 2 == 1] {
+            if side {
+                let r = reference_op.clone();
+                paired_reference.push(
+                    closed_loop(
+                        &format!("{name}: reference {}/{ROUNDS}", round + 1),
+                        s.concurrency,
+                        warmup,
+                        Limit::For(slice),
+                        move |i| r(i),
+                    )
+                    .await,
+                );
+            } else {
+                let o = op.clone();
+                scenario.push(
+                    closed_loop(
+                        &format!("{name} {}/{ROUNDS}", round + 1),
+                        s.concurrency,
+                        warmup,
+                        Limit::For(slice),
+                        move |i| o(i),
+                    )
+                    .await,
+                );
+            }
+        }
+    }
+    (
+        merge(name, scenario),
+        merge(&format!("reference paired with {name}"), paired_reference),
+    )
+}
+
+fn merge(name: &str, parts: Vec<Stats>) -> Stats {
+    let mut latency = crate::load::histogram();
+    let (mut ok, mut errors, mut elapsed, mut first_error) = (0, 0, Duration::ZERO, None);
+    for p in parts {
+        latency.add(&p.latency).expect("same bounds");
+        ok += p.ok;
+        errors += p.errors;
+        elapsed += p.elapsed;
+        first_error = first_error.or(p.first_error);
+    }
+    Stats {
+        name: name.to_owned(),
+        ok,
+        errors,
+        first_error,
+        elapsed,
+        latency,
+    }
+}
+
+/// The scenarios; the timed ones come with their paired reference.
+pub struct Scenario {
+    pub stats: Stats,
+    pub reference: Option<Stats>,
+}
+
+pub async fn run(
+    s: &Settings,
+    api: &Api,
+    receiver: &Receiver,
+    reference: std::net::SocketAddr,
+) -> Result<Vec<Scenario>, String> {
     let mut scenarios = Vec::new();
 
     // Create: each one runs the handshake against the local receiver. Creating
@@ -178,7 +278,10 @@ pub async fn run(s: &Settings, api: &Api, receiver: &Receiver) -> Result<Vec<Sta
         .await
     };
     report_line(&create);
-    scenarios.push(create);
+    scenarios.push(Scenario {
+        stats: create,
+        reference: None,
+    });
 
     let page: Value = serde_json::from_slice(
         &api.get("/webhooksubscription/all?size=2000", StatusCode::OK)
@@ -201,46 +304,32 @@ pub async fn run(s: &Settings, api: &Api, receiver: &Receiver) -> Result<Vec<Sta
     let pages = (ids.len() as u64).div_ceil(20).max(1);
 
     let list = {
-        let api = api.clone();
-        closed_loop(
-            "list (page of 20 of 1,000)",
-            s.concurrency,
-            s.warmup,
-            Limit::For(s.duration),
-            move |i| {
-                let api = api.clone();
-                async move {
-                    api.get(
-                        &format!("/webhooksubscription/all?page={}&size=20", i % pages),
-                        StatusCode::OK,
-                    )
-                    .await
-                    .map(|_| ())
-                }
-            },
-        )
+        let op_api = api.clone();
+        paired(s, api, reference, "list (page of 20 of 1,000)", move |i| {
+            let api = op_api.clone();
+            async move {
+                api.get(
+                    &format!("/webhooksubscription/all?page={}&size=20", i % pages),
+                    StatusCode::OK,
+                )
+                .await
+                .map(|_| ())
+            }
+        })
         .await
     };
-    report_line(&list);
-    scenarios.push(list);
+    scenarios.push(paired_scenario(list));
 
     let get = {
-        let (api, ids) = (api.clone(), ids.clone());
-        closed_loop(
-            "get subscription",
-            s.concurrency,
-            s.warmup,
-            Limit::For(s.duration),
-            move |i| {
-                let api = api.clone();
-                let path = format!("/webhooksubscription/{}", ids[i as usize % ids.len()]);
-                async move { api.get(&path, StatusCode::OK).await.map(|_| ()) }
-            },
-        )
+        let (op_api, ids) = (api.clone(), ids.clone());
+        paired(s, api, reference, "get subscription", move |i| {
+            let api = op_api.clone();
+            let path = format!("/webhooksubscription/{}", ids[i as usize % ids.len()]);
+            async move { api.get(&path, StatusCode::OK).await.map(|_| ()) }
+        })
         .await
     };
-    report_line(&get);
-    scenarios.push(get);
+    scenarios.push(paired_scenario(get));
 
     // Messages are seeded through the event endpoint (no subscriber in this department).
     let messages = s.messages;
@@ -264,26 +353,31 @@ pub async fn run(s: &Settings, api: &Api, receiver: &Receiver) -> Result<Vec<Sta
         .await
     };
     report_line(&seed);
-    scenarios.push(seed);
+    scenarios.push(Scenario {
+        stats: seed,
+        reference: None,
+    });
 
     let get_message = {
-        let api = api.clone();
-        closed_loop(
-            "get message",
-            s.concurrency,
-            s.warmup,
-            Limit::For(s.duration),
-            move |i| {
-                let api = api.clone();
-                let path = format!("/message/getmessagebyid/m-{}", i % messages);
-                async move { api.get(&path, StatusCode::OK).await.map(|_| ()) }
-            },
-        )
+        let op_api = api.clone();
+        paired(s, api, reference, "get message", move |i| {
+            let api = op_api.clone();
+            let path = format!("/message/getmessagebyid/m-{}", i % messages);
+            async move { api.get(&path, StatusCode::OK).await.map(|_| ()) }
+        })
         .await
     };
-    report_line(&get_message);
-    scenarios.push(get_message);
+    scenarios.push(paired_scenario(get_message));
     Ok(scenarios)
+}
+
+fn paired_scenario((stats, reference): (Stats, Stats)) -> Scenario {
+    report_line(&stats);
+    report_line(&reference);
+    Scenario {
+        stats,
+        reference: Some(reference),
+    }
 }
 
 pub fn report_line(stats: &Stats) {

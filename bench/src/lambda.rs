@@ -577,6 +577,10 @@ async fn measure(
         .collect::<Result<_, _>>()?;
     let log = env.logs.join(format!("{}.log", f.name));
     let _ = std::fs::remove_file(&log);
+    // Every function finds the seeded subscription (delete-subscription removes it).
+    if let Some((_, store)) = &env.dynamodb {
+        seed(store, &env.receiver.uri("/lambda")).await?;
+    }
     let can_invoke = !f.store || env.dynamodb.is_some();
     let mut inits = Vec::new();
     let mut first_invokes = Vec::new();

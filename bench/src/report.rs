@@ -58,6 +58,10 @@ impl Machine {
 pub struct ApiRow {
     #[serde(flatten)]
     pub summary: Summary,
+    /// The reference's requests/s this row is divided by: its paired slices
+    /// for timed scenarios, else the average of the reference runs.
+    pub reference_per_second: f64,
+    pub paired_reference: Option<Summary>,
     /// requests/s ÷ the reference's requests/s.
     pub throughput_ratio: f64,
     /// p50 ÷ the reference's p50 (how many times slower).
@@ -165,7 +169,7 @@ impl Report {
                         "{:.0} %  ({:.0}/s vs {:.0}/s)",
                         r.throughput_ratio * 100.0,
                         r.summary.per_second,
-                        r.summary.per_second / r.throughput_ratio.max(1e-9)
+                        r.reference_per_second
                     ),
                     met: Some(r.throughput_ratio >= 0.5),
                 },
@@ -175,23 +179,36 @@ impl Report {
                 ),
             });
         }
+        // Sustained: the open-loop run offered at a fixed rate (fan-out > 1)
+        // delivered everything, at ≥ 5,000/s, without a growing backlog.
+        let sustained = self
+            .e2e
+            .iter()
+            .find(|r| r.summary.fan_out > 1 && !r.summary.name.starts_with("e2e max"));
         let max = self
             .e2e
             .iter()
             .find(|r| r.summary.name.starts_with("e2e max"));
-        t.push(match max {
+        t.push(match sustained {
             Some(r) => Target {
                 target: "end-to-end delivery, embedded backend, sustained".into(),
                 goal: "≥ 5,000 notifications/s".into(),
                 measured: format!(
-                    "{:.0}/s ({} of {} received)",
+                    "{:.0}/s offered {:.0}/s: {} of {} received, p99 {}{}",
                     r.summary.notifications_per_second,
+                    self.settings.sustained_notifications,
                     r.summary.notifications_received,
-                    r.summary.notifications_expected
+                    r.summary.notifications_expected,
+                    fmt_us(r.summary.p99_us),
+                    max.map_or(String::new(), |m| format!(
+                        "; closed-loop maximum {:.0}/s",
+                        m.summary.notifications_per_second
+                    ))
                 ),
                 met: Some(
                     r.summary.notifications_per_second >= 5000.0
-                        && r.summary.notifications_received == r.summary.notifications_expected,
+                        && r.summary.notifications_received == r.summary.notifications_expected
+                        && r.summary.p99_us < 1_000_000,
                 ),
             },
             None => not_measured(
@@ -355,19 +372,22 @@ impl Report {
         if let Some(r) = &self.reference {
             let _ = writeln!(
                 md,
-                "### HTTP API\n\n{} keep-alive connections, {} s per scenario after {} s of warm-up; the \
-                 reference is a hello-world axum server in its own process, measured with the same \
-                 client before and after the service's scenarios (its average is the divisor).\n",
+                "### HTTP API\n\n{} keep-alive connections (closed loop), {} s per scenario after {} s of \
+                 warm-up. The reference is a hello-world axum server in its own process, driven by the \
+                 same client with the same headers and concurrency. The timed scenarios (list, gets) \
+                 are measured in alternating slices with the reference (R S S R R S S R), and each is \
+                 divided by its own slices; create and ingest divide by the average of the reference \
+                 runs taken before and after everything.\n",
                 s.concurrency, s.duration_s, s.warmup_s
             );
             let _ = writeln!(
                 md,
-                "| scenario | requests/s | × reference | p50 | p90 | p99 | max | p50 × ref | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+                "| scenario | requests/s | reference req/s | × reference | p50 | p90 | p99 | max | p50 × ref | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
             );
-            for run in &self.reference_runs {
+            for run in self.reference_runs.iter().chain([r]) {
                 let _ = writeln!(
                     md,
-                    "| {} | {:.0} | | {} | {} | {} | {} | | {} |",
+                    "| {} | {:.0} | | | {} | {} | {} | {} | | {} |",
                     run.name,
                     run.per_second,
                     fmt_us(run.p50_us),
@@ -377,24 +397,19 @@ impl Report {
                     run.errors
                 );
             }
-            let _ = writeln!(
-                md,
-                "| **{}** | **{:.0}** | 1.00 | {} | {} | {} | {} | 1.00 | {} |",
-                r.name,
-                r.per_second,
-                fmt_us(r.p50_us),
-                fmt_us(r.p90_us),
-                fmt_us(r.p99_us),
-                fmt_us(r.max_us),
-                r.errors
-            );
             for row in &self.api {
                 let a = &row.summary;
                 let _ = writeln!(
                     md,
-                    "| {} | {:.0} | {:.2} | {} | {} | {} | {} | {:.2} | {} |",
+                    "| {} | {:.0} | {:.0}{} | **{:.2}** | {} | {} | {} | {} | {:.2} | {} |",
                     a.name,
                     a.per_second,
+                    row.reference_per_second,
+                    if row.paired_reference.is_some() {
+                        " (paired)"
+                    } else {
+                        " (average)"
+                    },
                     row.throughput_ratio,
                     fmt_us(a.p50_us),
                     fmt_us(a.p90_us),
@@ -567,11 +582,16 @@ impl Report {
         }
         for f in &self.fanout {
             rows.push((
-                format!("fan-out {} (0 unrelated)", f.backend),
+                format!("fan-out {} {} (0 unrelated)", f.backend, mode(f)),
                 [f.empty_p50_us, f.empty_p50_us, f.empty_p99_us],
             ));
             rows.push((
-                format!("fan-out {} ({} unrelated)", f.backend, f.unrelated),
+                format!(
+                    "fan-out {} {} ({} unrelated)",
+                    f.backend,
+                    mode(f),
+                    f.unrelated
+                ),
                 [f.loaded_p50_us, f.loaded_p50_us, f.loaded_p99_us],
             ));
         }
@@ -591,6 +611,14 @@ impl Report {
         write("results.md", self.markdown())?;
         write("latency.svg", self.svg())?;
         Ok(())
+    }
+}
+
+fn mode(f: &FanoutResult) -> &'static str {
+    if f.measured.starts_with("ingest") {
+        "ingest"
+    } else {
+        "lookup"
     }
 }
 
