@@ -312,6 +312,13 @@ const FUNCTIONS: &[Function] = &[
         store: true,
         reseed: false,
     },
+    Function {
+        name: "pre-token-generation",
+        kind: Kind::Plain,
+        events: &["pre-token-generation-v2"],
+        store: false,
+        reseed: false,
+    },
 ];
 
 #[derive(Debug, Clone, Serialize)]
@@ -452,7 +459,7 @@ async fn seed(store: &DynamoStore, uri: &str) -> Result<(), String> {
     Ok(())
 }
 
-async fn prepare(settings: &Settings) -> Result<Environment, String> {
+async fn prepare() -> Result<Environment, String> {
     let receiver = Receiver::start().await?;
     let token = mint_hs256(
         JWT_SECRET,
@@ -461,7 +468,8 @@ async fn prepare(settings: &Settings) -> Result<Environment, String> {
         &ALL_SCOPES,
         Duration::from_secs(3600),
     );
-    let logs = settings.out.join("lambda-logs");
+    // The functions' own logs, for when one fails: not results, so not in `out`.
+    let logs = std::env::temp_dir().join("webhooks-bench-lambda-logs");
     std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
     let dynamodb = if std::env::var("AWS_ENDPOINT_URL_DYNAMODB").is_ok() {
         let client = client_from_env().await;
@@ -558,85 +566,108 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-async fn measure(
-    settings: &Settings,
-    f: &Function,
-    env: &Environment,
-) -> Result<LambdaResult, String> {
+/// What the cold starts of one function gathered.
+struct Acc {
+    bin: PathBuf,
+    events: Vec<String>,
+    log: PathBuf,
+    inits: Vec<f64>,
+    first_invokes: Vec<f64>,
+    invoke: Histogram<u64>,
+    answers: BTreeMap<String, u64>,
+    peak: u64,
+    error: Option<String>,
+}
+
+fn accumulator(settings: &Settings, f: &Function, env: &Environment) -> Acc {
     let bin = crate::process::workspace_binary(settings.bin_dir.as_deref(), f.name);
-    if !bin.exists() {
-        return Err(format!(
-            "{} is missing: build it with `cargo build --release --workspace --bins`",
-            bin.display()
-        ));
-    }
-    let events: Vec<String> = f
-        .events
-        .iter()
-        .map(|e| event_text(e, env))
-        .collect::<Result<_, _>>()?;
     let log = env.logs.join(format!("{}.log", f.name));
     let _ = std::fs::remove_file(&log);
+    let events: Result<Vec<String>, String> = f.events.iter().map(|e| event_text(e, env)).collect();
+    let error = if !bin.exists() {
+        Some(format!(
+            "{} is missing: build it with `cargo build --release --workspace --bins`",
+            bin.display()
+        ))
+    } else {
+        events.as_ref().err().cloned()
+    };
+    Acc {
+        bin,
+        events: events.unwrap_or_default(),
+        log,
+        inits: Vec::new(),
+        first_invokes: Vec::new(),
+        invoke: histogram(),
+        answers: BTreeMap::new(),
+        peak: 0,
+        error,
+    }
+}
+
+/// One cold start: exec → first `next`, then `invocations` invocations
+/// (the first one is the cold invocation), peak RSS, kill.
+async fn cold_start(
+    f: &Function,
+    env: &Environment,
+    acc: &mut Acc,
+    invocations: usize,
+) -> Result<(), String> {
     // Every function finds the seeded subscription (delete-subscription removes it).
-    if let Some((_, store)) = &env.dynamodb {
-        seed(store, &env.receiver.uri("/lambda")).await?;
+    if f.store {
+        if let Some((_, store)) = &env.dynamodb {
+            seed(store, &env.receiver.uri("/lambda")).await?;
+        }
     }
     let can_invoke = !f.store || env.dynamodb.is_some();
-    let mut inits = Vec::new();
-    let mut first_invokes = Vec::new();
-    let mut invoke: Histogram<u64> = histogram();
-    let mut answers = BTreeMap::new();
-    let mut peak = 0;
-    let bar = crate::load::progress(f.name, settings.cold_starts as u64, "cold starts");
-    for cold in 0..settings.cold_starts {
-        bar.set_position(cold as u64);
-        let runtime = RuntimeApi::start().await?;
-        let vars = function_env(f, runtime.addr, env);
-        let exec = Instant::now();
-        let mut child = spawn(&bin, &vars, &log)?;
-        let ready = match runtime.wait_ready(&mut child).await {
-            Ok(at) => at,
-            Err(e) => {
-                kill(child);
-                bar.finish_and_clear();
-                return Err(format!("{}: {e} (log: {})", f.name, log.display()));
-            }
-        };
-        inits.push(ready.duration_since(exec).as_secs_f64() * 1000.0);
-        if can_invoke {
-            let rounds = if cold == 0 { settings.invocations } else { 1 };
-            for i in 0..rounds {
-                if f.reseed {
-                    if let Some((_, store)) = &env.dynamodb {
-                        seed(store, &env.receiver.uri("/lambda")).await?;
-                    }
-                }
-                let outcome = match runtime.invoke(events[i % events.len()].clone()).await {
-                    Ok(o) => o,
-                    Err(e) => {
-                        kill(child);
-                        bar.finish_and_clear();
-                        return Err(format!("{}: {e} (log: {})", f.name, log.display()));
-                    }
-                };
-                let us = micros(outcome.answered.duration_since(outcome.handed_out));
-                if i == 0 {
-                    first_invokes.push(us as f64);
-                } else {
-                    invoke.saturating_record(us);
-                }
-                *answers.entry(answer_label(f.kind, &outcome)).or_insert(0) += 1;
-            }
+    let runtime = RuntimeApi::start().await?;
+    let vars = function_env(f, runtime.addr, env);
+    let exec = Instant::now();
+    let mut child = spawn(&acc.bin, &vars, &acc.log)?;
+    let ready = match runtime.wait_ready(&mut child).await {
+        Ok(at) => at,
+        Err(e) => {
+            kill(child);
+            return Err(format!("{e} (log: {})", acc.log.display()));
         }
-        if let Some(mem) = crate::process::memory(child.id()) {
-            peak = peak.max(mem.peak_kib);
+    };
+    acc.inits
+        .push(ready.duration_since(exec).as_secs_f64() * 1000.0);
+    if can_invoke {
+        for i in 0..invocations {
+            if f.reseed && i > 0 {
+                if let Some((_, store)) = &env.dynamodb {
+                    seed(store, &env.receiver.uri("/lambda")).await?;
+                }
+            }
+            let event = acc.events[i % acc.events.len()].clone();
+            let outcome = match runtime.invoke(event).await {
+                Ok(o) => o,
+                Err(e) => {
+                    kill(child);
+                    return Err(format!("{e} (log: {})", acc.log.display()));
+                }
+            };
+            let us = micros(outcome.answered.duration_since(outcome.handed_out));
+            if i == 0 {
+                acc.first_invokes.push(us as f64);
+            } else {
+                acc.invoke.saturating_record(us);
+            }
+            *acc.answers
+                .entry(answer_label(f.kind, &outcome))
+                .or_insert(0) += 1;
         }
-        kill(child);
-        drop(runtime);
     }
-    bar.finish_and_clear();
-    // Deliveries of the sample notification reach the receiver: not part of any figure.
-    env.receiver.take();
+    if let Some(mem) = crate::process::memory(child.id()) {
+        acc.peak = acc.peak.max(mem.peak_kib);
+    }
+    kill(child);
+    Ok(())
+}
+
+fn result(f: &Function, mut acc: Acc) -> LambdaResult {
+    let invoke = &acc.invoke;
     let q = |q: f64| {
         if invoke.is_empty() {
             0
@@ -644,56 +675,64 @@ async fn measure(
             invoke.value_at_quantile(q)
         }
     };
-    let mut sorted = inits.clone();
-    Ok(LambdaResult {
+    let mut sorted = acc.inits.clone();
+    LambdaResult {
         function: f.name.to_owned(),
-        cold_starts: inits.len(),
+        cold_starts: acc.inits.len(),
         init_ms_median: median(&mut sorted),
         init_ms_min: sorted.first().copied().unwrap_or(0.0),
         init_ms_max: sorted.last().copied().unwrap_or(0.0),
         init_ratio: 0.0,
-        first_invoke_us_median: median(&mut first_invokes) as u64,
+        first_invoke_us_median: median(&mut acc.first_invokes) as u64,
         invocations: invoke.len(),
         invoke_p50_us: q(0.5),
         invoke_p99_us: q(0.99),
         invoke_max_us: invoke.max(),
-        peak_rss_kib: peak,
-        answers,
-        error: None,
-    })
+        peak_rss_kib: acc.peak,
+        answers: acc.answers.clone(),
+        error: acc.error.take(),
+    }
 }
 
+/// Cold starts go round by round over every function (the no-op among
+/// them), so a busy moment of the machine hits them all alike; the first
+/// round also runs the warm invocations.
 pub async fn run(settings: &Settings) -> Result<Vec<LambdaResult>, String> {
-    let env = prepare(settings).await?;
-    let mut results = Vec::new();
-    for f in FUNCTIONS {
-        let result = match measure(settings, f, &env).await {
-            Ok(r) => r,
-            Err(e) => {
-                println!("  {}: {e}", f.name);
-                LambdaResult {
-                    function: f.name.to_owned(),
-                    cold_starts: 0,
-                    init_ms_median: 0.0,
-                    init_ms_min: 0.0,
-                    init_ms_max: 0.0,
-                    init_ratio: 0.0,
-                    first_invoke_us_median: 0,
-                    invocations: 0,
-                    invoke_p50_us: 0,
-                    invoke_p99_us: 0,
-                    invoke_max_us: 0,
-                    peak_rss_kib: 0,
-                    answers: BTreeMap::new(),
-                    error: Some(e),
-                }
+    let env = prepare().await?;
+    let mut accs: Vec<Acc> = FUNCTIONS
+        .iter()
+        .map(|f| accumulator(settings, f, &env))
+        .collect();
+    let total = (settings.cold_starts * FUNCTIONS.len()) as u64;
+    let bar = crate::load::progress("cold starts", total, "");
+    for round in 0..settings.cold_starts {
+        let mut order: Vec<usize> = (0..FUNCTIONS.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for i in order {
+            bar.inc(1);
+            let (f, acc) = (&FUNCTIONS[i], &mut accs[i]);
+            if acc.error.is_some() {
+                continue;
             }
-        };
-        results.push(result);
+            let invocations = if round == 0 { settings.invocations } else { 1 };
+            if let Err(e) = cold_start(f, &env, acc, invocations).await {
+                acc.error = Some(e);
+            }
+        }
     }
+    bar.finish_and_clear();
+    // Deliveries of the sample notification reach the receiver: not part of any figure.
+    env.receiver.take();
+    let mut results: Vec<LambdaResult> = FUNCTIONS
+        .iter()
+        .zip(accs)
+        .map(|(f, acc)| result(f, acc))
+        .collect();
     let noop = results
         .iter()
-        .find(|r| r.function == NOOP)
+        .find(|r| r.function == NOOP && r.error.is_none())
         .map(|r| r.init_ms_median)
         .unwrap_or(0.0);
     for r in &mut results {

@@ -326,8 +326,10 @@ impl Report {
         for f in &self.fanout {
             t.push(Target {
                 target: format!(
-                    "fan-out, {} vs 0 unrelated subscriptions ({})",
-                    f.unrelated, f.backend
+                    "fan-out, {} vs 0 unrelated subscriptions ({}, {})",
+                    f.unrelated,
+                    f.backend,
+                    mode(f)
                 ),
                 goal: "≤ 1.2×".into(),
                 measured: format!(
