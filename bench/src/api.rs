@@ -162,10 +162,10 @@ pub async fn reference_run(
 }
 
 /// Slices of each side in a paired measurement.
-const ROUNDS: u32 = 4;
+const ROUNDS: u32 = 8;
 
-/// A timed scenario measured in alternation with the reference (slices in
-/// the order R S S R R S S R), so both see the same machine, however busy
+/// A timed scenario measured in alternation with the reference (8 slices
+/// each, in the order R S S R R S S R ...), so both see the same machine, however busy
 /// it is. Returns the scenario and its paired reference.
 pub async fn paired<F, Fut>(
     s: &Settings,

@@ -377,7 +377,7 @@ impl Report {
                 "### HTTP API\n\n{} keep-alive connections (closed loop), {} s per scenario after {} s of \
                  warm-up. The reference is a hello-world axum server in its own process, driven by the \
                  same client with the same headers and concurrency. The timed scenarios (list, gets) \
-                 are measured in alternating slices with the reference (R S S R R S S R), and each is \
+                 are measured in 8 alternating slices each with the reference (R S S R R S ...), and each is \
                  divided by its own slices; create and ingest divide by the average of the reference \
                  runs taken before and after everything.\n",
                 s.concurrency, s.duration_s, s.warmup_s
