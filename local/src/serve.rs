@@ -123,7 +123,12 @@ async fn handle(State(server): State<Arc<Server>>, request: Request) -> Response
         .get(http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > MAX_BODY as u64) {
+    if let Some(n) = declared.filter(|n| *n > MAX_BODY as u64) {
+        // Read (and drop) a moderately oversized body first, so the client sees the
+        // 413 instead of a reset upload; a huge one is refused without reading.
+        if n <= 1024 * 1024 {
+            let _ = Limited::new(body, 1024 * 1024).collect().await;
+        }
         return error_response(&payload_too_large()).map(Body::from);
     }
     let body: Bytes = match Limited::new(body, MAX_BODY).collect().await {
