@@ -48,6 +48,18 @@ for f in "$work"/bg*.sh; do
   pids+=($!)
 done
 
+# The README tells the reader to wait until both terminals say they are listening.
+wait_for_line() { # log file, pid, text
+  for _ in $(seq 1 900); do
+    if grep -qF "$3" "$1" 2>/dev/null; then return 0; fi
+    kill -0 "$2" 2>/dev/null || break
+    sleep 1
+  done
+  echo "walkthrough: never saw '$3' in $1:" >&2; cat "$1" >&2; exit 1
+}
+wait_for_line "$work/bg1.sh.log" "${pids[0]}" "webhooks-local listening on"
+wait_for_line "$work/bg2.sh.log" "${pids[1]}" "receiving callbacks on"
+
 cat "$work"/fg*.sh >"$work/all.sh"
 if ! (cd . && bash -euo pipefail "$work/all.sh") >"$work/out.log" 2>&1; then
   echo "walkthrough: a command failed; output:" >&2
