@@ -66,6 +66,7 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
     let services = runtime.block_on(crate::backend::open(&args, &config, sqlite.clone()))?;
     let queue = services.queue;
     let app = Arc::new(App::new(config, services.store).with_outbox(services.outbox));
+    app.callbacks.warm_up();
     let server = Arc::new(Server {
         app: app.clone(),
         auth,

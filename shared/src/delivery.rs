@@ -102,7 +102,7 @@ pub async fn attempt(app: &App, lease: &Lease) -> Outcome {
     let signature = key.sign(&job.id, timestamp, job.body.as_bytes());
     let sent = app
         .callbacks
-        .http
+        .http()
         .post(url)
         .header(CONTENT_TYPE, "application/json")
         .header("webhook-id", &job.id)

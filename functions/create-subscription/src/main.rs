@@ -8,6 +8,7 @@ use webhook_core::lambda::{self, Endpoint};
 async fn main() -> Result<(), Error> {
     lambda::init_tracing();
     let app = lambda::app_from_env().await?;
+    app.callbacks.warm_up(); // the handshake calls the callback
     run(service_fn(|request| {
         lambda::handle(&app, Endpoint::CreateSubscription, request)
     }))

@@ -9,6 +9,7 @@ use webhook_core::lambda::{self, queues};
 async fn main() -> Result<(), Error> {
     lambda::init_tracing();
     let queues = queues::QueueApp::from_env().await?;
+    queues.app.callbacks.warm_up(); // every delivery calls a callback
     run(service_fn(|event: LambdaEvent<_>| async {
         Ok::<_, Error>(
             queues::deliver_notifications(&queues.app, &queues.queue, event.payload).await,

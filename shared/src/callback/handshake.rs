@@ -76,7 +76,7 @@ impl CallbackClient {
         timeout: Duration,
     ) -> Result<(), HandshakeError> {
         let response = self
-            .http
+            .http()
             .get(url.clone())
             .header(HEADER, token)
             .timeout(timeout)

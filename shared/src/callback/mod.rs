@@ -7,33 +7,52 @@ pub mod policy;
 pub mod resolver;
 
 use std::error::Error as StdError;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 pub use policy::{AddressPolicy, UriProblem};
 pub use resolver::{Dns, ResolveError, SystemDns};
 
-/// One HTTP client for every callback, built once at init: no proxy, no
-/// redirects, every resolved address checked against the policy.
+/// One HTTP client for every callback: no proxy, no redirects, every resolved
+/// address checked against the policy. Building it loads the system root
+/// certificates (about 2 ms), which the functions that never call a callback
+/// (most Lambdas) should not pay: it is built by [`CallbackClient::warm_up`]
+/// at init where callbacks are called, and otherwise on first use.
 #[derive(Clone)]
 pub struct CallbackClient {
-    pub(crate) http: reqwest::Client,
+    http: Arc<OnceLock<reqwest::Client>>,
+    dns: Arc<dyn Dns>,
     pub policy: Arc<AddressPolicy>,
 }
 
 impl CallbackClient {
     pub fn new(policy: AddressPolicy, dns: Arc<dyn Dns>) -> Self {
-        let policy = Arc::new(policy);
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .dns_resolver(Arc::new(resolver::PolicyResolver::new(policy.clone(), dns)))
-            .connect_timeout(Duration::from_secs(5))
-            .pool_idle_timeout(Duration::from_secs(30))
-            .user_agent(concat!("webhooks/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .expect("callback HTTP client builds");
-        CallbackClient { http, policy }
+        CallbackClient {
+            http: Arc::default(),
+            dns,
+            policy: Arc::new(policy),
+        }
+    }
+
+    /// Builds the HTTP client now: called at init by whatever calls callbacks,
+    /// so the first handshake or delivery does not pay for it.
+    pub fn warm_up(&self) {
+        self.http();
+    }
+
+    pub(crate) fn http(&self) -> &reqwest::Client {
+        self.http.get_or_init(|| {
+            let resolver = resolver::PolicyResolver::new(self.policy.clone(), self.dns.clone());
+            reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .no_proxy()
+                .dns_resolver(Arc::new(resolver))
+                .connect_timeout(Duration::from_secs(5))
+                .pool_idle_timeout(Duration::from_secs(30))
+                .user_agent(concat!("webhooks/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .expect("callback HTTP client builds")
+        })
     }
 }
 

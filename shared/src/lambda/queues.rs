@@ -27,9 +27,7 @@ impl QueueApp {
     pub async fn from_env() -> Result<Self, StartError> {
         let config = Config::from_env(Profile::Lambda)?;
         let tables = Tables::required(&config)?;
-        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .load()
-            .await;
+        let sdk = super::sdk_config().await;
         let queue_url = config.delivery_queue_url.clone().ok_or(ConfigError {
             var: "WEBHOOKS_DELIVERY_QUEUE_URL",
             message: "is required".into(),
