@@ -30,8 +30,9 @@ echo "DynamoDB Local at $AWS_ENDPOINT_URL_DYNAMODB, moto SQS at $AWS_ENDPOINT_UR
 step "unit, property, conformance, sample-event and end-to-end tests"
 cargo test --workspace --locked
 
-step "end-to-end tests of the API and delivery on the AWS backend (DynamoDB Local, moto SQS)"
-WEBHOOKS_TEST_BACKEND=aws cargo test --locked -p webhooks-local --test subscriptions_api --test delivery
+step "end-to-end tests of the API, delivery and tenancy on the AWS backend (DynamoDB Local, moto SQS)"
+WEBHOOKS_TEST_BACKEND=aws cargo test --locked -p webhooks-local --test subscriptions_api --test delivery \
+  --test security_tenancy
 
 step "template lint (cfn-lint, sam validate --lint)"
 install_lint_tools
