@@ -287,30 +287,9 @@ pub async fn dynamodb(s: &Settings) -> Result<Vec<FanoutResult>, String> {
     }
     let config = Config::from_lookup(Profile::Lambda, |_| None).map_err(|e| e.to_string())?;
     let client = client_from_env().await;
-    let queue = match std::env::var("AWS_ENDPOINT_URL_SQS") {
-        Ok(_) => {
-            let sqs = crate::sqs_client().await;
-            let name = format!(
-                "webhooks-bench-fanout-{}",
-                &uuid::Uuid::new_v4().simple().to_string()[..12]
-            );
-            let created = sqs
-                .create_queue()
-                .queue_name(name)
-                .send()
-                .await
-                .map_err(|e| {
-                    format!(
-                        "creating an SQS queue: {}",
-                        aws_sdk_sqs::error::DisplayErrorContext(e)
-                    )
-                })?;
-            created
-                .queue_url()
-                .map(|url| SqsQueue::new(sqs.clone(), url, None))
-        }
-        Err(_) => None,
-    };
+    let queue = crate::bench_queue("webhooks-bench-fanout")
+        .await?
+        .map(|(sqs, url)| SqsQueue::new(sqs, url, None));
     let mut subjects = Vec::new();
     for label in ["empty", "loaded"] {
         let run = uuid::Uuid::new_v4().simple().to_string();

@@ -505,28 +505,9 @@ async fn prepare() -> Result<Environment, String> {
         println!("  AWS_ENDPOINT_URL_DYNAMODB is not set: store-backed functions are measured for init only");
         None
     };
-    let sqs_queue_url = match std::env::var("AWS_ENDPOINT_URL_SQS") {
-        Ok(_) => {
-            let name = format!(
-                "webhooks-bench-{}",
-                &uuid::Uuid::new_v4().simple().to_string()[..12]
-            );
-            let created = crate::sqs_client()
-                .await
-                .create_queue()
-                .queue_name(name)
-                .send()
-                .await
-                .map_err(|e| {
-                    format!(
-                        "creating an SQS queue: {}",
-                        aws_sdk_sqs::error::DisplayErrorContext(e)
-                    )
-                })?;
-            created.queue_url().map(str::to_owned)
-        }
-        Err(_) => None,
-    };
+    let sqs_queue_url = crate::bench_queue("webhooks-bench")
+        .await?
+        .map(|(_, url)| url);
     Ok(Environment {
         dynamodb,
         sqs_queue_url,

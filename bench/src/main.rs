@@ -138,10 +138,30 @@ impl Settings {
     }
 }
 
-/// An SQS client from the standard AWS environment (`AWS_ENDPOINT_URL_SQS`).
-pub async fn sqs_client() -> aws_sdk_sqs::Client {
+/// A fresh SQS queue named `<prefix>-<random>` on the emulator at
+/// `AWS_ENDPOINT_URL_SQS`, with its client and URL; `None` when no emulator is set.
+pub async fn bench_queue(prefix: &str) -> Result<Option<(aws_sdk_sqs::Client, String)>, String> {
+    if std::env::var("AWS_ENDPOINT_URL_SQS").is_err() {
+        return Ok(None);
+    }
     let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-    aws_sdk_sqs::Client::new(&sdk)
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let name = format!(
+        "{prefix}-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    );
+    let created = sqs
+        .create_queue()
+        .queue_name(name)
+        .send()
+        .await
+        .map_err(|e| {
+            format!(
+                "creating an SQS queue: {}",
+                aws_sdk_sqs::error::DisplayErrorContext(e)
+            )
+        })?;
+    Ok(created.queue_url().map(|url| (sqs.clone(), url.to_owned())))
 }
 
 fn main() -> ExitCode {
