@@ -54,6 +54,22 @@ async fn invoke(app: &App, endpoint: Endpoint, event: &str) -> (StatusCode, Valu
     split(response)
 }
 
+/// Invokes `endpoint` with `event` and asserts the problem's status and code.
+async fn expect_problem(
+    app: &App,
+    endpoint: Endpoint,
+    event: &str,
+    status: StatusCode,
+    code: &str,
+) {
+    let (got, body) = invoke(app, endpoint, event).await;
+    assert_eq!(
+        (got, body["code"].as_str()),
+        (status, Some(code)),
+        "{event}: {body}"
+    );
+}
+
 /// Status and JSON body; checks every error is problem+json with its status.
 fn split(response: Response<Body>) -> (StatusCode, Value) {
     let status = response.status();
@@ -172,12 +188,7 @@ async fn create_subscription_errors() {
             "UNSUPPORTED_MEDIA_TYPE",
         ),
     ] {
-        let (got, body) = invoke(&app, Endpoint::CreateSubscription, event).await;
-        assert_eq!(
-            (got, body["code"].as_str()),
-            (status, Some(code)),
-            "{event}: {body}"
-        );
+        expect_problem(&app, Endpoint::CreateSubscription, event, status, code).await;
     }
     assert!(store.list_subscriptions("org-1").await.unwrap().is_empty());
 }
@@ -264,27 +275,23 @@ async fn list_subscriptions() {
         "creation order"
     );
 
-    let (status, body) = invoke(
+    expect_problem(
         &app,
         Endpoint::ListSubscriptions,
         "list-subscriptions-bad-size",
+        StatusCode::BAD_REQUEST,
+        "VALIDATION_FAILED",
     )
     .await;
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("VALIDATION_FAILED"))
-    );
 
-    let (status, body) = invoke(
+    expect_problem(
         &app,
         Endpoint::ListSubscriptions,
         "list-subscriptions-no-authorizer",
+        StatusCode::UNAUTHORIZED,
+        "INVALID_TOKEN",
     )
     .await;
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (StatusCode::UNAUTHORIZED, Some("INVALID_TOKEN"))
-    );
 }
 
 #[tokio::test]
@@ -334,16 +341,14 @@ async fn get_subscription_and_its_secret() {
         json!({"key": "whsec_c2VlZGVkLXNlY3JldC1mb3ItdGVzdHM="})
     );
 
-    let (status, body) = invoke(
+    expect_problem(
         &app,
         Endpoint::GetSubscription,
         "get-subscription-not-found",
+        StatusCode::NOT_FOUND,
+        "SUBSCRIPTION_NOT_FOUND",
     )
     .await;
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (StatusCode::NOT_FOUND, Some("SUBSCRIPTION_NOT_FOUND"))
-    );
 }
 
 #[tokio::test]
@@ -366,11 +371,14 @@ async fn delete_subscription() {
             .unwrap(),
         None
     );
-    let (status, body) = invoke(&app, Endpoint::DeleteSubscription, "delete-subscription-ok").await;
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (StatusCode::NOT_FOUND, Some("SUBSCRIPTION_NOT_FOUND"))
-    );
+    expect_problem(
+        &app,
+        Endpoint::DeleteSubscription,
+        "delete-subscription-ok",
+        StatusCode::NOT_FOUND,
+        "SUBSCRIPTION_NOT_FOUND",
+    )
+    .await;
     let (status, _) = invoke(
         &app,
         Endpoint::DeleteSubscription,
@@ -398,21 +406,27 @@ async fn get_message() {
     let (status, body) = invoke(&app, Endpoint::GetMessage, "get-message-ok").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body, serde_json::to_value(&message).unwrap());
-    let (status, body) = invoke(&app, Endpoint::GetMessage, "get-message-not-found").await;
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (StatusCode::NOT_FOUND, Some("MESSAGE_NOT_FOUND"))
-    );
+    expect_problem(
+        &app,
+        Endpoint::GetMessage,
+        "get-message-not-found",
+        StatusCode::NOT_FOUND,
+        "MESSAGE_NOT_FOUND",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn a_function_answers_only_its_own_method() {
     let (app, _) = app().await;
-    let (status, body) = invoke(&app, Endpoint::DeleteSubscription, "get-subscription-ok").await;
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (StatusCode::METHOD_NOT_ALLOWED, Some("METHOD_NOT_ALLOWED"))
-    );
+    expect_problem(
+        &app,
+        Endpoint::DeleteSubscription,
+        "get-subscription-ok",
+        StatusCode::METHOD_NOT_ALLOWED,
+        "METHOD_NOT_ALLOWED",
+    )
+    .await;
 }
 
 // ---------------------------------------------------------------------------
