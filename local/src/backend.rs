@@ -53,7 +53,8 @@ pub async fn open(
         }),
         Backend::Aws => {
             let tables = Tables::or_defaults(config);
-            let store = DynamoStore::from_env(tables.clone()).await;
+            let sdk = webhook_core::aws::sdk_config().await;
+            let store = DynamoStore::from_sdk(&sdk, tables.clone());
             let ready = if args.create_tables {
                 dynamodb::create_tables(store.client(), &tables).await
             } else {
@@ -70,7 +71,7 @@ pub async fn open(
                     tables.subscriptions, tables.messages
                 )
             })?;
-            let queue = delivery_queue(args, config, &tables).await?;
+            let queue = delivery_queue(args, config, &tables, &sdk).await?;
             tracing::info!(
                 subscriptions = %tables.subscriptions,
                 messages = %tables.messages,
@@ -92,11 +93,9 @@ async fn delivery_queue(
     args: &ServeArgs,
     config: &Config,
     tables: &Tables,
+    sdk: &aws_config::SdkConfig,
 ) -> Result<SqsQueue, String> {
-    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .load()
-        .await;
-    let client = aws_sdk_sqs::Client::new(&sdk);
+    let client = aws_sdk_sqs::Client::new(sdk);
     if let Some(url) = &config.delivery_queue_url {
         return Ok(SqsQueue::new(
             client,

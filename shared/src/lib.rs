@@ -13,6 +13,8 @@
 
 pub mod app;
 pub mod auth;
+#[cfg(feature = "aws")]
+pub mod aws;
 pub mod callback;
 pub mod config;
 pub mod delivery;

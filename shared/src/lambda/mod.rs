@@ -94,25 +94,8 @@ pub fn init_tracing() {
 pub async fn app_from_env() -> Result<App, StartError> {
     let config = Config::from_env(Profile::Lambda)?;
     let tables = Tables::required(&config)?;
-    let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk_config().await), tables);
+    let store = DynamoStore::from_env(tables).await;
     Ok(App::new(config, Arc::new(store)))
-}
-
-/// The AWS SDK configuration of a function. Lambda hands every function its
-/// credentials in the environment; reading them there directly skips the
-/// default chain, whose web-identity provider builds an STS client (and
-/// loads the system root certificates for it) at init. Without them (a
-/// developer's `cargo lambda watch`), the default chain applies.
-pub async fn sdk_config() -> aws_config::SdkConfig {
-    let loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
-    let loader = if std::env::var_os("AWS_ACCESS_KEY_ID").is_some() {
-        loader.credentials_provider(
-            aws_config::environment::EnvironmentVariableCredentialsProvider::new(),
-        )
-    } else {
-        loader
-    };
-    loader.load().await
 }
 
 /// Serves one API Gateway request for `endpoint`. Never fails: every error

@@ -27,7 +27,7 @@ impl QueueApp {
     pub async fn from_env() -> Result<Self, StartError> {
         let config = Config::from_env(Profile::Lambda)?;
         let tables = Tables::required(&config)?;
-        let sdk = super::sdk_config().await;
+        let sdk = crate::aws::sdk_config().await;
         let queue_url = config.delivery_queue_url.clone().ok_or(ConfigError {
             var: "WEBHOOKS_DELIVERY_QUEUE_URL",
             message: "is required".into(),
@@ -37,10 +37,7 @@ impl QueueApp {
             queue_url,
             config.delivery_dead_letter_url.clone(),
         );
-        let store = Arc::new(DynamoStore::new(
-            aws_sdk_dynamodb::Client::new(&sdk),
-            tables,
-        ));
+        let store = Arc::new(DynamoStore::from_sdk(&sdk, tables));
         let outbox = Arc::new(AwsOutbox::new(store.clone(), queue.clone()));
         Ok(QueueApp {
             app: App::new(config, store).with_outbox(outbox),

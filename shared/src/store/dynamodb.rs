@@ -123,7 +123,11 @@ impl DynamoStore {
     /// A client from the SDK's standard environment: region, credentials,
     /// and endpoint (`AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL`).
     pub async fn from_env(tables: Tables) -> Self {
-        Self::new(client_from_env().await, tables)
+        Self::from_sdk(&crate::aws::sdk_config().await, tables)
+    }
+
+    pub fn from_sdk(sdk: &aws_config::SdkConfig, tables: Tables) -> Self {
+        Self::new(Client::new(sdk), tables)
     }
 
     pub fn client(&self) -> &Client {
@@ -354,8 +358,7 @@ impl DynamoStore {
 
 /// An SDK client from the standard environment, built once at start-up.
 pub async fn client_from_env() -> Client {
-    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-    Client::new(&sdk)
+    Client::new(&crate::aws::sdk_config().await)
 }
 
 #[async_trait]
