@@ -9,11 +9,13 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
+use webhook_core::aws::dynamodb::{client_from_env, create_tables, DynamoStore, Tables};
+use webhook_core::aws::outbox::AwsOutbox;
+use webhook_core::aws::sqs::SqsQueue;
+use webhook_core::clock::{Clock, SystemClock};
 use webhook_core::ingest::{self, EventEnvelope};
-use webhook_core::queue::aws_outbox::AwsOutbox;
-use webhook_core::queue::sqs::SqsQueue;
-use webhook_core::store::dynamodb::{client_from_env, create_tables, DynamoStore, Tables};
-use webhook_core::store::sqlite::SqliteStore;
+use webhook_core::queue::Outbox;
+use webhook_core::sqlite::SqliteDb;
 use webhook_core::store::{Store, Upsert};
 use webhook_core::{App, Config, Profile};
 
@@ -49,6 +51,8 @@ pub struct FanoutResult {
 struct Subject {
     app: App,
     store: Arc<dyn Store>,
+    /// For the whole `ingest`; none where there is no SQS to enqueue on.
+    outbox: Option<Arc<dyn Outbox>>,
 }
 
 impl Subject {
@@ -57,11 +61,11 @@ impl Subject {
         let body = event_body(ORG, DEP, event_id, event_id);
         let envelope: EventEnvelope = serde_json::from_str(&body).map_err(|e| e.to_string())?;
         let event = envelope
-            .validate(webhook_core::app::now_ms())
+            .validate(SystemClock.now_ms())
             .map_err(|e| e.detail)?;
         let t0 = Instant::now();
         if full {
-            let outbox = self.app.outbox.as_ref().expect("full ingest has an outbox");
+            let outbox = self.outbox.as_ref().expect("full ingest has an outbox");
             let done = ingest::ingest(&self.app, outbox.as_ref(), event)
                 .await
                 .map_err(|e| e.detail)?;
@@ -86,7 +90,7 @@ impl Subject {
 }
 
 fn upsert(org: &str, dep: &str, uri: String, id: String) -> Upsert {
-    let now = webhook_core::app::now_ms();
+    let now = SystemClock.now_ms();
     Upsert {
         org_id: org.into(),
         uri,
@@ -250,12 +254,12 @@ pub async fn sqlite(s: &Settings) -> Result<Vec<FanoutResult>, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let config = Config::from_lookup(Profile::Local, |_| None).map_err(|e| e.to_string())?;
     let subject = |name: &str| -> Result<Subject, String> {
-        let store = SqliteStore::open(&dir.path().join(name)).map_err(|e| e.to_string())?;
-        let app =
-            App::new(config.clone(), Arc::new(store.clone())).with_outbox(Arc::new(store.clone()));
+        let store = SqliteDb::open(&dir.path().join(name)).map_err(|e| e.to_string())?;
+        let store = Arc::new(store);
         Ok(Subject {
-            app,
-            store: Arc::new(store),
+            app: App::new(config.clone(), store.clone()),
+            outbox: Some(store.clone()),
+            store,
         })
     };
     let (empty, loaded) = (subject("empty.db")?, subject("loaded.db")?);
@@ -301,11 +305,15 @@ pub async fn dynamodb(s: &Settings) -> Result<Vec<FanoutResult>, String> {
             .await
             .map_err(|e| format!("creating tables on DynamoDB Local: {e}"))?;
         let store = Arc::new(DynamoStore::new(client.clone(), tables));
-        let mut app = App::new(config.clone(), store.clone());
-        if let Some(queue) = &queue {
-            app = app.with_outbox(Arc::new(AwsOutbox::new(store.clone(), queue.clone())));
-        }
-        subjects.push(Subject { app, store });
+        let app = App::new(config.clone(), store.clone());
+        let outbox = queue.as_ref().map(|queue| {
+            Arc::new(AwsOutbox::new(
+                store.clone(),
+                queue.clone(),
+                app.clock.clone(),
+            )) as Arc<dyn Outbox>
+        });
+        subjects.push(Subject { app, store, outbox });
     }
     let loaded = subjects.pop().expect("two subjects");
     let empty = subjects.pop().expect("two subjects");

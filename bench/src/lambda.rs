@@ -20,8 +20,9 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, Notify};
 use webhook_core::auth::jwt::{mint_hs256, ALL_SCOPES};
+use webhook_core::aws::dynamodb::{client_from_env, create_tables, DynamoStore, Tables};
+use webhook_core::clock::{Clock, SystemClock};
 use webhook_core::model::Message;
-use webhook_core::store::dynamodb::{client_from_env, create_tables, DynamoStore, Tables};
 use webhook_core::store::{Store, Upsert};
 
 use crate::load::{histogram, micros};
@@ -171,7 +172,7 @@ async fn runtime_api(State(state): State<Arc<ApiState>>, request: Request) -> Re
             .lock()
             .expect("not poisoned")
             .insert(inv.id.clone(), (handed_out, inv.done));
-        let deadline = webhook_core::app::now_ms() + 30_000;
+        let deadline = SystemClock.now_ms() + 30_000;
         return Response::builder()
             .status(200)
             .header("content-type", "application/json")
@@ -441,7 +442,7 @@ fn answer_label(kind: Kind, outcome: &Outcome) -> String {
 }
 
 async fn seed(store: &DynamoStore, uri: &str) -> Result<(), String> {
-    let now = webhook_core::app::now_ms();
+    let now = SystemClock.now_ms();
     store
         .upsert_subscription(Upsert {
             org_id: "org-1".into(),

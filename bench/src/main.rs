@@ -291,7 +291,9 @@ async fn run(s: Settings) -> Result<(), String> {
 }
 
 fn chrono_now() -> String {
-    webhook_core::app::iso_millis(webhook_core::app::now_ms())
+    webhook_core::clock::iso_millis(webhook_core::clock::Clock::now_ms(
+        &webhook_core::clock::SystemClock,
+    ))
 }
 
 async fn http_suites(

@@ -1,5 +1,6 @@
 //! `webhooks-local serve`: routes `/prod/...` to the same handlers the
-//! Lambda functions run, on the embedded SQLite store.
+//! Lambda functions run, on the backend `--backend` chooses, with delivery
+//! workers on its queue.
 
 use std::sync::Arc;
 
@@ -12,14 +13,14 @@ use webhook_core::auth::jwt::{self, Verifier, ALL_SCOPES};
 use webhook_core::auth::Authenticator;
 use webhook_core::delivery;
 use webhook_core::http::{error_response, payload_too_large, MAX_BODY};
-use webhook_core::store::sqlite::SqliteStore;
-use webhook_core::{App, Config, Profile};
+use webhook_core::services::Services;
+use webhook_core::{Config, Profile};
 
 use crate::credentials::Credentials;
 use crate::ServeArgs;
 
 struct Server {
-    app: Arc<App>,
+    services: Services,
     auth: Authenticator,
 }
 
@@ -41,10 +42,6 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
             config.jwt.hs256_secret = Some(creds.jwt_secret.clone());
         }
     }
-    std::fs::create_dir_all(&args.data_dir)
-        .map_err(|e| format!("{}: {e}", args.data_dir.display()))?;
-    let sqlite =
-        Arc::new(SqliteStore::open(&args.data_dir.join("webhooks.db")).map_err(|e| e.to_string())?);
     let concurrency = config.delivery_concurrency;
     let auth = Authenticator::new(
         config.api_keys.clone(),
@@ -63,31 +60,23 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         }),
     };
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
-    let services = runtime.block_on(crate::backend::open(&args, &config, sqlite.clone()))?;
-    let queue = services.queue;
-    let app = Arc::new(App::new(config, services.store).with_outbox(services.outbox));
-    app.callbacks.warm_up();
-    let server = Arc::new(Server {
-        app: app.clone(),
-        auth,
-    });
+    let backend = crate::backend::choose(&args, &config)?;
+    let services = runtime.block_on(Services::open(config, backend))?;
+    services.app.callbacks.warm_up();
+    let workers = delivery::run_workers(
+        services.app.clone(),
+        services.queue.clone(),
+        concurrency,
+        std::future::pending(),
+    );
+    let server = Arc::new(Server { services, auth });
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(args.addr)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         banner.print(addr);
-        // This process owns the data dir: what a killed predecessor had in flight goes out now.
-        let released = sqlite.release_leases().await.map_err(|e| e.to_string())?;
-        if released > 0 {
-            tracing::info!(released, "resuming deliveries left in flight");
-        }
-        tokio::spawn(delivery::run_workers(
-            app,
-            queue,
-            concurrency,
-            std::future::pending(),
-        ));
+        tokio::spawn(workers);
         let router = axum::Router::new().fallback(handle).with_state(server);
         axum::serve(listener, router)
             .with_graceful_shutdown(shutdown_signal())
@@ -140,7 +129,7 @@ async fn handle(State(server): State<Arc<Server>>, request: Request) -> Response
         Err(_) => Bytes::new(),
     };
     let request = http::Request::from_parts(parts, body);
-    webhook_core::http::serve(&server.app, &server.auth, request)
+    webhook_core::http::serve(&server.services, &server.auth, request)
         .await
         .map(Body::from)
 }

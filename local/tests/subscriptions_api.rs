@@ -81,7 +81,7 @@ async fn expiry_rules() {
     let (status, s) =
         post(json!({"uri": rx.uri("/a"), "eventFilters": f, "expiresDateInMillis": at})).await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(s["expirationTime"], webhook_core::app::iso_millis(at));
+    assert_eq!(s["expirationTime"], webhook_core::clock::iso_millis(at));
     let (status, e) =
         post(json!({"uri": rx.uri("/b"), "eventFilters": f, "expiresDateInMillies": now - 1000}))
             .await;

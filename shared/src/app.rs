@@ -1,20 +1,20 @@
-//! The ports and configuration every handler works with, built once at init.
+//! What every handler works with, built once at init: configuration, the
+//! store, the callback client and the clock.
 
 use std::sync::Arc;
 
 use tokio::sync::Notify;
 
 use crate::callback::{AddressPolicy, CallbackClient, Dns, SystemDns};
+use crate::clock::Clock;
 use crate::config::Config;
-use crate::queue::Outbox;
 use crate::store::Store;
 
 pub struct App {
     pub config: Config,
     pub store: Arc<dyn Store>,
     pub callbacks: CallbackClient,
-    /// Where ingested events go; runtimes without ingestion leave it unset.
-    pub outbox: Option<Arc<dyn Outbox>>,
+    pub clock: Arc<dyn Clock>,
     /// Notified when notifications are enqueued, to wake delivery workers.
     pub delivery_wake: Arc<Notify>,
 }
@@ -31,26 +31,19 @@ impl App {
             callbacks: CallbackClient::new(policy, dns),
             config,
             store,
-            outbox: None,
+            clock: crate::clock::system(),
             delivery_wake: Arc::new(Notify::new()),
         }
     }
 
-    pub fn with_outbox(mut self, outbox: Arc<dyn Outbox>) -> Self {
-        self.outbox = Some(outbox);
+    /// The same app on another clock (tests move a [`ManualClock`](crate::clock::ManualClock)).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
         self
     }
-}
 
-/// Epoch milliseconds now.
-pub fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
-
-/// ISO 8601 UTC with milliseconds: `2024-03-10T18:07:52.534Z`.
-pub fn iso_millis(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .unwrap_or_default()
-        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-        .to_string()
+    /// Epoch milliseconds now, on the app's clock.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
 }

@@ -1,10 +1,11 @@
-//! The HTTP face of the handlers, shared by every runtime: routing of
-//! `/prod/...` paths, body and query parsing, and rendering of results and
-//! problems. Lambda functions and `webhooks-local` both call [`handle`].
+//! The HTTP face of the handlers, shared by every runtime: dispatch of a
+//! [`Route`] to its handler, body and query parsing, and rendering of
+//! results and problems. Lambda functions call [`handle`]; `webhooks-local`
+//! calls [`serve`], which also authenticates and ingests events.
 
 use bytes::Bytes;
 use http::header::{HeaderValue, CONTENT_TYPE};
-use http::{HeaderMap, Method, Response, StatusCode};
+use http::{HeaderMap, Response, StatusCode};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tracing::Instrument;
@@ -14,112 +15,13 @@ use crate::auth::{Authenticator, Caller};
 use crate::error::{ApiError, FieldError, PROBLEM_JSON};
 use crate::ingest::{self, EventEnvelope};
 use crate::page::PageRequest;
+use crate::queue::Outbox;
+use crate::routes::{route_not_found, Route};
+use crate::services::Services;
 use crate::{message, subscription};
 
 /// Request bodies larger than this are refused with 413.
 pub const MAX_BODY: usize = 64 * 1024;
-/// API Gateway's stage; paths are accepted with or without it.
-pub const STAGE_PREFIX: &str = "/prod";
-const MAX_ID_LEN: usize = 256;
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Route {
-    CreateSubscription,
-    ListSubscriptions,
-    GetSubscription(String),
-    DeleteSubscription(String),
-    GetSubscriptionSecret(String),
-    GetMessage(String),
-    /// `POST /events`: event ingestion, where the runtime has an outbox.
-    IngestEvent,
-}
-
-impl Route {
-    /// Matches a method and path; unknown paths are 404, known paths with
-    /// another method 405.
-    pub fn resolve(method: &Method, path: &str) -> Result<Route, ApiError> {
-        let path = path
-            .strip_prefix(STAGE_PREFIX)
-            .filter(|p| p.is_empty() || p.starts_with('/'))
-            .unwrap_or(path);
-        let path = path.strip_suffix('/').unwrap_or(path);
-        let segments: Vec<&str> = path.split('/').skip(1).collect();
-        let id = |raw: &str| -> Result<String, ApiError> {
-            let decoded = percent_encoding::percent_decode_str(raw)
-                .decode_utf8_lossy()
-                .into_owned();
-            if decoded.is_empty() || decoded.chars().count() > MAX_ID_LEN {
-                Err(route_not_found(path))
-            } else {
-                Ok(decoded)
-            }
-        };
-        let (allowed, route): (&[Method], Option<Route>) = match segments.as_slice() {
-            ["webhooksubscription"] => (
-                &[Method::POST],
-                (method == Method::POST).then_some(Route::CreateSubscription),
-            ),
-            ["webhooksubscription", "all"] => (
-                &[Method::GET],
-                (method == Method::GET).then_some(Route::ListSubscriptions),
-            ),
-            ["webhooksubscription", raw] => (
-                &[Method::GET, Method::DELETE],
-                match *method {
-                    Method::GET => Some(Route::GetSubscription(id(raw)?)),
-                    Method::DELETE => Some(Route::DeleteSubscription(id(raw)?)),
-                    _ => None,
-                },
-            ),
-            ["webhooksubscription", raw, "secret"] => (
-                &[Method::GET],
-                (method == Method::GET)
-                    .then(|| id(raw).map(Route::GetSubscriptionSecret))
-                    .transpose()?,
-            ),
-            ["events"] => (
-                &[Method::POST],
-                (method == Method::POST).then_some(Route::IngestEvent),
-            ),
-            ["message", "getmessagebyid", raw] => (
-                &[Method::GET],
-                (method == Method::GET)
-                    .then(|| id(raw).map(Route::GetMessage))
-                    .transpose()?,
-            ),
-            _ => return Err(route_not_found(path)),
-        };
-        route.ok_or_else(|| {
-            let allow = allowed
-                .iter()
-                .map(Method::as_str)
-                .collect::<Vec<_>>()
-                .join(", ");
-            ApiError::new(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "METHOD_NOT_ALLOWED",
-                format!("{method} is not allowed here; allowed: {allow}"),
-            )
-            .with_header(http::header::ALLOW, allow)
-        })
-    }
-
-    pub fn method(&self) -> Method {
-        match self {
-            Route::CreateSubscription | Route::IngestEvent => Method::POST,
-            Route::DeleteSubscription(_) => Method::DELETE,
-            _ => Method::GET,
-        }
-    }
-}
-
-fn route_not_found(path: &str) -> ApiError {
-    let shown: String = path.chars().take(200).collect();
-    ApiError::not_found(
-        "ROUTE_NOT_FOUND",
-        format!("no resource at '{STAGE_PREFIX}{shown}'"),
-    )
-}
 
 /// Serves a request for a caller that is already authenticated.
 pub async fn handle(
@@ -177,31 +79,35 @@ async fn dispatch(
             StatusCode::OK,
             &message::get_message(app, caller, &id).await?,
         ),
-        Route::IngestEvent => {
-            let Some(outbox) = &app.outbox else {
-                return Err(route_not_found("/events"));
-            };
-            let envelope: EventEnvelope = parse_json(headers, body)?;
-            let event = envelope.validate(crate::app::now_ms())?;
-            if event.organization_id != caller.org_id {
-                return Err(ApiError::new(
-                    StatusCode::FORBIDDEN,
-                    "ORGANIZATION_MISMATCH",
-                    "events can only be ingested for the caller's own organization",
-                ));
-            }
-            json(
-                StatusCode::ACCEPTED,
-                &ingest::ingest(app, outbox.as_ref(), event).await?,
-            )
-        }
+        // Served only where the runtime ingests over HTTP: see `ingest_event`.
+        Route::IngestEvent => Err(route_not_found(Route::IngestEvent.endpoint().path())),
     }
 }
 
-/// Routes, authenticates (API key, bearer token) and serves a request:
-/// the whole API for runtimes that are not behind API Gateway.
-pub async fn serve(
+/// `POST /events`, for a caller that is already authenticated.
+async fn ingest_event(
     app: &App,
+    outbox: &dyn Outbox,
+    caller: &Caller,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Response<Bytes> {
+    let result = async {
+        caller.require_scope_for(&Route::IngestEvent.method())?;
+        let envelope: EventEnvelope = parse_json(headers, body)?;
+        json(
+            StatusCode::ACCEPTED,
+            &ingest::accept(app, outbox, caller, envelope).await?,
+        )
+    };
+    result.await.unwrap_or_else(|e| error_response(&e))
+}
+
+/// Routes, authenticates (API key, bearer token) and serves a request:
+/// the whole API, event ingestion included, for runtimes that are not
+/// behind API Gateway.
+pub async fn serve(
+    services: &Services,
     auth: &Authenticator,
     request: http::Request<Bytes>,
 ) -> Response<Bytes> {
@@ -215,6 +121,18 @@ pub async fn serve(
         Err(e) => return error_response(&e),
     };
     let span = tracing::info_span!("request", org_id = %caller.org_id);
+    let app = services.app.as_ref();
+    if route == Route::IngestEvent {
+        return ingest_event(
+            app,
+            services.outbox.as_ref(),
+            &caller,
+            &parts.headers,
+            &body,
+        )
+        .instrument(span)
+        .await;
+    }
     handle(
         app,
         &caller,
@@ -307,56 +225,6 @@ pub fn error_response(e: &ApiError) -> Response<Bytes> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn routes_with_and_without_stage() {
-        let id = "00000000-0000-4000-8000-000000000001".to_owned();
-        for prefix in ["", "/prod"] {
-            let r = |m: Method, p: &str| Route::resolve(&m, &format!("{prefix}{p}"));
-            assert_eq!(
-                r(Method::POST, "/webhooksubscription"),
-                Ok(Route::CreateSubscription)
-            );
-            assert_eq!(
-                r(Method::GET, "/webhooksubscription/all"),
-                Ok(Route::ListSubscriptions)
-            );
-            assert_eq!(
-                r(Method::GET, &format!("/webhooksubscription/{id}")),
-                Ok(Route::GetSubscription(id.clone()))
-            );
-            assert_eq!(
-                r(Method::DELETE, &format!("/webhooksubscription/{id}/")),
-                Ok(Route::DeleteSubscription(id.clone()))
-            );
-            assert_eq!(
-                r(Method::GET, &format!("/webhooksubscription/{id}/secret")),
-                Ok(Route::GetSubscriptionSecret(id.clone()))
-            );
-            assert_eq!(
-                r(Method::GET, "/message/getmessagebyid/m%201"),
-                Ok(Route::GetMessage("m 1".into()))
-            );
-        }
-        assert_eq!(
-            Route::resolve(&Method::GET, "/prod/nothing")
-                .unwrap_err()
-                .code,
-            "ROUTE_NOT_FOUND"
-        );
-        assert_eq!(
-            Route::resolve(&Method::GET, "/production/webhooksubscription/all")
-                .unwrap_err()
-                .code,
-            "ROUTE_NOT_FOUND"
-        );
-        let e = Route::resolve(&Method::PUT, "/prod/webhooksubscription").unwrap_err();
-        assert_eq!(
-            (e.status, e.code),
-            (StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED")
-        );
-        assert_eq!(e.headers[0].1, "POST");
-    }
 
     #[test]
     fn body_errors() {

@@ -4,7 +4,10 @@
 
 use serde::Deserialize;
 
-use crate::app::{now_ms, App};
+use http::StatusCode;
+
+use crate::app::App;
+use crate::auth::Caller;
 use crate::error::{ApiError, FieldError};
 use crate::filter::{self, Direction, EventFilter, Topic};
 use crate::model::{Message, SubscriptionStatus};
@@ -235,9 +238,29 @@ pub struct Ingested {
     pub duplicate: bool,
 }
 
+/// `POST /events`: validates the envelope and ingests it for the caller,
+/// whose organization it must be (events of other organizations are the
+/// platform's to send, on the events queue).
+pub async fn accept(
+    app: &App,
+    outbox: &dyn Outbox,
+    caller: &Caller,
+    envelope: EventEnvelope,
+) -> Result<Ingested, ApiError> {
+    let event = envelope.validate(app.now_ms())?;
+    if event.organization_id != caller.org_id {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "ORGANIZATION_MISMATCH",
+            "events can only be ingested for the caller's own organization",
+        ));
+    }
+    ingest(app, outbox, event).await
+}
+
 /// Ingests a validated event: fan-out, then one atomic commit through the outbox.
 pub async fn ingest(app: &App, outbox: &dyn Outbox, event: Event) -> Result<Ingested, ApiError> {
-    let now = now_ms();
+    let now = app.now_ms();
     let filter = event.filter().to_string();
     let subscriptions = app
         .store

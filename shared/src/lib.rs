@@ -4,18 +4,23 @@
 //! - [`model`]: the wire types of the public interface
 //! - [`filter`]: the event filter grammar
 //! - [`subscription`], [`message`]: the handlers
-//! - [`http`]: routing, parsing and problem+json rendering shared by runtimes
+//! - [`routes`]: the endpoints, described once for both runtimes
+//! - [`http`]: dispatch, parsing and problem+json rendering shared by runtimes
 //! - [`auth`]: API keys, bearer tokens, organization and scopes
 //! - [`callback`]: SSRF policy, handshake (and delivery) to client callbacks
 //! - [`ingest`], [`notification`], [`delivery`], [`signature`]: events to signed notifications
+//! - [`clock`]: the clock port
 //! - [`queue`]: the delivery queue and outbox ports
-//! - [`store`]: the store port and its adapters
+//! - [`store`]: the store port
+//! - [`sqlite`], [`aws`]: the adapters (SQLite file; DynamoDB and SQS)
+//! - [`services`]: builds the adapters of a backend, for every runtime
 
 pub mod app;
 pub mod auth;
 #[cfg(feature = "aws")]
 pub mod aws;
 pub mod callback;
+pub mod clock;
 pub mod config;
 pub mod delivery;
 pub mod error;
@@ -29,8 +34,12 @@ pub mod model;
 pub mod notification;
 pub mod page;
 pub mod queue;
+pub mod routes;
 pub mod secret;
+pub mod services;
 pub mod signature;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 pub mod store;
 pub mod subscription;
 

@@ -6,9 +6,10 @@ use std::collections::HashMap;
 
 use http::StatusCode;
 
-use crate::app::{iso_millis, now_ms, App};
+use crate::app::App;
 use crate::auth::Caller;
 use crate::callback::UriProblem;
+use crate::clock::iso_millis;
 use crate::error::{ApiError, FieldError};
 use crate::filter::EventFilter;
 use crate::model::{
@@ -47,10 +48,10 @@ pub async fn create_subscription(
     caller: &Caller,
     request: SubscriptionRequest,
 ) -> Result<Subscription, ApiError> {
-    let now = now_ms();
+    let now = app.now_ms();
     let valid = validate(app, caller, request, now)?;
-    let url = match app.callbacks.policy.check_uri(&valid.uri) {
-        Ok(url) => url,
+    let target = match app.callbacks.policy.check_uri(&valid.uri) {
+        Ok(target) => target,
         Err(UriProblem::Invalid(m)) => return Err(ApiError::field("uri", m)),
         Err(UriProblem::Forbidden(ip)) => {
             return Err(ApiError::new(
@@ -73,7 +74,7 @@ pub async fn create_subscription(
     let token = secret::validation_token();
     if let Err(e) = app
         .callbacks
-        .handshake(&url, &token, app.config.handshake_timeout)
+        .handshake(&target, &token, app.config.handshake_timeout)
         .await
     {
         tracing::info!(org_id = %caller.org_id, code = e.code(), "callback validation failed");
@@ -106,7 +107,7 @@ pub async fn create_subscription(
             other => store_failure(other),
         })?;
     tracing::info!(org_id = %caller.org_id, subscription_id = %stored.id, created, "subscription saved");
-    Ok(render(&stored, now_ms()))
+    Ok(render(&stored, app.now_ms()))
 }
 
 struct Valid {
@@ -216,7 +217,7 @@ pub async fn list_subscriptions(
         .list_subscriptions(&caller.org_id)
         .await
         .map_err(store_failure)?;
-    let now = now_ms();
+    let now = app.now_ms();
     let page = page.apply(stored, DEFAULT_ORDER, compare);
     Ok(Page {
         content: page.content.iter().map(|s| render(s, now)).collect(),
@@ -264,7 +265,7 @@ pub async fn get_subscription(
     id: &str,
 ) -> Result<Subscription, ApiError> {
     let stored = find(app, caller, id).await?;
-    Ok(render(&stored, now_ms()))
+    Ok(render(&stored, app.now_ms()))
 }
 
 /// `DELETE /webhooksubscription/{id}`.

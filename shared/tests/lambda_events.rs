@@ -13,10 +13,11 @@ use http::StatusCode;
 use lambda_http::{Body, Response};
 use serde_json::{json, Value};
 use webhook_core::auth::jwt::{mint_hs256, Verifier, ALL_SCOPES};
+use webhook_core::aws::dynamodb::DynamoStore;
+use webhook_core::clock::{Clock, SystemClock};
 use webhook_core::config::JwtConfig;
 use webhook_core::lambda::{self, authorizer, Endpoint};
 use webhook_core::model::Message;
-use webhook_core::store::dynamodb::DynamoStore;
 use webhook_core::store::{Store, Upsert};
 use webhook_core::{App, Config, Profile};
 
@@ -109,7 +110,7 @@ async fn seed(store: &DynamoStore, org: &str, id: &str, uri: &str, now: i64) {
 }
 
 fn now() -> i64 {
-    webhook_core::app::now_ms()
+    SystemClock.now_ms()
 }
 
 /// A callback receiver on loopback that echoes the validation token.

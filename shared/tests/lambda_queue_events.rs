@@ -14,12 +14,12 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 use http_body_util::BodyExt;
 use serde_json::Value;
+use webhook_core::aws::dynamodb::DynamoStore;
+use webhook_core::aws::outbox::AwsOutbox;
+use webhook_core::aws::sqs::SqsQueue;
 use webhook_core::lambda::queues;
 use webhook_core::model::SubscriptionStatus;
-use webhook_core::queue::aws_outbox::AwsOutbox;
-use webhook_core::queue::sqs::SqsQueue;
 use webhook_core::queue::DeliveryJob;
-use webhook_core::store::dynamodb::DynamoStore;
 use webhook_core::store::{Store, Upsert};
 use webhook_core::{App, Config, Profile};
 
@@ -60,6 +60,7 @@ async fn receiver() -> (Receiver, String) {
 
 struct World {
     app: App,
+    outbox: AwsOutbox,
     queue: SqsQueue,
     sqs: aws_sdk_sqs::Client,
     queue_url: String,
@@ -104,9 +105,10 @@ async fn world() -> World {
         .unwrap()
         .to_owned();
     let queue = SqsQueue::new(sqs.clone(), queue_url.clone(), Some(dlq_url.clone()));
-    let outbox = Arc::new(AwsOutbox::new(store.clone(), queue.clone()));
+    let app = App::new(config, store.clone());
     World {
-        app: App::new(config, store.clone()).with_outbox(outbox),
+        outbox: AwsOutbox::new(store.clone(), queue.clone(), app.clock.clone()),
+        app,
         queue,
         sqs,
         queue_url,
@@ -176,7 +178,7 @@ async fn ingest_events_sample_stores_the_message_and_enqueues_its_notification()
     let (sub_id, _) = subscribe(&w.store, &uri).await;
     let sample: SqsEvent = serde_json::from_str(&event("ingest-events-sqs")).unwrap();
 
-    let response = queues::ingest_events(&w.app, sample.clone()).await;
+    let response = queues::ingest_events(&w.app, &w.outbox, sample.clone()).await;
     let failed: Vec<&str> = response
         .batch_item_failures
         .iter()
@@ -217,7 +219,7 @@ async fn ingest_events_sample_stores_the_message_and_enqueues_its_notification()
     );
 
     // SQS delivers at least once: the same event again changes nothing.
-    let again = queues::ingest_events(&w.app, sample).await;
+    let again = queues::ingest_events(&w.app, &w.outbox, sample).await;
     assert_eq!(again.batch_item_failures.len(), 1);
     assert!(receive_as_event(
         &w,

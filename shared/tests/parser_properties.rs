@@ -12,12 +12,12 @@ use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 use webhook_core::auth::jwt::{mint_hs256, Verifier, ALL_SCOPES, MAX_TOKEN_LEN};
 use webhook_core::config::JwtConfig;
-use webhook_core::delivery::{parse_retry_after, MAX_RETRY_AFTER};
+use webhook_core::delivery::decide::{parse_retry_after, MAX_RETRY_AFTER};
 use webhook_core::filter::{self, EventFilter};
-use webhook_core::http::Route;
 use webhook_core::ingest::EventEnvelope;
 use webhook_core::model::SubscriptionRequest;
 use webhook_core::page::{PageRequest, MAX_SIZE};
+use webhook_core::routes::Route;
 use webhook_core::subscription::SORTABLE;
 
 // ---------------------------------------------------------------------------------------
@@ -270,6 +270,10 @@ fn now() -> i64 {
     chrono::Utc::now().timestamp()
 }
 
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
 fn claim_value() -> impl Strategy<Value = Option<Value>> {
     prop_oneof![
         2 => Just(None),
@@ -373,21 +377,21 @@ proptest! {
         (0u64..253_402_300_800).prop_map(|secs| httpdate::fmt_http_date(
             SystemTime::UNIX_EPOCH + Duration::from_secs(secs))),
     ]) {
-        if let Some(d) = parse_retry_after(&value) {
+        if let Some(d) = parse_retry_after(&value, now_ms()) {
             prop_assert!(d <= MAX_RETRY_AFTER, "{value:?} -> {d:?}");
         }
     }
 
     #[test]
     fn retry_after_seconds_are_exact_up_to_the_bound(secs in 0u64..2_000_000, pad in " {0,3}") {
-        let d = parse_retry_after(&format!("{pad}{secs}{pad}")).unwrap();
+        let d = parse_retry_after(&format!("{pad}{secs}{pad}"), now_ms()).unwrap();
         prop_assert_eq!(d, Duration::from_secs(secs).min(MAX_RETRY_AFTER));
     }
 
     #[test]
     fn retry_after_dates_count_from_now(ahead in 10u64..1_000_000) {
         let at = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(ahead));
-        let d = parse_retry_after(&at).unwrap();
+        let d = parse_retry_after(&at, now_ms()).unwrap();
         prop_assert!(d <= Duration::from_secs(ahead).min(MAX_RETRY_AFTER));
         prop_assert!(d + Duration::from_secs(5) >= Duration::from_secs(ahead).min(MAX_RETRY_AFTER));
     }

@@ -6,12 +6,12 @@ mod queue_conformance;
 use std::sync::Arc;
 
 use webhook_core::queue::{DeliveryQueue, Outbox};
-use webhook_core::store::sqlite::SqliteStore;
+use webhook_core::sqlite::SqliteDb;
 use webhook_core::store::Store;
 
-fn open() -> (tempfile::TempDir, SqliteStore) {
+fn open() -> (tempfile::TempDir, SqliteDb) {
     let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("queue.db")).unwrap();
+    let store = SqliteDb::open(&dir.path().join("queue.db")).unwrap();
     (dir, store)
 }
 
@@ -74,7 +74,7 @@ async fn dead_letters_are_kept_and_leases_released_on_restart() {
     assert_eq!((stats.pending, stats.dead_letters), (1, 1));
     drop(store);
     // A new process on the same file: the job leased by the dead one is due again.
-    let reopened = SqliteStore::open(&dir.path().join("queue.db")).unwrap();
+    let reopened = SqliteDb::open(&dir.path().join("queue.db")).unwrap();
     assert!(reopened
         .receive(10, std::time::Duration::from_secs(60))
         .await

@@ -6,7 +6,7 @@ mod queue_conformance;
 use std::sync::Arc;
 
 use aws_sdk_sqs::Client;
-use webhook_core::queue::sqs::SqsQueue;
+use webhook_core::aws::sqs::SqsQueue;
 use webhook_core::queue::DeliveryQueue;
 
 async fn client() -> Client {

@@ -71,7 +71,7 @@ mod isolated {
 
     use http::StatusCode;
     use webhook_core::auth::jwt::ALL_SCOPES;
-    use webhook_core::delivery::{self, Outcome};
+    use webhook_core::delivery::{self, Verdict};
     use webhook_core::model::SubscriptionRequest;
     use webhook_core::queue::{DeliveryJob, DeliveryQueue, Lease};
     use webhook_core::store::{Store, Upsert};
@@ -321,7 +321,7 @@ mod isolated {
                 .await
                 .unwrap()
             {
-                Outcome::Retry { reason, .. } => assert_eq!(reason, "ADDRESS_FORBIDDEN"),
+                Verdict::Retry { reason, .. } => assert_eq!(reason, "ADDRESS_FORBIDDEN"),
                 other => panic!("delivery after rebinding: {other:?}"),
             }
         }
@@ -380,7 +380,7 @@ mod isolated {
             .await
             .unwrap()
         {
-            Outcome::Retry { reason, .. } => assert_eq!(reason, "status 307"),
+            Verdict::Retry { reason, .. } => assert_eq!(reason, "status 307"),
             other => panic!("{other:?}"),
         }
         assert_eq!(redirector.connections(), 1);
@@ -453,7 +453,7 @@ mod isolated {
                 .await
                 .unwrap()
             {
-                Outcome::Retry { reason, .. } => {
+                Verdict::Retry { reason, .. } => {
                     assert_eq!(reason, "ADDRESS_FORBIDDEN", "{uri}")
                 }
                 other => panic!("{uri}: {other:?}"),
@@ -474,7 +474,7 @@ mod isolated {
             delivery::deliver(&t.app, t.store.as_ref(), &lease)
                 .await
                 .unwrap(),
-            Outcome::Delivered
+            Verdict::Delivered
         );
         let permissive = t.sibling(config(true, &[]), dns.clone());
         let id = store_subscription(&t, &format!("http://127.0.0.1:{}/hook", wire.port())).await;
@@ -483,7 +483,7 @@ mod isolated {
             delivery::deliver(&permissive, t.store.as_ref(), &lease)
                 .await
                 .unwrap(),
-            Outcome::Delivered
+            Verdict::Delivered
         );
         assert_eq!(wire.connections(), 2);
     }

@@ -7,7 +7,7 @@ mod dynamodb_local;
 
 use std::sync::Arc;
 
-use webhook_core::store::dynamodb::DynamoStore;
+use webhook_core::aws::dynamodb::DynamoStore;
 
 /// Every case of this run shares one pair of freshly named tables; each case
 /// works in organizations of its own.
@@ -21,7 +21,7 @@ conformance_tests!(store());
 #[tokio::test]
 async fn creating_tables_twice_is_harmless() {
     let (client, tables) = dynamodb_local::tables_for_this_run().await;
-    webhook_core::store::dynamodb::create_tables(&client, &tables)
+    webhook_core::aws::dynamodb::create_tables(&client, &tables)
         .await
         .expect("second create_tables");
     let described = client

@@ -4,11 +4,11 @@ mod conformance;
 
 use std::sync::Arc;
 
-use webhook_core::store::sqlite::SqliteStore;
+use webhook_core::sqlite::SqliteDb;
 
 async fn store() -> Arc<dyn webhook_core::store::Store> {
     let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("conformance.db")).unwrap();
+    let store = SqliteDb::open(&dir.path().join("conformance.db")).unwrap();
     // The file must outlive the test; the OS temp dir is cleaned up eventually.
     std::mem::forget(dir);
     Arc::new(store)
@@ -32,12 +32,12 @@ async fn reopening_a_file_keeps_its_data_and_schema() {
         media: vec![],
         attachments: vec![],
     };
-    SqliteStore::open(&path)
+    SqliteDb::open(&path)
         .unwrap()
         .put_message("org", &message)
         .await
         .unwrap();
-    let reopened = SqliteStore::open(&path).unwrap();
+    let reopened = SqliteDb::open(&path).unwrap();
     assert_eq!(
         reopened.get_message("org", "m").await.unwrap(),
         Some(message)

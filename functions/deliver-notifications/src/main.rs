@@ -8,11 +8,11 @@ use webhook_core::lambda::{self, queues};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda::init_tracing();
-    let queues = queues::QueueApp::from_env().await?;
-    queues.app.callbacks.warm_up(); // every delivery calls a callback
+    let functions = lambda::queue_functions_from_env().await?;
+    functions.app.callbacks.warm_up(); // every delivery calls a callback
     run(service_fn(|event: LambdaEvent<_>| async {
         Ok::<_, Error>(
-            queues::deliver_notifications(&queues.app, &queues.queue, event.payload).await,
+            queues::deliver_notifications(&functions.app, &functions.queue, event.payload).await,
         )
     }))
     .await

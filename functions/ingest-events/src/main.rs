@@ -8,9 +8,11 @@ use webhook_core::lambda::{self, queues};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda::init_tracing();
-    let queues = queues::QueueApp::from_env().await?;
+    let functions = lambda::queue_functions_from_env().await?;
     run(service_fn(|event: LambdaEvent<_>| async {
-        Ok::<_, Error>(queues::ingest_events(&queues.app, event.payload).await)
+        Ok::<_, Error>(
+            queues::ingest_events(&functions.app, &functions.outbox, event.payload).await,
+        )
     }))
     .await
 }

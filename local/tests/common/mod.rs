@@ -18,8 +18,8 @@ use axum::response::Response;
 use http::StatusCode;
 use serde_json::{json, Value};
 use webhook_core::auth::jwt::{mint_hs256, ALL_SCOPES};
-use webhook_core::store::dynamodb::{DynamoStore, Tables};
-use webhook_core::store::sqlite::SqliteStore;
+use webhook_core::aws::dynamodb::{DynamoStore, Tables};
+use webhook_core::sqlite::SqliteDb;
 use webhook_core::store::Store;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_webhooks-local");
@@ -112,7 +112,7 @@ impl Server {
                 })
                 .await,
             ),
-            _ => Arc::new(SqliteStore::open(&self.dir.path().join("webhooks.db")).unwrap()),
+            _ => Arc::new(SqliteDb::open(&self.dir.path().join("webhooks.db")).unwrap()),
         }
     }
 

@@ -4,12 +4,10 @@
 
 use std::time::Duration;
 
+use super::{CallFailure, CallbackClient, CallbackTarget};
+use crate::error::ApiError;
 use http::StatusCode;
 use subtle::ConstantTimeEq;
-use url::Url;
-
-use super::{CallFailure, CallbackClient};
-use crate::error::ApiError;
 
 pub const HEADER: &str = "validation-token";
 
@@ -68,16 +66,16 @@ impl From<HandshakeError> for ApiError {
 }
 
 impl CallbackClient {
-    /// Runs the handshake against `url` (already checked by the policy).
+    /// Runs the handshake against a checked target.
     pub async fn handshake(
         &self,
-        url: &Url,
+        target: &CallbackTarget,
         token: &str,
         timeout: Duration,
     ) -> Result<(), HandshakeError> {
         let response = self
             .http()
-            .get(url.clone())
+            .get(target.url().clone())
             .header(HEADER, token)
             .timeout(timeout)
             .send()

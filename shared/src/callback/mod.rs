@@ -1,17 +1,33 @@
 //! Outbound calls to client callbacks: the address policy, a resolver that
-//! enforces it at connect time, the validation handshake, and the failure
-//! classification shared by handshake and delivery.
+//! enforces it at connect time, the two calls ([`handshake`] and [`post`]),
+//! and the failure classification they share. Both calls take a
+//! [`CallbackTarget`], which only the policy makes: no call can skip it.
 
 pub mod handshake;
 pub mod policy;
+pub mod post;
 pub mod resolver;
 
 use std::error::Error as StdError;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use url::Url;
+
 pub use policy::{AddressPolicy, UriProblem};
 pub use resolver::{Dns, ResolveError, SystemDns};
+
+/// A callback URL that passed the [`AddressPolicy`] (scheme, user info,
+/// literal addresses). Host names are checked again at connect time by the
+/// client's resolver, so a name that turns private later is still refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallbackTarget(Url);
+
+impl CallbackTarget {
+    pub fn url(&self) -> &Url {
+        &self.0
+    }
+}
 
 /// One HTTP client for every callback: no proxy, no redirects, every resolved
 /// address checked against the policy. Building it loads the system root
@@ -40,7 +56,7 @@ impl CallbackClient {
         self.http();
     }
 
-    pub(crate) fn http(&self) -> &reqwest::Client {
+    fn http(&self) -> &reqwest::Client {
         self.http.get_or_init(|| {
             let resolver = resolver::PolicyResolver::new(self.policy.clone(), self.dns.clone());
             reqwest::Client::builder()

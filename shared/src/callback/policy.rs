@@ -5,6 +5,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use ipnet::IpNet;
 use url::{Host, Url};
 
+use super::CallbackTarget;
+
 pub const MAX_URI_LEN: usize = 2048;
 
 /// Ranges no callback may reach unless private callbacks are allowed.
@@ -79,8 +81,9 @@ impl AddressPolicy {
         self.denied.iter().any(|net| net.contains(&ip))
     }
 
-    /// Parses and checks a callback URI before any connection is made.
-    pub fn check_uri(&self, uri: &str) -> Result<Url, UriProblem> {
+    /// Parses and checks a callback URI before any connection is made: the
+    /// only way to get a [`CallbackTarget`], which every outbound call takes.
+    pub fn check_uri(&self, uri: &str) -> Result<CallbackTarget, UriProblem> {
         let invalid = |m: &str| Err(UriProblem::Invalid(m.to_owned()));
         if uri.len() > MAX_URI_LEN {
             return invalid("must be at most 2048 characters");
@@ -104,10 +107,10 @@ impl AddressPolicy {
             None => return invalid("must have a host"),
             Some(Host::Ipv4(ip)) => IpAddr::V4(ip),
             Some(Host::Ipv6(ip)) => IpAddr::V6(ip),
-            Some(Host::Domain(_)) => return Ok(url),
+            Some(Host::Domain(_)) => return Ok(CallbackTarget(url)),
         };
         if self.allows(ip) {
-            Ok(url)
+            Ok(CallbackTarget(url))
         } else {
             Err(UriProblem::Forbidden(ip))
         }

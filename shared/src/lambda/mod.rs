@@ -4,7 +4,7 @@
 //!
 //! API Gateway has already checked the API key and run the [`authorizer`];
 //! the caller comes from `requestContext.authorizer` (`orgId`, `sub`,
-//! `scope`). Each function serves one [`Endpoint`], so the route is known and
+//! `scope`). Each function serves one [`Endpoint`] of the routing table, so the route is known and
 //! the id comes from `pathParameters`: the path itself (with or without the
 //! `/prod` stage, or a custom domain's base path) is not parsed.
 
@@ -13,10 +13,8 @@ pub mod pre_token;
 pub mod queues;
 
 use std::convert::Infallible;
-use std::sync::Arc;
 
 use bytes::Bytes;
-use http::{Method, StatusCode};
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde_json::Value;
@@ -26,52 +24,12 @@ use crate::app::App;
 use crate::auth::Caller;
 use crate::config::{Config, Profile};
 use crate::error::ApiError;
-use crate::http::{error_response, Route};
-use crate::store::dynamodb::{DynamoStore, Tables};
+use crate::http::error_response;
+pub use crate::routes::Endpoint;
+use crate::routes::Route;
 
 /// Start-up failures: the message names the variable or resource at fault.
 pub type StartError = Box<dyn std::error::Error + Send + Sync>;
-
-/// The endpoint a function serves (one function per endpoint).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Endpoint {
-    CreateSubscription,
-    ListSubscriptions,
-    GetSubscription,
-    DeleteSubscription,
-    GetSubscriptionSecret,
-    GetMessage,
-}
-
-impl Endpoint {
-    pub fn method(self) -> Method {
-        match self {
-            Endpoint::CreateSubscription => Method::POST,
-            Endpoint::DeleteSubscription => Method::DELETE,
-            _ => Method::GET,
-        }
-    }
-
-    /// The `pathParameters` key holding the id, for endpoints that have one.
-    fn id_parameter(self) -> Option<&'static str> {
-        match self {
-            Endpoint::CreateSubscription | Endpoint::ListSubscriptions => None,
-            Endpoint::GetMessage => Some("messageId"),
-            _ => Some("id"),
-        }
-    }
-
-    fn route(self, id: Option<String>) -> Option<Route> {
-        Some(match self {
-            Endpoint::CreateSubscription => Route::CreateSubscription,
-            Endpoint::ListSubscriptions => Route::ListSubscriptions,
-            Endpoint::GetSubscription => Route::GetSubscription(id?),
-            Endpoint::DeleteSubscription => Route::DeleteSubscription(id?),
-            Endpoint::GetSubscriptionSecret => Route::GetSubscriptionSecret(id?),
-            Endpoint::GetMessage => Route::GetMessage(id?),
-        })
-    }
-}
 
 /// JSON logs to stdout (CloudWatch), filtered by `RUST_LOG` (default
 /// `info`). Each line carries its spans: the runtime's `Lambda runtime
@@ -93,9 +51,13 @@ pub fn init_tracing() {
 /// built once per container at init. Fails naming the bad variable.
 pub async fn app_from_env() -> Result<App, StartError> {
     let config = Config::from_env(Profile::Lambda)?;
-    let tables = Tables::required(&config)?;
-    let store = DynamoStore::from_env(tables).await;
-    Ok(App::new(config, Arc::new(store)))
+    Ok(crate::services::aws::api_app(config).await?)
+}
+
+/// The same for the SQS-triggered functions: app, outbox and delivery queue.
+pub async fn queue_functions_from_env() -> Result<queues::QueueFunctions, StartError> {
+    let config = Config::from_env(Profile::Lambda)?;
+    Ok(queues::queue_functions(config).await?)
 }
 
 /// Serves one API Gateway request for `endpoint`. Never fails: every error
@@ -128,27 +90,9 @@ pub async fn handle(
 }
 
 fn route(endpoint: Endpoint, request: &Request) -> Result<Route, ApiError> {
-    if request.method() != endpoint.method() {
-        let allow = endpoint.method().to_string();
-        return Err(ApiError::new(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "METHOD_NOT_ALLOWED",
-            format!("{} is not allowed here; allowed: {allow}", request.method()),
-        )
-        .with_header(http::header::ALLOW, allow));
-    }
-    let id = endpoint.id_parameter().and_then(|name| {
-        request
-            .path_parameters_ref()
-            .and_then(|p| p.first(name))
-            .filter(|id| !id.is_empty() && id.len() <= 256)
-            .map(str::to_owned)
-    });
-    endpoint.route(id).ok_or_else(|| {
-        ApiError::not_found(
-            "ROUTE_NOT_FOUND",
-            "the request has no valid id path parameter",
-        )
+    let parameters = request.path_parameters_ref();
+    Route::for_endpoint(endpoint, request.method(), |name| {
+        parameters.and_then(|p| p.first(name))
     })
 }
 

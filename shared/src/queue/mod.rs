@@ -1,15 +1,9 @@
 //! The delivery queue port and the ingestion outbox.
 //!
-//! Adapters: the SQLite file (a durable queue table beside the store, see
-//! `store::sqlite`) and SQS. Consumers lease jobs, deliver them, and then
-//! complete, retry later, or dead-letter each one.
-
-#[cfg(feature = "aws")]
-pub mod aws_outbox;
-#[cfg(feature = "sqlite")]
-pub mod sqlite;
-#[cfg(feature = "aws")]
-pub mod sqs;
+//! Adapters: the SQLite file ([`crate::sqlite`], a durable queue table
+//! beside the store) and SQS ([`crate::aws::sqs`], [`crate::aws::outbox`]).
+//! Consumers lease jobs and hand each to `delivery::deliver`, which
+//! completes, retries later, or dead-letters it.
 
 use std::time::Duration;
 

@@ -1,11 +1,7 @@
 //! The store port: subscriptions (with their filter index) and messages.
-//! Adapters: [`sqlite`] (embedded, default for local runs) and DynamoDB.
-//! Every adapter passes the same conformance suite (`shared/tests/`).
-
-#[cfg(feature = "aws")]
-pub mod dynamodb;
-#[cfg(feature = "sqlite")]
-pub mod sqlite;
+//! Adapters: [`crate::sqlite`] (embedded, default for local runs) and
+//! [`crate::aws::dynamodb`]. Every adapter passes the same conformance suite
+//! (`shared/tests/conformance`).
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

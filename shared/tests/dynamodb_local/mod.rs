@@ -6,7 +6,7 @@
 use std::sync::OnceLock;
 
 use aws_sdk_dynamodb::Client;
-use webhook_core::store::dynamodb::{client_from_env, create_tables, Tables};
+use webhook_core::aws::dynamodb::{client_from_env, create_tables, Tables};
 
 pub const ENDPOINT_VAR: &str = "AWS_ENDPOINT_URL_DYNAMODB";
 

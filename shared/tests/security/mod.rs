@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use webhook_core::callback::Dns;
-use webhook_core::store::sqlite::SqliteStore;
+use webhook_core::sqlite::SqliteDb;
 use webhook_core::{App, Config, Profile};
 
 /// A resolver whose answers the test decides. Each host has a list of answers: lookup `n`
@@ -97,14 +97,14 @@ pub fn config(allow_private: bool, extra: &[(&str, &str)]) -> Config {
 /// The real app on a real SQLite file, with `dns` as its resolver.
 pub struct TestApp {
     pub app: App,
-    pub store: Arc<SqliteStore>,
+    pub store: Arc<SqliteDb>,
     _dir: tempfile::TempDir,
 }
 
 impl TestApp {
     pub fn new(config: Config, dns: Arc<FakeDns>) -> TestApp {
         let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(SqliteStore::open(&dir.path().join("webhooks.db")).unwrap());
+        let store = Arc::new(SqliteDb::open(&dir.path().join("webhooks.db")).unwrap());
         TestApp {
             app: App::with_dns(config, store.clone(), dns),
             store,

@@ -1,4 +1,10 @@
-//! The AWS SDK configuration every AWS adapter is built from (feature `aws`).
+//! The AWS adapters (feature `aws`): [`dynamodb`] (the store), [`sqs`] (the
+//! delivery queue), [`outbox`] (ingestion's commit across both), and the SDK
+//! configuration they are all built from.
+
+pub mod dynamodb;
+pub mod outbox;
+pub mod sqs;
 
 /// Region, endpoints and credentials from the SDK's standard environment.
 /// Lambda hands every function its credentials in the environment; reading

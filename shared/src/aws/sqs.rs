@@ -1,16 +1,24 @@
 //! The delivery queue on SQS: `SendMessageBatch` to enqueue, visibility
 //! timeouts as leases (`ChangeMessageVisibility` schedules a retry), an
 //! explicit dead-letter queue for notifications that are given up on.
-//! Lambda's event source mapping receives in AWS; `receive` is for
-//! `webhooks-local --backend aws`, polling the way the mapping does.
+//!
+//! Two ways to consume, one [`DeliveryQueue`] each, both settled by the same
+//! `delivery::deliver`:
+//! - [`SqsQueue`] polls (`webhooks-local --backend aws`, the way Lambda's
+//!   event source mapping does) and completes a message by deleting it;
+//! - [`SqsEventBatch`] is one batch pushed by Lambda's event source mapping:
+//!   a message is completed by leaving it out of the batch response's
+//!   failures (Lambda deletes it), never by a delete of ours.
 
+use std::collections::HashSet;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_sqs::types::{MessageSystemAttributeName, SendMessageBatchRequestEntry};
 use aws_sdk_sqs::Client;
 
-use super::{DeliveryJob, DeliveryQueue, Lease, QueueError};
+use crate::queue::{DeliveryJob, DeliveryQueue, Lease, QueueError};
 
 /// SQS's longest visibility timeout (12 hours).
 const MAX_VISIBILITY: Duration = Duration::from_secs(43_200);
@@ -41,6 +49,33 @@ impl SqsQueue {
             queue_url: queue_url.into(),
             dead_letter_url,
         }
+    }
+
+    /// Creates (or finds) the queue `<prefix>-delivery` and its dead-letter
+    /// queue `<prefix>-delivery-dlq`, for `webhooks-local --create-tables`.
+    pub async fn create(client: Client, prefix: &str) -> Result<SqsQueue, String> {
+        let create = |name: String| {
+            let client = client.clone();
+            async move {
+                client
+                    .create_queue()
+                    .queue_name(&name)
+                    .send()
+                    .await
+                    .map_err(|e| {
+                        format!(
+                            "creating SQS queue {name}: {}",
+                            aws_sdk_sqs::error::DisplayErrorContext(e)
+                        )
+                    })?
+                    .queue_url()
+                    .map(str::to_owned)
+                    .ok_or_else(|| format!("SQS returned no URL for {name}"))
+            }
+        };
+        let dead_letters = create(format!("{prefix}-delivery-dlq")).await?;
+        let url = create(format!("{prefix}-delivery")).await?;
+        Ok(SqsQueue::new(client, url, Some(dead_letters)))
     }
 
     /// The lease for an SQS message (from `ReceiveMessage` or a Lambda event).
@@ -149,6 +184,14 @@ impl DeliveryQueue for SqsQueue {
     }
 
     async fn dead_letter(&self, lease: &Lease, reason: &str) -> Result<(), QueueError> {
+        self.send_to_dead_letters(lease, reason).await?;
+        self.complete(lease).await
+    }
+}
+
+impl SqsQueue {
+    /// A copy of the job, with its reason, on the dead-letter queue.
+    async fn send_to_dead_letters(&self, lease: &Lease, reason: &str) -> Result<(), QueueError> {
         let Some(dlq) = &self.dead_letter_url else {
             return Err(err(
                 "no dead-letter queue is configured (WEBHOOKS_DELIVERY_DLQ_URL)",
@@ -169,6 +212,65 @@ impl DeliveryQueue for SqsQueue {
             .send()
             .await
             .map_err(|e| err(aws_sdk_sqs::error::DisplayErrorContext(e)))?;
-        self.complete(lease).await
+        Ok(())
+    }
+}
+
+/// One batch of Lambda's SQS event source. Every record counts as failed
+/// (SQS redelivers it) until [`DeliveryQueue::complete`] or a successful
+/// [`DeliveryQueue::dead_letter`] marks it done; a retry changes the
+/// message's visibility and leaves it failed, so SQS redelivers it then.
+pub struct SqsEventBatch {
+    queue: SqsQueue,
+    done: Mutex<HashSet<String>>,
+}
+
+impl SqsEventBatch {
+    pub fn new(queue: SqsQueue) -> Self {
+        SqsEventBatch {
+            queue,
+            done: Mutex::default(),
+        }
+    }
+
+    /// Whether the message with this receipt handle is done with.
+    pub fn is_done(&self, receipt: &str) -> bool {
+        self.done
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(receipt)
+    }
+
+    fn mark_done(&self, lease: &Lease) {
+        self.done
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(lease.receipt.clone());
+    }
+}
+
+#[async_trait]
+impl DeliveryQueue for SqsEventBatch {
+    async fn enqueue(&self, jobs: Vec<DeliveryJob>) -> Result<(), QueueError> {
+        self.queue.enqueue(jobs).await
+    }
+
+    async fn receive(&self, _max: usize, _visibility: Duration) -> Result<Vec<Lease>, QueueError> {
+        Err(err("an event source batch is pushed by Lambda, not polled"))
+    }
+
+    async fn complete(&self, lease: &Lease) -> Result<(), QueueError> {
+        self.mark_done(lease);
+        Ok(())
+    }
+
+    async fn retry_after(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError> {
+        self.queue.retry_after(lease, delay).await
+    }
+
+    async fn dead_letter(&self, lease: &Lease, reason: &str) -> Result<(), QueueError> {
+        self.queue.send_to_dead_letters(lease, reason).await?;
+        self.mark_done(lease);
+        Ok(())
     }
 }

@@ -1,0 +1,187 @@
+//! Subscriptions and messages to and from DynamoDB items.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use super::keys::{filter_pk, key, org_pk, sub_sk};
+use super::Item;
+use crate::model::SubscriptionStatus;
+use crate::store::{DisabledEntry, StoreError, StoredSubscription};
+
+pub(super) fn subscription_attributes(sub: &StoredSubscription) -> Item {
+    let mut item = Item::new();
+    item.insert("orgId".into(), s(sub.org_id.clone()));
+    item.insert("id".into(), s(sub.id.clone()));
+    item.insert("uri".into(), s(sub.uri.clone()));
+    item.insert("eventFilters".into(), list(&sub.event_filters));
+    item.insert(
+        "disabledFilters".into(),
+        AttributeValue::L(
+            sub.disabled_filters
+                .iter()
+                .map(|d| {
+                    AttributeValue::M(HashMap::from([
+                        ("filter".to_owned(), s(d.filter.clone())),
+                        ("reason".to_owned(), s(d.reason.clone())),
+                        ("message".to_owned(), s(d.message.clone())),
+                    ]))
+                })
+                .collect(),
+        ),
+    );
+    item.insert("expiresAt".into(), n(sub.expires_at));
+    item.insert("status".into(), s(sub.status.as_str().into()));
+    item.insert("createdAt".into(), n(sub.created_at));
+    item.insert("updatedAt".into(), n(sub.updated_at));
+    item.insert("secret".into(), s(sub.secret.clone()));
+    if let Some(at) = sub.failing_since {
+        item.insert("failingSince".into(), n(at));
+    }
+    item
+}
+
+pub(super) fn subscription_item(sub: &StoredSubscription, version: u64) -> Item {
+    let mut item = subscription_attributes(sub);
+    item.extend(key(org_pk(&sub.org_id), sub_sk(&sub.id)));
+    item.insert("version".into(), n(version as i64));
+    item
+}
+
+pub(super) fn index_item(sub: &StoredSubscription, filter: &str) -> Item {
+    let mut item = subscription_attributes(sub);
+    item.extend(key(filter_pk(filter), sub_sk(&sub.id)));
+    item.insert("ttl".into(), n(sub.expires_at.div_euclid(1000) + 1));
+    item
+}
+
+pub(super) fn parse_subscription(item: &Item) -> Result<StoredSubscription, StoreError> {
+    let disabled = match item.get("disabledFilters") {
+        Some(AttributeValue::L(entries)) => entries
+            .iter()
+            .map(|entry| match entry {
+                AttributeValue::M(m) => Ok(DisabledEntry {
+                    filter: text(m, "filter")?,
+                    reason: text(m, "reason")?,
+                    message: text(m, "message")?,
+                }),
+                _ => Err(corrupt("disabledFilters")),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        _ => return Err(corrupt("disabledFilters")),
+    };
+    let status = text(item, "status")?;
+    Ok(StoredSubscription {
+        id: text(item, "id")?,
+        org_id: text(item, "orgId")?,
+        uri: text(item, "uri")?,
+        event_filters: texts(item, "eventFilters")?,
+        disabled_filters: disabled,
+        expires_at: number(item, "expiresAt")?,
+        status: SubscriptionStatus::parse(&status).ok_or_else(|| corrupt("status"))?,
+        created_at: number(item, "createdAt")?,
+        updated_at: number(item, "updatedAt")?,
+        secret: text(item, "secret")?,
+        failing_since: item
+            .contains_key("failingSince")
+            .then(|| number(item, "failingSince"))
+            .transpose()?,
+    })
+}
+
+pub(super) fn s(value: String) -> AttributeValue {
+    AttributeValue::S(value)
+}
+
+pub(super) fn n(value: i64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+pub(super) fn list(values: &[String]) -> AttributeValue {
+    AttributeValue::L(values.iter().cloned().map(AttributeValue::S).collect())
+}
+
+pub(super) fn optional(value: &Option<String>) -> AttributeValue {
+    match value {
+        Some(v) => s(v.clone()),
+        None => AttributeValue::Null(true),
+    }
+}
+
+pub(super) fn corrupt(attribute: &str) -> StoreError {
+    StoreError::Backend(format!(
+        "stored item has a missing or malformed '{attribute}'"
+    ))
+}
+
+pub(super) fn text(item: &Item, name: &str) -> Result<String, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::S(v)) => Ok(v.clone()),
+        _ => Err(corrupt(name)),
+    }
+}
+
+pub(super) fn optional_text(item: &Item, name: &str) -> Result<Option<String>, StoreError> {
+    match item.get(name) {
+        None | Some(AttributeValue::Null(_)) => Ok(None),
+        Some(AttributeValue::S(v)) => Ok(Some(v.clone())),
+        _ => Err(corrupt(name)),
+    }
+}
+
+pub(super) fn texts(item: &Item, name: &str) -> Result<Vec<String>, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::L(values)) => values
+            .iter()
+            .map(|v| match v {
+                AttributeValue::S(v) => Ok(v.clone()),
+                _ => Err(corrupt(name)),
+            })
+            .collect(),
+        _ => Err(corrupt(name)),
+    }
+}
+
+pub(super) fn number(item: &Item, name: &str) -> Result<i64, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::N(v)) => v.parse().map_err(|_| corrupt(name)),
+        _ => Err(corrupt(name)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::SubscriptionStatus;
+    use crate::store::DisabledEntry;
+
+    #[test]
+    fn items_round_trip() {
+        let sub = StoredSubscription {
+            id: "id-1".into(),
+            org_id: "org-1".into(),
+            uri: "https://example.com/hook".into(),
+            event_filters: vec!["/orgId/org-1/department/d/contact".into()],
+            disabled_filters: vec![DisabledEntry {
+                filter: "/orgId/org-2/department/d/contact".into(),
+                reason: "PERMISSION_DENIED".into(),
+                message: "not yours".into(),
+            }],
+            expires_at: 1_700_000_000_500,
+            status: SubscriptionStatus::Blacklisted,
+            created_at: 1,
+            updated_at: 2,
+            secret: "whsec_x".into(),
+            failing_since: Some(3),
+        };
+        let item = subscription_item(&sub, 7);
+        assert_eq!(parse_subscription(&item).unwrap(), sub);
+        assert_eq!(number(&item, "version").unwrap(), 7);
+        let index = index_item(&sub, &sub.event_filters[0]);
+        assert_eq!(parse_subscription(&index).unwrap(), sub);
+        assert_eq!(number(&index, "ttl").unwrap(), 1_700_000_001);
+        let mut broken = item.clone();
+        broken.insert("status".into(), s("MAYBE".into()));
+        assert!(parse_subscription(&broken).is_err());
+    }
+}

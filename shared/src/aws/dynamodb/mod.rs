@@ -1,0 +1,136 @@
+//! DynamoDB store adapter (feature `aws`): the same [`Store`] port as SQLite,
+//! passing the same conformance suite, on two tables whose key schema is a
+//! string partition key `pk` and a string sort key `sk` (`template.yaml`).
+//! One concern a file: [`keys`] (every key shape, and the schema), [`codec`]
+//! (items), [`write`] (transactions), [`backoff`], [`store`] (the port),
+//! [`tables`] (provisioning).
+//!
+//! The tables, keys and items are documented in [`keys`], where every key
+//! shape is built.
+//!
+//! One concern a file: [`keys`] (key shapes and the schema), [`codec`]
+//! (items), [`write`] (conditional writes and transactions), [`backoff`],
+//! [`store`] (the port), [`events`] (the outbox's event records), [`tables`]
+//! (provisioning).
+
+mod backoff;
+mod codec;
+mod events;
+mod keys;
+mod store;
+mod tables;
+mod write;
+
+pub use tables::{check_tables, create_tables};
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::Client;
+
+use crate::config::{Config, ConfigError};
+use crate::store::StoreError;
+
+pub const DEFAULT_SUBSCRIPTIONS_TABLE: &str = "webhooks-subscriptions";
+pub const DEFAULT_MESSAGES_TABLE: &str = "webhooks-messages";
+
+/// DynamoDB's limit on a sort key, in bytes.
+pub(super) const MAX_SORT_KEY: usize = 1024;
+/// Attempts of one write before contention is reported as a failure.
+pub(super) const MAX_ATTEMPTS: u32 = 16;
+
+pub(super) type Item = HashMap<String, AttributeValue>;
+
+/// The table names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tables {
+    pub subscriptions: String,
+    pub messages: String,
+}
+
+impl Tables {
+    /// Both names from configuration; deployed functions must be told.
+    pub fn required(config: &Config) -> Result<Tables, ConfigError> {
+        let need = |value: &Option<String>, var: &'static str| {
+            value.clone().ok_or(ConfigError {
+                var,
+                message: "is required (the DynamoDB table name)".into(),
+            })
+        };
+        Ok(Tables {
+            subscriptions: need(&config.subscriptions_table, "WEBHOOKS_SUBSCRIPTIONS_TABLE")?,
+            messages: need(&config.messages_table, "WEBHOOKS_MESSAGES_TABLE")?,
+        })
+    }
+
+    /// Names from configuration, else `webhooks-subscriptions` and `webhooks-messages`.
+    pub fn or_defaults(config: &Config) -> Tables {
+        Tables {
+            subscriptions: config
+                .subscriptions_table
+                .clone()
+                .unwrap_or_else(|| DEFAULT_SUBSCRIPTIONS_TABLE.into()),
+            messages: config
+                .messages_table
+                .clone()
+                .unwrap_or_else(|| DEFAULT_MESSAGES_TABLE.into()),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct DynamoStore {
+    client: Client,
+    tables: Tables,
+}
+
+impl DynamoStore {
+    pub fn new(client: Client, tables: Tables) -> Self {
+        DynamoStore { client, tables }
+    }
+
+    /// A client from the SDK's standard environment: region, credentials,
+    /// and endpoint (`AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL`).
+    pub async fn from_env(tables: Tables) -> Self {
+        Self::from_sdk(&crate::aws::sdk_config().await, tables)
+    }
+
+    pub fn from_sdk(sdk: &aws_config::SdkConfig, tables: Tables) -> Self {
+        Self::new(Client::new(sdk), tables)
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub fn tables(&self) -> &Tables {
+        &self.tables
+    }
+}
+
+/// An SDK client from the standard environment, built once at start-up.
+pub async fn client_from_env() -> Client {
+    Client::new(&crate::aws::sdk_config().await)
+}
+
+/// A failed request: the service's error code and message, or the reason
+/// the request did not get an answer (connection, timeout).
+pub(super) fn backend<E, R>(e: SdkError<E, R>) -> StoreError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    match &e {
+        SdkError::ServiceError(service) => StoreError::Backend(format!(
+            "DynamoDB {}: {}",
+            service.err().code().unwrap_or("error"),
+            service.err().message().unwrap_or("(no message)")
+        )),
+        _ => StoreError::Backend(format!("DynamoDB: {}", DisplayErrorContext(&e))),
+    }
+}
+
+pub(super) fn backend_build(e: aws_sdk_dynamodb::error::BuildError) -> StoreError {
+    StoreError::Backend(format!("DynamoDB request: {e}"))
+}

@@ -1,0 +1,286 @@
+//! The [`Store`] port on DynamoDB: each operation in terms of the keys,
+//! items and transactions of its sibling modules.
+
+use std::collections::HashSet;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
+
+use super::backoff::Backoff;
+use super::codec::{list, n, optional, optional_text, parse_subscription, s, text, texts};
+use super::keys::{filter_pk, key, msg_sk, org_pk, sub_sk, uri_sk, COUNTER_SK, SUB};
+use super::write::{delete, distinct, Attempt, Condition, Transaction};
+use super::{backend, backend_build, DynamoStore, Item, MAX_SORT_KEY};
+use crate::model::{Message, SubscriptionStatus};
+use crate::store::{DeliveryRecord, Store, StoreError, StoredSubscription, Upsert};
+
+#[async_trait]
+impl Store for DynamoStore {
+    async fn upsert_subscription(
+        &self,
+        upsert: Upsert,
+    ) -> Result<(StoredSubscription, bool), StoreError> {
+        let mut backoff = Backoff::default();
+        loop {
+            let attempt = match self.guard(&upsert.org_id, &upsert.uri).await? {
+                Some(id) => self.try_update(&upsert, &id).await?,
+                None => self.try_create(&upsert, None).await?,
+            };
+            match attempt {
+                Attempt::Done(done) => return Ok(done),
+                Attempt::Retry => backoff.wait("upsert").await?,
+            }
+        }
+    }
+
+    async fn get_subscription(
+        &self,
+        org_id: &str,
+        id: &str,
+    ) -> Result<Option<StoredSubscription>, StoreError> {
+        Ok(self.versioned(org_id, id).await?.map(|(sub, _)| sub))
+    }
+
+    async fn list_subscriptions(
+        &self,
+        org_id: &str,
+    ) -> Result<Vec<StoredSubscription>, StoreError> {
+        self.query_all(&self.tables.subscriptions, org_pk(org_id), Some(SUB))
+            .await?
+            .iter()
+            .map(parse_subscription)
+            .collect()
+    }
+
+    async fn delete_subscription(&self, org_id: &str, id: &str) -> Result<bool, StoreError> {
+        let table = &self.tables.subscriptions;
+        let mut backoff = Backoff::default();
+        loop {
+            let Some((sub, version)) = self.versioned(org_id, id).await? else {
+                return Ok(false);
+            };
+            let mut writes = vec![
+                delete(
+                    table,
+                    key(org_pk(org_id), sub_sk(id)),
+                    Some(Condition::version(version)),
+                )?,
+                delete(table, key(org_pk(org_id), uri_sk(&sub.uri)), None)?,
+                TransactWriteItem::builder()
+                    .update(
+                        Update::builder()
+                            .table_name(table)
+                            .set_key(Some(key(org_pk(org_id), COUNTER_SK.into())))
+                            .update_expression("ADD #n :minus_one")
+                            .expression_attribute_names("#n", "n")
+                            .expression_attribute_values(":minus_one", n(-1))
+                            .build()
+                            .map_err(backend_build)?,
+                    )
+                    .build(),
+            ];
+            for filter in distinct(&sub.event_filters) {
+                writes.push(delete(table, key(filter_pk(filter), sub_sk(id)), None)?);
+            }
+            match self.transact(writes).await? {
+                Transaction::Written => return Ok(true),
+                Transaction::Cancelled(_) => backoff.wait("delete").await?,
+            }
+        }
+    }
+
+    async fn subscriptions_for_filter(
+        &self,
+        filter: &str,
+    ) -> Result<Vec<StoredSubscription>, StoreError> {
+        self.query_all(&self.tables.subscriptions, filter_pk(filter), None)
+            .await?
+            .iter()
+            .map(parse_subscription)
+            .collect()
+    }
+
+    async fn record_delivery(
+        &self,
+        org_id: &str,
+        id: &str,
+        record: DeliveryRecord,
+    ) -> Result<Option<SubscriptionStatus>, StoreError> {
+        let table = &self.tables.subscriptions;
+        let mut backoff = Backoff::default();
+        // Index entries already removed by TTL (expired subscriptions).
+        let mut vanished: HashSet<String> = HashSet::new();
+        loop {
+            let Some((sub, version)) = self.versioned(org_id, id).await? else {
+                return Ok(None);
+            };
+            let (status, failing_since) = next_state(&sub, record);
+            if (status, failing_since) == (sub.status, sub.failing_since) {
+                return Ok(Some(status));
+            }
+            let mut writes = vec![state_update(
+                table,
+                key(org_pk(org_id), sub_sk(id)),
+                (status, failing_since),
+                Some(version),
+            )?];
+            let copies: Vec<&String> = distinct(&sub.event_filters)
+                .filter(|f| !vanished.contains(*f))
+                .collect();
+            for filter in &copies {
+                writes.push(state_update(
+                    table,
+                    key(filter_pk(filter), sub_sk(id)),
+                    (status, failing_since),
+                    None,
+                )?);
+            }
+            match self.transact(writes).await? {
+                Transaction::Written => return Ok(Some(status)),
+                Transaction::Cancelled(reasons) => {
+                    let gone: Vec<&String> = copies
+                        .iter()
+                        .zip(reasons.iter().skip(1))
+                        .filter(|(_, reason)| reason.condition_failed())
+                        .map(|(filter, _)| *filter)
+                        .collect();
+                    let subscription_changed = reasons.first().is_none_or(|r| r.code != "None");
+                    if gone.is_empty() || subscription_changed {
+                        backoff.wait("record_delivery").await?;
+                    }
+                    vanished.extend(gone.into_iter().cloned());
+                }
+            }
+        }
+    }
+
+    async fn put_message(&self, org_id: &str, message: &Message) -> Result<(), StoreError> {
+        let sk = msg_sk(&message.id);
+        if sk.len() > MAX_SORT_KEY {
+            return Err(StoreError::Backend(format!(
+                "message id of {} bytes is longer than a DynamoDB sort key allows",
+                message.id.len()
+            )));
+        }
+        let mut item = key(org_pk(org_id), sk);
+        item.insert("orgId".into(), s(org_id.into()));
+        item.insert("id".into(), s(message.id.clone()));
+        item.insert("owner".into(), optional(&message.owner));
+        item.insert("time".into(), optional(&message.time));
+        item.insert("direction".into(), s(message.direction.clone()));
+        item.insert("to".into(), list(&message.to));
+        item.insert("from".into(), s(message.from.clone()));
+        item.insert("text".into(), s(message.text.clone()));
+        item.insert("media".into(), list(&message.media));
+        item.insert("attachments".into(), list(&message.attachments));
+        self.client
+            .put_item()
+            .table_name(&self.tables.messages)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn get_message(&self, org_id: &str, id: &str) -> Result<Option<Message>, StoreError> {
+        let sk = msg_sk(id);
+        if sk.len() > MAX_SORT_KEY {
+            return Ok(None);
+        }
+        // Strongly consistent: a client fetches the message right after the
+        // notification that the ingesting process sent.
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.tables.messages)
+            .key("pk", s(org_pk(org_id)))
+            .key("sk", s(sk))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(backend)?;
+        let Some(item) = output.item() else {
+            return Ok(None);
+        };
+        Ok(Some(Message {
+            id: text(item, "id")?,
+            owner: optional_text(item, "owner")?,
+            time: optional_text(item, "time")?,
+            direction: text(item, "direction")?,
+            to: texts(item, "to")?,
+            from: text(item, "from")?,
+            text: text(item, "text")?,
+            media: texts(item, "media")?,
+            attachments: texts(item, "attachments")?,
+        }))
+    }
+}
+
+/// The delivery bookkeeping rules (the same as every adapter's).
+pub(super) fn next_state(
+    sub: &StoredSubscription,
+    record: DeliveryRecord,
+) -> (SubscriptionStatus, Option<i64>) {
+    match record {
+        DeliveryRecord::Succeeded => (sub.status, None),
+        DeliveryRecord::Failed {
+            now,
+            blacklist_after_ms,
+        } => {
+            let since = sub.failing_since.unwrap_or(now);
+            let blacklist = sub.status == SubscriptionStatus::Active
+                && sub.failing_since.is_some()
+                && now - since >= blacklist_after_ms;
+            let status = if blacklist {
+                SubscriptionStatus::Blacklisted
+            } else {
+                sub.status
+            };
+            (status, Some(since))
+        }
+        DeliveryRecord::Gone => (SubscriptionStatus::Blacklisted, sub.failing_since),
+    }
+}
+
+/// Sets status and failure streak of a subscription item (at `version`,
+/// which is bumped) or of an index entry (if it still exists).
+pub(super) fn state_update(
+    table: &str,
+    key: Item,
+    (status, failing_since): (SubscriptionStatus, Option<i64>),
+    version: Option<u64>,
+) -> Result<TransactWriteItem, StoreError> {
+    let mut set = vec!["#status = :status"];
+    let mut update = Update::builder()
+        .table_name(table)
+        .set_key(Some(key))
+        .expression_attribute_names("#status", "status")
+        .expression_attribute_names("#fs", "failingSince")
+        .expression_attribute_values(":status", s(status.as_str().into()));
+    if let Some(at) = failing_since {
+        set.push("#fs = :fs");
+        update = update.expression_attribute_values(":fs", n(at));
+    }
+    update = match version {
+        Some(version) => {
+            set.push("#v = :next");
+            update
+                .condition_expression("#v = :v")
+                .expression_attribute_names("#v", "version")
+                .expression_attribute_values(":v", n(version as i64))
+                .expression_attribute_values(":next", n(version as i64 + 1))
+        }
+        None => update.condition_expression("attribute_exists(pk)"),
+    };
+    let remove = if failing_since.is_none() {
+        " REMOVE #fs"
+    } else {
+        ""
+    };
+    let update = update
+        .update_expression(format!("SET {}{remove}", set.join(", ")))
+        .build()
+        .map_err(backend_build)?;
+    Ok(TransactWriteItem::builder().update(update).build())
+}

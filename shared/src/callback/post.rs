@@ -1,0 +1,92 @@
+//! POSTing one signed notification to a callback: what came back (status and
+//! `Retry-After`), or why nothing did. Deciding what that means is
+//! `delivery::decide`'s job, not this one's.
+
+use std::time::{Duration, Instant};
+
+use http::header::{CONTENT_TYPE, RETRY_AFTER};
+
+use super::{CallFailure, CallbackClient, CallbackTarget};
+
+/// At most this much of a callback's response body is read.
+pub const MAX_RESPONSE_BODY: usize = 16 * 1024;
+
+/// A notification ready to send: its body and the Standard Webhooks headers.
+pub struct SignedNotification<'a> {
+    /// `webhook-id`: the notification uuid.
+    pub id: &'a str,
+    /// `webhook-timestamp`: epoch seconds.
+    pub timestamp: i64,
+    /// `webhook-signature`.
+    pub signature: String,
+    pub body: &'a str,
+}
+
+/// What one POST produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Posted {
+    /// The callback answered.
+    Answered {
+        status: u16,
+        /// The raw `Retry-After` header, if any.
+        retry_after: Option<String>,
+        elapsed: Duration,
+    },
+    /// No answer: the step that failed.
+    Failed {
+        failure: CallFailure,
+        elapsed: Duration,
+    },
+}
+
+impl CallbackClient {
+    /// POSTs `notification` to `target` within `timeout`, following no
+    /// redirect, and reads a bounded amount of the answer.
+    pub async fn post(
+        &self,
+        target: &CallbackTarget,
+        notification: SignedNotification<'_>,
+        timeout: Duration,
+    ) -> Posted {
+        let started = Instant::now();
+        let sent = self
+            .http()
+            .post(target.url().clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header("webhook-id", notification.id)
+            .header("webhook-timestamp", notification.timestamp.to_string())
+            .header("webhook-signature", notification.signature)
+            .body(notification.body.to_owned())
+            .timeout(timeout)
+            .send()
+            .await;
+        let mut response = match sent {
+            Ok(r) => r,
+            Err(e) => {
+                return Posted::Failed {
+                    failure: CallFailure::classify(&e),
+                    elapsed: started.elapsed(),
+                }
+            }
+        };
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        // Read a bounded amount so the connection can be reused; never more.
+        let mut read = 0;
+        while read <= MAX_RESPONSE_BODY {
+            match tokio::time::timeout(Duration::from_secs(1), response.chunk()).await {
+                Ok(Ok(Some(chunk))) => read += chunk.len(),
+                _ => break,
+            }
+        }
+        Posted::Answered {
+            status,
+            retry_after,
+            elapsed: started.elapsed(),
+        }
+    }
+}

@@ -1,0 +1,357 @@
+//! What happens to a notification after an attempt: a pure function of what
+//! the attempt found, the attempt number, the time and the retry schedule.
+//! Every runtime's fate of a notification is decided here and nowhere else.
+
+use std::time::Duration;
+
+use crate::clock::millis;
+
+/// What one attempt found: everything [`decide`] needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attempt {
+    /// Not sent: the subscription was deleted, is not ACTIVE, or expired.
+    Unwanted(String),
+    /// Not sent, and it never can be: unusable secret or callback uri.
+    Unsendable(String),
+    /// The subscription could not be read; nothing was sent.
+    StoreUnavailable(String),
+    /// The callback answered 2xx.
+    Succeeded,
+    /// The callback answered `410 Gone`; the subscription is now BLACKLISTED.
+    Gone,
+    /// No answer, a forbidden address or a status other than 2xx and 410.
+    Failed {
+        /// The failing step (`CONNECT_FAILED`, ...) or `status <n>`.
+        reason: String,
+        /// The `Retry-After` of a 429 or 503 answer.
+        retry_after: Option<String>,
+        /// The subscription after the failure was recorded on it.
+        subscription: AfterFailure,
+    },
+}
+
+/// A subscription's state once a failed attempt is recorded on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterFailure {
+    /// Still deliverable (or unknown: the store did not answer).
+    Deliverable,
+    /// Its failure streak outlasted `WEBHOOKS_BLACKLIST_AFTER`: BLACKLISTED now.
+    Blacklisted,
+    /// Deleted meanwhile.
+    Deleted,
+}
+
+/// The notification's fate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Sent and acknowledged: remove it from the queue.
+    Delivered,
+    /// Failed: attempt it again at `at` (epoch ms).
+    Retry { at: i64, reason: String },
+    /// Given up (schedule exhausted, or unsendable): keep it as a dead letter.
+    Dead(String),
+    /// Its subscription was blacklisted by this failure: keep it as a dead letter.
+    Blacklist(String),
+    /// Not sent and never will be (subscription deleted, inactive, expired,
+    /// or the callback answered 410): remove it.
+    Drop(String),
+}
+
+impl Verdict {
+    /// The reason, for logs; none for a delivery.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Verdict::Delivered => None,
+            Verdict::Retry { reason, .. }
+            | Verdict::Dead(reason)
+            | Verdict::Blacklist(reason)
+            | Verdict::Drop(reason) => Some(reason),
+        }
+    }
+}
+
+/// The retry delay when the store could not be read and the schedule is empty.
+const STORE_RETRY: Duration = Duration::from_secs(5);
+
+/// Decides the fate of attempt number `number` (1 for the first) made at
+/// `now`. `schedule[n - 1]` is the delay after failed attempt `n`; past its
+/// end the notification is dead. `random` in `[0, 1]` spreads the delays by
+/// ±20 % so that retries of many notifications do not arrive together.
+pub fn decide(
+    attempt: &Attempt,
+    number: u32,
+    now: i64,
+    schedule: &[Duration],
+    random: f64,
+) -> Verdict {
+    match attempt {
+        Attempt::Succeeded => Verdict::Delivered,
+        Attempt::Unwanted(reason) => Verdict::Drop(reason.clone()),
+        Attempt::Unsendable(reason) => Verdict::Dead(reason.clone()),
+        Attempt::Gone => {
+            Verdict::Drop("the callback answered 410 Gone: subscription blacklisted".into())
+        }
+        Attempt::StoreUnavailable(reason) => {
+            let base = schedule.first().copied().unwrap_or(STORE_RETRY);
+            Verdict::Retry {
+                at: now + millis(jitter(base, random)),
+                reason: reason.clone(),
+            }
+        }
+        Attempt::Failed {
+            reason,
+            retry_after,
+            subscription,
+        } => match subscription {
+            AfterFailure::Blacklisted => {
+                Verdict::Blacklist(format!("{reason}; the subscription is now BLACKLISTED"))
+            }
+            AfterFailure::Deleted => Verdict::Drop("the subscription was deleted".into()),
+            AfterFailure::Deliverable => {
+                let Some(base) = schedule.get(number.saturating_sub(1) as usize) else {
+                    return Verdict::Dead(format!("{reason}; gave up after {number} attempts"));
+                };
+                let delay = match retry_after
+                    .as_deref()
+                    .and_then(|v| parse_retry_after(v, now))
+                {
+                    Some(asked) => clamp_to_schedule(asked, schedule),
+                    None => jitter(*base, random),
+                };
+                Verdict::Retry {
+                    at: now + millis(delay),
+                    reason: reason.clone(),
+                }
+            }
+        },
+    }
+}
+
+/// `d` spread by ±20 %: `random` 0 gives 80 %, 1 gives 120 %.
+pub fn jitter(d: Duration, random: f64) -> Duration {
+    d.mul_f64(0.8 + 0.4 * random.clamp(0.0, 1.0))
+}
+
+fn clamp_to_schedule(d: Duration, schedule: &[Duration]) -> Duration {
+    let min = schedule.iter().min().copied().unwrap_or_default();
+    let max = schedule.iter().max().copied().unwrap_or(d);
+    d.clamp(min, max)
+}
+
+/// The longest delay a `Retry-After` can ask for, in either form.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(7 * 86_400);
+
+/// `Retry-After` at `now` (epoch ms): delay-seconds or an HTTP date, at most
+/// [`MAX_RETRY_AFTER`]; a past date means now.
+pub fn parse_retry_after(value: &str, now: i64) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    let at_ms = at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(millis)
+        .unwrap_or(0);
+    let delay = Duration::from_millis(u64::try_from(at_ms - now).unwrap_or(0));
+    Some(delay.min(MAX_RETRY_AFTER))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: i64 = 1_700_000_000_000;
+    const S: i64 = 1000;
+
+    fn schedule() -> Vec<Duration> {
+        [5, 60, 300].map(Duration::from_secs).to_vec()
+    }
+
+    fn failed(retry_after: Option<&str>, subscription: AfterFailure) -> Attempt {
+        Attempt::Failed {
+            reason: "status 500".into(),
+            retry_after: retry_after.map(str::to_owned),
+            subscription,
+        }
+    }
+
+    fn retry(at: i64, reason: &str) -> Verdict {
+        Verdict::Retry {
+            at,
+            reason: reason.into(),
+        }
+    }
+
+    /// The whole decision, one row per case: attempt, attempt number,
+    /// random draw, expected verdict.
+    #[test]
+    fn decision_table() {
+        use AfterFailure::*;
+        let rows: Vec<(Attempt, u32, f64, Verdict)> = vec![
+            (Attempt::Succeeded, 1, 0.5, Verdict::Delivered),
+            (Attempt::Succeeded, 4, 0.5, Verdict::Delivered),
+            (
+                Attempt::Unwanted("the subscription is EXPIRED".into()),
+                1,
+                0.5,
+                Verdict::Drop("the subscription is EXPIRED".into()),
+            ),
+            (
+                Attempt::Unsendable("bad secret".into()),
+                1,
+                0.5,
+                Verdict::Dead("bad secret".into()),
+            ),
+            (
+                Attempt::Gone,
+                2,
+                0.5,
+                Verdict::Drop("the callback answered 410 Gone: subscription blacklisted".into()),
+            ),
+            // Store down: the first delay of the schedule, jittered.
+            (
+                Attempt::StoreUnavailable("store down".into()),
+                7,
+                0.5,
+                retry(NOW + 5 * S, "store down"),
+            ),
+            // Failures walk the schedule, with ±20 % jitter.
+            (
+                failed(None, Deliverable),
+                1,
+                0.5,
+                retry(NOW + 5 * S, "status 500"),
+            ),
+            (
+                failed(None, Deliverable),
+                1,
+                0.0,
+                retry(NOW + 4 * S, "status 500"),
+            ),
+            (
+                failed(None, Deliverable),
+                1,
+                1.0,
+                retry(NOW + 6 * S, "status 500"),
+            ),
+            (
+                failed(None, Deliverable),
+                2,
+                0.5,
+                retry(NOW + 60 * S, "status 500"),
+            ),
+            (
+                failed(None, Deliverable),
+                3,
+                0.5,
+                retry(NOW + 300 * S, "status 500"),
+            ),
+            // Past the schedule: dead.
+            (
+                failed(None, Deliverable),
+                4,
+                0.5,
+                Verdict::Dead("status 500; gave up after 4 attempts".into()),
+            ),
+            // Retry-After is honoured within the schedule's bounds, not jittered.
+            (
+                failed(Some("30"), Deliverable),
+                1,
+                0.0,
+                retry(NOW + 30 * S, "status 500"),
+            ),
+            (
+                failed(Some("1"), Deliverable),
+                2,
+                0.0,
+                retry(NOW + 5 * S, "status 500"),
+            ),
+            (
+                failed(Some("86400"), Deliverable),
+                1,
+                0.0,
+                retry(NOW + 300 * S, "status 500"),
+            ),
+            (
+                failed(Some("soon"), Deliverable),
+                2,
+                0.5,
+                retry(NOW + 60 * S, "status 500"),
+            ),
+            // ... but never past the end of the schedule.
+            (
+                failed(Some("30"), Deliverable),
+                4,
+                0.5,
+                Verdict::Dead("status 500; gave up after 4 attempts".into()),
+            ),
+            // The failure blacklisted the subscription, or it was deleted.
+            (
+                failed(None, Blacklisted),
+                1,
+                0.5,
+                Verdict::Blacklist("status 500; the subscription is now BLACKLISTED".into()),
+            ),
+            (
+                failed(None, Deleted),
+                1,
+                0.5,
+                Verdict::Drop("the subscription was deleted".into()),
+            ),
+        ];
+        for (attempt, number, random, expected) in rows {
+            assert_eq!(
+                decide(&attempt, number, NOW, &schedule(), random),
+                expected,
+                "{attempt:?}, attempt {number}, random {random}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_empty_schedule_gives_up_at_once_and_store_failures_wait_five_seconds() {
+        assert_eq!(
+            decide(&failed(None, AfterFailure::Deliverable), 1, NOW, &[], 0.5),
+            Verdict::Dead("status 500; gave up after 1 attempts".into())
+        );
+        assert_eq!(
+            decide(&Attempt::StoreUnavailable("x".into()), 1, NOW, &[], 0.5),
+            retry(NOW + 5 * S, "x")
+        );
+    }
+
+    #[test]
+    fn retry_after_forms() {
+        assert_eq!(
+            parse_retry_after("120", NOW),
+            Some(Duration::from_secs(120))
+        );
+        assert_eq!(parse_retry_after(" 0 ", NOW), Some(Duration::ZERO));
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", NOW),
+            Some(Duration::ZERO),
+            "a past date means now"
+        );
+        // 2023-11-14T22:13:20Z is NOW; one hour later:
+        assert_eq!(
+            parse_retry_after("Tue, 14 Nov 2023 23:13:20 GMT", NOW),
+            Some(Duration::from_secs(3600))
+        );
+        for bad in ["", "soon", "-5", "1.5", "99999999999999999999999"] {
+            assert_eq!(parse_retry_after(bad, NOW), None, "{bad}");
+        }
+        assert_eq!(
+            parse_retry_after("999999999999", NOW),
+            Some(MAX_RETRY_AFTER)
+        );
+    }
+
+    #[test]
+    fn jitter_stays_within_twenty_percent() {
+        let d = Duration::from_secs(10);
+        assert_eq!(jitter(d, 0.0), Duration::from_secs(8));
+        assert_eq!(jitter(d, 1.0), Duration::from_secs(12));
+        assert_eq!(jitter(d, 7.0), Duration::from_secs(12), "clamped");
+    }
+}

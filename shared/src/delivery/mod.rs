@@ -1,0 +1,217 @@
+//! Delivering one notification, the same way on every runtime (SQLite
+//! workers, the SQS poller of `webhooks-local --backend aws`, the
+//! `deliver-notifications` Lambda): [`deliver`] runs the steps
+//!
+//! 1. [`prepare`]: read the subscription, check it is deliverable, its key
+//!    and its callback target (the address policy);
+//! 2. post: sign and POST ([`CallbackClient::post`](crate::callback::CallbackClient::post));
+//! 3. [`record`]: the subscription's failure bookkeeping (streak, blacklist);
+//! 4. [`decide`]: a pure function from what happened to a [`Verdict`];
+//! 5. [`settle`]: complete, retry later or dead-letter the queue's lease.
+//!
+//! Runtimes only lease jobs and call [`deliver`].
+
+pub mod decide;
+pub mod worker;
+
+use std::time::Duration;
+
+pub use decide::{decide, AfterFailure, Attempt, Verdict};
+pub use worker::run_workers;
+
+use crate::app::App;
+use crate::callback::post::{Posted, SignedNotification};
+use crate::callback::{CallFailure, CallbackTarget, UriProblem};
+use crate::model::SubscriptionStatus;
+use crate::queue::{DeliveryJob, DeliveryQueue, Lease, QueueError};
+use crate::signature::SigningKey;
+use crate::store::{DeliveryRecord, StoredSubscription};
+
+/// Attempts one delivery and settles the lease with the verdict.
+pub async fn deliver(
+    app: &App,
+    queue: &dyn DeliveryQueue,
+    lease: &Lease,
+) -> Result<Verdict, QueueError> {
+    let now = app.clock.now_ms();
+    let attempt = match prepare(app, &lease.job, now).await {
+        Ok(ready) => {
+            let posted = post(app, &ready, &lease.job, now).await;
+            record(app, &ready.subscription, &posted, now).await
+        }
+        Err(not_sent) => not_sent,
+    };
+    let random = u32::from_le_bytes(crate::secret::random_bytes::<4>()) as f64 / u32::MAX as f64;
+    let verdict = decide(
+        &attempt,
+        lease.attempt,
+        now,
+        &app.config.retry_schedule,
+        random,
+    );
+    settle(queue, lease, &verdict, now).await?;
+    Ok(verdict)
+}
+
+/// A notification ready to be sent.
+pub struct Ready {
+    pub subscription: StoredSubscription,
+    pub key: SigningKey,
+    /// The checked callback, or why the policy refused it (a failed attempt).
+    pub target: Result<CallbackTarget, CallFailure>,
+}
+
+/// Step 1: what sending needs, or why it is not sent.
+pub async fn prepare(app: &App, job: &DeliveryJob, now: i64) -> Result<Ready, Attempt> {
+    let subscription = match app
+        .store
+        .get_subscription(&job.org_id, &job.subscription_id)
+        .await
+    {
+        Ok(Some(sub)) => sub,
+        Ok(None) => return Err(Attempt::Unwanted("the subscription was deleted".into())),
+        Err(e) => return Err(Attempt::StoreUnavailable(format!("store unavailable: {e}"))),
+    };
+    if subscription.status != SubscriptionStatus::Active {
+        return Err(Attempt::Unwanted(format!(
+            "the subscription is {}",
+            subscription.status.as_str()
+        )));
+    }
+    if subscription.expires_at <= now {
+        return Err(Attempt::Unwanted("the subscription has expired".into()));
+    }
+    let Ok(key) = SigningKey::from_secret(&subscription.secret) else {
+        return Err(Attempt::Unsendable(
+            "the subscription's signing secret is unusable".into(),
+        ));
+    };
+    let target = match app.callbacks.policy.check_uri(&subscription.uri) {
+        Ok(target) => Ok(target),
+        Err(UriProblem::Forbidden(_)) => Err(CallFailure::AddressForbidden),
+        Err(UriProblem::Invalid(m)) => {
+            return Err(Attempt::Unsendable(format!(
+                "the callback uri is invalid: {m}"
+            )))
+        }
+    };
+    Ok(Ready {
+        subscription,
+        key,
+        target,
+    })
+}
+
+/// Step 2: sign and POST (a refused target is a failed attempt, not a call).
+async fn post(app: &App, ready: &Ready, job: &DeliveryJob, now: i64) -> Posted {
+    let target = match &ready.target {
+        Ok(target) => target,
+        Err(failure) => {
+            return Posted::Failed {
+                failure: *failure,
+                elapsed: Duration::ZERO,
+            }
+        }
+    };
+    let timestamp = now / 1000;
+    let notification = SignedNotification {
+        id: &job.id,
+        timestamp,
+        signature: ready.key.sign(&job.id, timestamp, job.body.as_bytes()),
+        body: &job.body,
+    };
+    app.callbacks
+        .post(target, notification, app.config.delivery_timeout)
+        .await
+}
+
+/// Step 3: the subscription's bookkeeping for what the POST produced. A 2xx
+/// ends a failure streak; a 410 blacklists; another failure starts or
+/// extends the streak, which blacklists once older than the configured time.
+pub async fn record(
+    app: &App,
+    subscription: &StoredSubscription,
+    posted: &Posted,
+    now: i64,
+) -> Attempt {
+    let (reason, retry_after) = match posted {
+        Posted::Answered { status, .. } if (200..300).contains(status) => {
+            if subscription.failing_since.is_some() {
+                let _ = app
+                    .store
+                    .record_delivery(
+                        &subscription.org_id,
+                        &subscription.id,
+                        DeliveryRecord::Succeeded,
+                    )
+                    .await;
+            }
+            return Attempt::Succeeded;
+        }
+        Posted::Answered { status: 410, .. } => {
+            let _ = app
+                .store
+                .record_delivery(&subscription.org_id, &subscription.id, DeliveryRecord::Gone)
+                .await;
+            return Attempt::Gone;
+        }
+        Posted::Answered {
+            status,
+            retry_after,
+            ..
+        } => {
+            let hint = matches!(status, 429 | 503)
+                .then(|| retry_after.clone())
+                .flatten();
+            (format!("status {status}"), hint)
+        }
+        Posted::Failed { failure, .. } => (failure.code().to_owned(), None),
+    };
+    let failed = DeliveryRecord::Failed {
+        now,
+        blacklist_after_ms: crate::clock::millis(app.config.blacklist_after),
+    };
+    let after = app
+        .store
+        .record_delivery(&subscription.org_id, &subscription.id, failed)
+        .await;
+    Attempt::Failed {
+        reason,
+        retry_after,
+        subscription: match after {
+            Ok(Some(SubscriptionStatus::Blacklisted)) => AfterFailure::Blacklisted,
+            Ok(None) => AfterFailure::Deleted,
+            // Unknown (the store did not answer) counts as deliverable: retry.
+            _ => AfterFailure::Deliverable,
+        },
+    }
+}
+
+/// Step 5: applies the verdict to the lease.
+pub async fn settle(
+    queue: &dyn DeliveryQueue,
+    lease: &Lease,
+    verdict: &Verdict,
+    now: i64,
+) -> Result<(), QueueError> {
+    let job = &lease.job;
+    match verdict {
+        Verdict::Delivered => {
+            tracing::debug!(notification = %job.id, subscription_id = %job.subscription_id, attempt = lease.attempt, "delivered");
+            queue.complete(lease).await
+        }
+        Verdict::Drop(reason) => {
+            tracing::info!(notification = %job.id, subscription_id = %job.subscription_id, org_id = %job.org_id, %reason, "notification dropped");
+            queue.complete(lease).await
+        }
+        Verdict::Retry { at, reason } => {
+            let delay = Duration::from_millis(u64::try_from(at - now).unwrap_or(0));
+            tracing::info!(notification = %job.id, subscription_id = %job.subscription_id, org_id = %job.org_id, attempt = lease.attempt, delay_ms = delay.as_millis() as u64, %reason, "delivery failed, will retry");
+            queue.retry_after(lease, delay).await
+        }
+        Verdict::Dead(reason) | Verdict::Blacklist(reason) => {
+            tracing::warn!(notification = %job.id, subscription_id = %job.subscription_id, org_id = %job.org_id, attempt = lease.attempt, %reason, "notification dead-lettered");
+            queue.dead_letter(lease, reason).await
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! The API's endpoints, described once: method and path of each. Both
+//! runtimes use this table: `webhooks-local` resolves a request's method and
+//! path against it ([`Route::resolve`]); each Lambda function serves one
+//! [`Endpoint`] and takes the id from API Gateway's `pathParameters`, named
+//! as in the path ([`Route::for_endpoint`]). `template.yaml` declares the
+//! same paths.
+
+use http::{Method, StatusCode};
+
+use crate::error::ApiError;
+
+/// API Gateway's stage; paths are accepted with or without it.
+pub const STAGE_PREFIX: &str = "/prod";
+/// Ids in paths are at most this many characters.
+pub const MAX_ID_LEN: usize = 256;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    CreateSubscription,
+    ListSubscriptions,
+    GetSubscription,
+    DeleteSubscription,
+    GetSubscriptionSecret,
+    GetMessage,
+    /// `POST /events`: event ingestion over HTTP (`webhooks-local`; on AWS,
+    /// events arrive on SQS and this is no function).
+    IngestEvent,
+}
+
+/// An endpoint, its method and its path.
+type Entry = (Endpoint, Method, &'static str);
+
+/// Every endpoint: method and path below the stage. `{name}` is a path
+/// parameter (API Gateway's name for it too).
+const TABLE: [Entry; 7] = [
+    (
+        Endpoint::CreateSubscription,
+        Method::POST,
+        "/webhooksubscription",
+    ),
+    (
+        Endpoint::ListSubscriptions,
+        Method::GET,
+        "/webhooksubscription/all",
+    ),
+    (
+        Endpoint::GetSubscription,
+        Method::GET,
+        "/webhooksubscription/{id}",
+    ),
+    (
+        Endpoint::DeleteSubscription,
+        Method::DELETE,
+        "/webhooksubscription/{id}",
+    ),
+    (
+        Endpoint::GetSubscriptionSecret,
+        Method::GET,
+        "/webhooksubscription/{id}/secret",
+    ),
+    (
+        Endpoint::GetMessage,
+        Method::GET,
+        "/message/getmessagebyid/{messageId}",
+    ),
+    (Endpoint::IngestEvent, Method::POST, "/events"),
+];
+
+impl Endpoint {
+    fn entry(self) -> &'static Entry {
+        TABLE
+            .iter()
+            .find(|(e, _, _)| *e == self)
+            .expect("every endpoint is in the table")
+    }
+
+    pub fn method(self) -> Method {
+        self.entry().1.clone()
+    }
+
+    /// The path template below the stage, e.g. `/webhooksubscription/{id}`.
+    pub fn path(self) -> &'static str {
+        self.entry().2
+    }
+
+    /// The name of the path parameter holding the id, if the path has one.
+    pub fn id_parameter(self) -> Option<&'static str> {
+        self.path()
+            .split('/')
+            .find_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+    }
+}
+
+/// A resolved request: the endpoint, with its id where it has one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    CreateSubscription,
+    ListSubscriptions,
+    GetSubscription(String),
+    DeleteSubscription(String),
+    GetSubscriptionSecret(String),
+    GetMessage(String),
+    IngestEvent,
+}
+
+impl Route {
+    /// The route of `endpoint` with `id` (which it must have if its path has one).
+    fn new(endpoint: Endpoint, id: Option<String>) -> Option<Route> {
+        Some(match endpoint {
+            Endpoint::CreateSubscription => Route::CreateSubscription,
+            Endpoint::ListSubscriptions => Route::ListSubscriptions,
+            Endpoint::GetSubscription => Route::GetSubscription(id?),
+            Endpoint::DeleteSubscription => Route::DeleteSubscription(id?),
+            Endpoint::GetSubscriptionSecret => Route::GetSubscriptionSecret(id?),
+            Endpoint::GetMessage => Route::GetMessage(id?),
+            Endpoint::IngestEvent => Route::IngestEvent,
+        })
+    }
+
+    pub fn endpoint(&self) -> Endpoint {
+        match self {
+            Route::CreateSubscription => Endpoint::CreateSubscription,
+            Route::ListSubscriptions => Endpoint::ListSubscriptions,
+            Route::GetSubscription(_) => Endpoint::GetSubscription,
+            Route::DeleteSubscription(_) => Endpoint::DeleteSubscription,
+            Route::GetSubscriptionSecret(_) => Endpoint::GetSubscriptionSecret,
+            Route::GetMessage(_) => Endpoint::GetMessage,
+            Route::IngestEvent => Endpoint::IngestEvent,
+        }
+    }
+
+    pub fn method(&self) -> Method {
+        self.endpoint().method()
+    }
+
+    /// Matches a method and path (with or without the stage) against the
+    /// table: unknown paths are 404, known paths with another method 405.
+    /// A literal segment beats a parameter (`/webhooksubscription/all`).
+    pub fn resolve(method: &Method, path: &str) -> Result<Route, ApiError> {
+        let path = path
+            .strip_prefix(STAGE_PREFIX)
+            .filter(|p| p.is_empty() || p.starts_with('/'))
+            .unwrap_or(path);
+        let path = path.strip_suffix('/').unwrap_or(path);
+        let segments: Vec<&str> = path.split('/').skip(1).collect();
+        // The matching templates with the most literal segments.
+        let matches: Vec<(usize, &Entry, Option<&str>)> = TABLE
+            .iter()
+            .filter_map(|entry| match_template(entry.2, &segments).map(|(l, id)| (l, entry, id)))
+            .collect();
+        let best = matches
+            .iter()
+            .map(|(l, _, _)| *l)
+            .max()
+            .ok_or_else(|| route_not_found(path))?;
+        let candidates: Vec<_> = matches.iter().filter(|(l, _, _)| *l == best).collect();
+        let Some((_, (endpoint, _, _), raw)) = candidates.iter().find(|(_, e, _)| e.1 == method)
+        else {
+            let allow = candidates
+                .iter()
+                .map(|(_, e, _)| e.1.as_str())
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(method_not_allowed(method, &allow));
+        };
+        let id = match raw {
+            None => None,
+            Some(raw) => {
+                let decoded = percent_encoding::percent_decode_str(raw)
+                    .decode_utf8_lossy()
+                    .into_owned();
+                if decoded.is_empty() || decoded.chars().count() > MAX_ID_LEN {
+                    return Err(route_not_found(path));
+                }
+                Some(decoded)
+            }
+        };
+        Route::new(*endpoint, id).ok_or_else(|| route_not_found(path))
+    }
+
+    /// The route of a function that serves `endpoint`, whose id (if any) is
+    /// the path parameter `parameter(name)` API Gateway extracted.
+    pub fn for_endpoint<'a>(
+        endpoint: Endpoint,
+        method: &Method,
+        parameter: impl Fn(&str) -> Option<&'a str>,
+    ) -> Result<Route, ApiError> {
+        if *method != endpoint.method() {
+            return Err(method_not_allowed(method, endpoint.method().as_str()));
+        }
+        let id = endpoint.id_parameter().and_then(|name| {
+            parameter(name)
+                .filter(|id| !id.is_empty() && id.len() <= MAX_ID_LEN)
+                .map(str::to_owned)
+        });
+        Route::new(endpoint, id).ok_or_else(|| {
+            ApiError::not_found(
+                "ROUTE_NOT_FOUND",
+                "the request has no valid id path parameter",
+            )
+        })
+    }
+}
+
+/// Whether `segments` fit `template`: the number of literal segments, and
+/// the raw value of its parameter.
+fn match_template<'a>(template: &str, segments: &[&'a str]) -> Option<(usize, Option<&'a str>)> {
+    let parts: Vec<&str> = template.split('/').skip(1).collect();
+    if parts.len() != segments.len() {
+        return None;
+    }
+    let mut literals = 0;
+    let mut id = None;
+    for (part, segment) in parts.iter().zip(segments) {
+        if part.starts_with('{') {
+            id = Some(*segment);
+        } else if part == segment {
+            literals += 1;
+        } else {
+            return None;
+        }
+    }
+    Some((literals, id))
+}
+
+fn method_not_allowed(method: &Method, allow: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "METHOD_NOT_ALLOWED",
+        format!("{method} is not allowed here; allowed: {allow}"),
+    )
+    .with_header(http::header::ALLOW, allow.to_owned())
+}
+
+pub fn route_not_found(path: &str) -> ApiError {
+    let shown: String = path.chars().take(200).collect();
+    ApiError::not_found(
+        "ROUTE_NOT_FOUND",
+        format!("no resource at '{STAGE_PREFIX}{shown}'"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_with_and_without_stage() {
+        let id = "00000000-0000-4000-8000-000000000001".to_owned();
+        for prefix in ["", "/prod"] {
+            let r = |m: Method, p: &str| Route::resolve(&m, &format!("{prefix}{p}"));
+            assert_eq!(
+                r(Method::POST, "/webhooksubscription"),
+                Ok(Route::CreateSubscription)
+            );
+            assert_eq!(
+                r(Method::GET, "/webhooksubscription/all"),
+                Ok(Route::ListSubscriptions)
+            );
+            assert_eq!(
+                r(Method::GET, &format!("/webhooksubscription/{id}")),
+                Ok(Route::GetSubscription(id.clone()))
+            );
+            assert_eq!(
+                r(Method::DELETE, &format!("/webhooksubscription/{id}/")),
+                Ok(Route::DeleteSubscription(id.clone()))
+            );
+            assert_eq!(
+                r(Method::GET, &format!("/webhooksubscription/{id}/secret")),
+                Ok(Route::GetSubscriptionSecret(id.clone()))
+            );
+            assert_eq!(
+                r(Method::GET, "/message/getmessagebyid/m%201"),
+                Ok(Route::GetMessage("m 1".into()))
+            );
+            assert_eq!(r(Method::POST, "/events"), Ok(Route::IngestEvent));
+        }
+        assert_eq!(
+            Route::resolve(&Method::GET, "/prod/nothing")
+                .unwrap_err()
+                .code,
+            "ROUTE_NOT_FOUND"
+        );
+        assert_eq!(
+            Route::resolve(&Method::GET, "/production/webhooksubscription/all")
+                .unwrap_err()
+                .code,
+            "ROUTE_NOT_FOUND"
+        );
+        let e = Route::resolve(&Method::PUT, "/prod/webhooksubscription").unwrap_err();
+        assert_eq!(
+            (e.status, e.code),
+            (StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED")
+        );
+        assert_eq!(e.headers[0].1, "POST");
+        let e = Route::resolve(&Method::POST, "/prod/webhooksubscription/x").unwrap_err();
+        assert_eq!(e.headers[0].1, "GET, DELETE");
+        let e = Route::resolve(&Method::DELETE, "/prod/webhooksubscription/all").unwrap_err();
+        assert_eq!(e.headers[0].1, "GET", "the literal beats the parameter");
+    }
+
+    #[test]
+    fn every_endpoint_names_its_id_parameter_as_api_gateway_does() {
+        assert_eq!(Endpoint::GetMessage.id_parameter(), Some("messageId"));
+        assert_eq!(Endpoint::GetSubscriptionSecret.id_parameter(), Some("id"));
+        assert_eq!(Endpoint::ListSubscriptions.id_parameter(), None);
+        for (endpoint, method, path) in TABLE {
+            let concrete = path.replace("{id}", "x").replace("{messageId}", "x");
+            assert_eq!(
+                Route::resolve(&method, &concrete).map(|r| r.endpoint()),
+                Ok(endpoint)
+            );
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! The one place where adapters are built: every runtime (`webhooks-local`,
+//! each Lambda function, the benchmarks) gets its store, outbox and delivery
+//! queue from here, from the typed configuration.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::app::App;
+use crate::config::Config;
+use crate::queue::{DeliveryQueue, Outbox};
+#[cfg(feature = "sqlite")]
+use crate::sqlite::SqliteDb;
+
+/// Where the data lives.
+pub enum Backend {
+    /// One SQLite file holds store, outbox and queue.
+    #[cfg(feature = "sqlite")]
+    Sqlite(PathBuf),
+    /// DynamoDB tables and SQS queues.
+    #[cfg(feature = "aws")]
+    Aws(aws::AwsBackend),
+}
+
+/// The ports of one backend: the [`App`] (with the store) the handlers work
+/// with, the outbox ingestion commits to, and the queue delivery reads.
+pub struct Services {
+    pub app: Arc<App>,
+    pub outbox: Arc<dyn Outbox>,
+    pub queue: Arc<dyn DeliveryQueue>,
+}
+
+impl Services {
+    /// Opens the backend. The SQLite file is created and migrated if needed,
+    /// and jobs a killed predecessor had leased are made due at once: the
+    /// caller is the one process serving that file.
+    pub async fn open(config: Config, backend: Backend) -> Result<Services, String> {
+        match backend {
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite(path) => {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                }
+                let db = Arc::new(SqliteDb::open(&path).map_err(|e| e.to_string())?);
+                let released = db.release_leases().await.map_err(|e| e.to_string())?;
+                if released > 0 {
+                    tracing::info!(released, "resuming deliveries left in flight");
+                }
+                Ok(Services {
+                    app: Arc::new(App::new(config, db.clone())),
+                    outbox: db.clone(),
+                    queue: db,
+                })
+            }
+            #[cfg(feature = "aws")]
+            Backend::Aws(aws) => {
+                let opened = aws::open(&aws, true).await?;
+                let queue = opened.queue.expect("a queue was asked for");
+                let app = App::new(config, opened.store.clone());
+                Ok(Services {
+                    outbox: Arc::new(crate::aws::outbox::AwsOutbox::new(
+                        opened.store,
+                        queue.clone(),
+                        app.clock.clone(),
+                    )),
+                    app: Arc::new(app),
+                    queue: Arc::new(queue),
+                })
+            }
+        }
+    }
+}
+
+#[cfg(feature = "aws")]
+pub mod aws {
+    //! The AWS backend's parts, and what each Lambda function builds at init.
+
+    use std::sync::Arc;
+
+    use crate::app::App;
+    use crate::aws::dynamodb::{self, DynamoStore, Tables};
+    use crate::aws::outbox::AwsOutbox;
+    use crate::aws::sqs::SqsQueue;
+    use crate::config::Config;
+
+    /// DynamoDB tables and the SQS delivery queue.
+    pub struct AwsBackend {
+        pub tables: Tables,
+        /// The delivery queue and its dead-letter queue, when they exist.
+        pub queues: Option<(String, Option<String>)>,
+        pub prepare: Prepare,
+    }
+
+    /// What to do about the tables (and queues) at start.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Prepare {
+        /// Nothing: a deployed stack has them (no request at a function's init).
+        Assume,
+        /// Check that the tables exist, and fail naming them if not.
+        Check,
+        /// Create the tables and queues that are missing (`--create-tables`).
+        Create,
+    }
+
+    impl AwsBackend {
+        /// As a deployed function is configured: every name must be given.
+        pub fn from_lambda_config(config: &Config) -> Result<AwsBackend, String> {
+            Ok(AwsBackend {
+                tables: Tables::required(config).map_err(|e| e.to_string())?,
+                queues: config
+                    .delivery_queue_url
+                    .clone()
+                    .map(|url| (url, config.delivery_dead_letter_url.clone())),
+                prepare: Prepare::Assume,
+            })
+        }
+    }
+
+    pub(super) struct Opened {
+        pub store: Arc<DynamoStore>,
+        pub queue: Option<SqsQueue>,
+    }
+
+    /// The store, and the queue when `with_queue`; provisions or checks.
+    pub(super) async fn open(backend: &AwsBackend, with_queue: bool) -> Result<Opened, String> {
+        let sdk = crate::aws::sdk_config().await;
+        let store = DynamoStore::from_sdk(&sdk, backend.tables.clone());
+        let tables = &backend.tables;
+        let ready = match backend.prepare {
+            Prepare::Assume => Ok(()),
+            Prepare::Check => dynamodb::check_tables(store.client(), tables).await,
+            Prepare::Create => dynamodb::create_tables(store.client(), tables).await,
+        };
+        ready.map_err(|e| {
+            let hint = match backend.prepare {
+                Prepare::Check => " (create them with --create-tables, or deploy template.yaml)",
+                _ => "",
+            };
+            format!(
+                "DynamoDB tables {} and {}: {e}{hint}",
+                tables.subscriptions, tables.messages
+            )
+        })?;
+        let queue = if with_queue {
+            let client = aws_sdk_sqs::Client::new(&sdk);
+            Some(match (&backend.queues, backend.prepare) {
+                (Some((url, dlq)), _) => SqsQueue::new(client, url, dlq.clone()),
+                (None, Prepare::Create) => SqsQueue::create(client, &tables.subscriptions).await?,
+                (None, _) => {
+                    return Err("WEBHOOKS_DELIVERY_QUEUE_URL is required (the stack's \
+                        DeliveryQueueUrl output), or --create-tables to create the queues"
+                        .into())
+                }
+            })
+        } else {
+            None
+        };
+        Ok(Opened {
+            store: Arc::new(store),
+            queue,
+        })
+    }
+
+    /// What an API function needs: the app on the DynamoDB store.
+    pub async fn api_app(config: Config) -> Result<App, String> {
+        let backend = AwsBackend::from_lambda_config(&config)?;
+        let opened = open(&backend, false).await?;
+        Ok(App::new(config, opened.store))
+    }
+
+    /// What the SQS-triggered functions need: the app, the outbox and the
+    /// delivery queue (whose event-source batches they settle).
+    pub struct QueueFunctions {
+        pub app: App,
+        pub outbox: AwsOutbox,
+        pub queue: SqsQueue,
+    }
+
+    pub async fn queue_functions(config: Config) -> Result<QueueFunctions, String> {
+        let backend = AwsBackend::from_lambda_config(&config)?;
+        let opened = open(&backend, true).await?;
+        let queue = opened.queue.expect("a queue was asked for");
+        let app = App::new(config, opened.store.clone());
+        Ok(QueueFunctions {
+            outbox: AwsOutbox::new(opened.store, queue.clone(), app.clock.clone()),
+            app,
+            queue,
+        })
+    }
+}

@@ -1,0 +1,182 @@
+//! The embedded adapter: one SQLite file (WAL) that holds everything and
+//! implements the three ports: [`Store`](crate::store::Store) (`store.rs`),
+//! [`DeliveryQueue`](crate::queue::DeliveryQueue) (`queue.rs`) and
+//! [`Outbox`](crate::queue::Outbox) (`outbox.rs`), so ingesting an event
+//! (dedupe record, message, notifications) is one transaction. This module
+//! owns the connections; calls run on tokio's blocking pool so SQLite never
+//! blocks the runtime.
+//!
+//! One connection writes; lookups (gets, lists, fan-out) go to a few
+//! read-only connections beside it. In WAL mode readers never wait for the
+//! writer, so the API's reads and the deliveries' subscription lookups do
+//! not queue behind ingestion and queue updates. A lookup of one row by its
+//! key takes microseconds on such a connection, less than the hand-off to
+//! the blocking pool, so those run in place when a read connection is free.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::clock::Clock;
+use crate::store::StoreError;
+use group_commit::GroupCommit;
+
+mod group_commit;
+mod outbox;
+mod queue;
+mod schema;
+mod store;
+
+/// Figures about the embedded queue, for operators and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueueStats {
+    pub pending: u64,
+    pub dead_letters: u64,
+}
+
+/// Read connections beside the writer: at least one per runtime worker,
+/// so in-place point lookups find one free.
+const READERS: usize = 4;
+
+#[derive(Clone)]
+pub struct SqliteDb {
+    conn: Arc<Mutex<Connection>>,
+    readers: Arc<Readers>,
+    /// Queue completions written together (see `group_commit.rs`).
+    completions: Arc<GroupCommit<(String, String)>>,
+    clock: Arc<dyn Clock>,
+}
+
+#[derive(Default)]
+struct Readers {
+    conns: Vec<Mutex<Connection>>,
+    next: AtomicUsize,
+}
+
+fn backend(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+impl SqliteDb {
+    /// Opens (creating if needed) the database file and migrates it.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let conn = Connection::open(path).map_err(backend)?;
+        let mut store = Self::init(conn)?;
+        // Opened after the migrations, so they see the current schema.
+        let readers = (0..READERS)
+            .map(|_| open_reader(path).map(Mutex::new))
+            .collect::<Result<Vec<_>, _>>()?;
+        store.readers = Arc::new(Readers {
+            conns: readers,
+            next: AtomicUsize::new(0),
+        });
+        Ok(store)
+    }
+
+    /// The same database on another clock (tests move a manual one).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    fn init(mut conn: Connection) -> Result<Self, StoreError> {
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+             PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;",
+        )
+        .map_err(backend)?;
+        schema::migrate(&mut conn)?;
+        Ok(SqliteDb {
+            conn: Arc::new(Mutex::new(conn)),
+            readers: Arc::default(),
+            completions: Arc::default(),
+            clock: crate::clock::system(),
+        })
+    }
+
+    /// Runs `f` with the connection on the blocking pool.
+    async fn with<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut guard = conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            f(&mut guard)
+        })
+        .await
+        .map_err(backend)?
+    }
+
+    /// Runs `f` with the writer connection on the calling thread (a
+    /// thread of the blocking pool).
+    fn with_writer<T>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut guard)
+    }
+
+    /// A point lookup (one row by its key): runs `f` right here on a free
+    /// read connection, which never waits for the writer; on the blocking
+    /// pool when none is free.
+    async fn lookup<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let n = self.readers.conns.len();
+        let start = self.readers.next.fetch_add(1, Ordering::Relaxed);
+        for k in 0..n {
+            if let Ok(guard) = self.readers.conns[(start + k) % n].try_lock() {
+                return f(&guard);
+            }
+        }
+        self.read(f).await
+    }
+
+    /// Runs a read-only `f` on the blocking pool with a free read connection
+    /// (the writer when there is none).
+    async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let readers = self.readers.clone();
+        if readers.conns.is_empty() {
+            return self.with(move |conn| f(conn)).await;
+        }
+        tokio::task::spawn_blocking(move || {
+            let n = readers.conns.len();
+            let start = readers.next.fetch_add(1, Ordering::Relaxed);
+            for k in 0..n {
+                if let Ok(guard) = readers.conns[(start + k) % n].try_lock() {
+                    return f(&guard);
+                }
+            }
+            let guard = readers.conns[start % n]
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            f(&guard)
+        })
+        .await
+        .map_err(backend)?
+    }
+}
+
+/// A connection for lookups only (`query_only`), on the same file.
+fn open_reader(path: &Path) -> Result<Connection, StoreError> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(backend)?;
+    conn.execute_batch("PRAGMA query_only = 1; PRAGMA busy_timeout = 5000;")
+        .map_err(backend)?;
+    Ok(conn)
+}

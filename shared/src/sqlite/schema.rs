@@ -1,0 +1,87 @@
+//! The SQLite schema: migrations applied in order at open, `PRAGMA
+//! user_version` recording progress. ARCHITECTURE.md shows the tables.
+
+use rusqlite::Connection;
+
+use super::backend;
+use crate::store::StoreError;
+
+/// Schema versions, applied in order; `PRAGMA user_version` records progress.
+pub(super) const MIGRATIONS: &[&str] = &[
+    r#"
+CREATE TABLE subscriptions (
+    id               TEXT PRIMARY KEY,
+    org_id           TEXT NOT NULL,
+    uri              TEXT NOT NULL,
+    event_filters    TEXT NOT NULL,  -- JSON array of canonical filters
+    disabled_filters TEXT NOT NULL,  -- JSON array of DisabledEntry
+    expires_at       INTEGER NOT NULL,
+    status           TEXT NOT NULL,
+    created_at       INTEGER NOT NULL,
+    updated_at       INTEGER NOT NULL,
+    secret           TEXT NOT NULL,
+    UNIQUE (org_id, uri)
+);
+-- Filter index: fan-out is a key lookup, whatever the number of subscriptions.
+CREATE TABLE subscription_filters (
+    filter          TEXT NOT NULL,
+    subscription_id TEXT NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+    PRIMARY KEY (filter, subscription_id)
+) WITHOUT ROWID;
+CREATE INDEX subscription_filters_by_subscription ON subscription_filters (subscription_id);
+CREATE TABLE messages (
+    org_id TEXT NOT NULL,
+    id     TEXT NOT NULL,
+    body   TEXT NOT NULL,  -- the Message as JSON
+    PRIMARY KEY (org_id, id)
+) WITHOUT ROWID;
+"#,
+    r#"
+ALTER TABLE subscriptions ADD COLUMN failing_since INTEGER;
+"#,
+    r#"
+-- Durable delivery queue: a job is due at due_at; a lease pushes due_at to
+-- the end of the lease, so a crashed consumer's jobs come back by themselves.
+CREATE TABLE delivery_queue (
+    id              TEXT PRIMARY KEY,  -- the notification uuid
+    org_id          TEXT NOT NULL,
+    subscription_id TEXT NOT NULL,
+    body            TEXT NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    due_at          INTEGER NOT NULL,
+    leased          INTEGER NOT NULL DEFAULT 0,
+    enqueued_at     INTEGER NOT NULL
+);
+CREATE INDEX delivery_queue_due ON delivery_queue (due_at);
+CREATE TABLE dead_letters (
+    id              TEXT PRIMARY KEY,
+    org_id          TEXT NOT NULL,
+    subscription_id TEXT NOT NULL,
+    body            TEXT NOT NULL,
+    attempts        INTEGER NOT NULL,
+    reason          TEXT NOT NULL,
+    failed_at       INTEGER NOT NULL
+);
+-- Ingested event ids, for deduplication.
+CREATE TABLE events (
+    org_id      TEXT NOT NULL,
+    event_id    TEXT NOT NULL,
+    received_at INTEGER NOT NULL,
+    PRIMARY KEY (org_id, event_id)
+) WITHOUT ROWID;
+"#,
+];
+
+pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let version: usize = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(backend)?;
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
+        let tx = conn.transaction().map_err(backend)?;
+        tx.execute_batch(sql).map_err(backend)?;
+        tx.pragma_update(None, "user_version", i + 1)
+            .map_err(backend)?;
+        tx.commit().map_err(backend)?;
+    }
+    Ok(())
+}
