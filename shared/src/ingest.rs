@@ -1,4 +1,5 @@
-//! Event ingestion: validate the envelope of DESIGN §6, store the message,
+//! Event ingestion: validate the envelope (ARCHITECTURE.md, "Event
+//! ingestion"), store the message,
 //! fan out through the filter index, and enqueue one notification per
 //! matching subscription, all through the [`Outbox`] port.
 

@@ -1,4 +1,5 @@
-//! Which callback addresses the service may call (DESIGN §5, SSRF).
+//! Which callback addresses the service may call (SSRF; ARCHITECTURE.md,
+//! "Callback address policy").
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 

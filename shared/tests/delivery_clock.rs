@@ -1,0 +1,180 @@
+//! Expiry, blacklisting and retry timing on a clock the test moves by hand:
+//! the real delivery pipeline on a real SQLite file, a callback that refuses
+//! connections, and no sleeps.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use webhook_core::clock::{Clock, ManualClock};
+use webhook_core::delivery::{self, Verdict};
+use webhook_core::model::SubscriptionStatus;
+use webhook_core::queue::{DeliveryJob, DeliveryQueue, Lease};
+use webhook_core::sqlite::SqliteDb;
+use webhook_core::store::{Store, Upsert};
+use webhook_core::subscription::render;
+use webhook_core::{App, Config, Profile};
+
+const ORG: &str = "org-1";
+const T0: i64 = 1_800_000_000_000;
+const HOUR: Duration = Duration::from_secs(3600);
+
+struct World {
+    app: App,
+    db: Arc<SqliteDb>,
+    clock: Arc<ManualClock>,
+    _dir: tempfile::TempDir,
+}
+
+/// Retries after 1 minute, then 1 hour; blacklisted after 2 hours of failures.
+fn world() -> World {
+    let clock = ManualClock::at(T0);
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(
+        SqliteDb::open(&dir.path().join("webhooks.db"))
+            .unwrap()
+            .with_clock(clock.clone()),
+    );
+    let config = Config::from_lookup(Profile::Local, |var| match var {
+        "WEBHOOKS_RETRY_SCHEDULE" => Some("1m,1h,1h,1h".into()),
+        "WEBHOOKS_BLACKLIST_AFTER" => Some("2h".into()),
+        _ => None,
+    })
+    .unwrap();
+    World {
+        app: App::new(config, db.clone()).with_clock(clock.clone()),
+        db,
+        clock,
+        _dir: dir,
+    }
+}
+
+/// A loopback port nothing listens on: every POST fails with CONNECT_FAILED.
+fn refusing_uri() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    format!("http://127.0.0.1:{port}/hook")
+}
+
+async fn subscribe(w: &World, uri: &str, lifetime: Duration) -> String {
+    let now = w.clock.now_ms();
+    let (sub, _) =
+        w.db.upsert_subscription(Upsert {
+            org_id: ORG.into(),
+            uri: uri.into(),
+            event_filters: vec!["/orgId/org-1/department/d/contact".into()],
+            disabled_filters: vec![],
+            expires_at: now + lifetime.as_millis() as i64,
+            now,
+            new_id: uuid::Uuid::now_v7().to_string(),
+            new_secret: webhook_core::secret::new_signing_secret(),
+            max_per_org: 100,
+        })
+        .await
+        .unwrap();
+    sub.id
+}
+
+async fn enqueue(w: &World, subscription_id: &str) {
+    let job = DeliveryJob {
+        id: uuid::Uuid::new_v4().to_string(),
+        org_id: ORG.into(),
+        subscription_id: subscription_id.into(),
+        body: "{}".into(),
+    };
+    w.db.enqueue(vec![job]).await.unwrap();
+}
+
+async fn due(w: &World) -> Vec<Lease> {
+    w.db.receive(10, Duration::from_secs(30)).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_retry_is_due_exactly_when_the_schedule_says() {
+    let w = world();
+    let id = subscribe(&w, &refusing_uri(), 24 * HOUR).await;
+    enqueue(&w, &id).await;
+    let lease = due(&w).await.pop().expect("due at once");
+    let verdict = delivery::deliver(&w.app, w.db.as_ref(), &lease)
+        .await
+        .unwrap();
+    let Verdict::Retry { at, reason } = verdict else {
+        panic!("{verdict:?}")
+    };
+    assert_eq!(reason, "CONNECT_FAILED");
+    // One minute, ±20 % jitter.
+    assert!((T0 + 48_000..=T0 + 72_000).contains(&at), "{}", at - T0);
+
+    w.clock.set(at - 1);
+    assert!(due(&w).await.is_empty(), "due before its time");
+    w.clock.set(at);
+    let again = due(&w).await;
+    assert_eq!(again.len(), 1, "not due at its time");
+    assert_eq!(again[0].attempt, 2);
+}
+
+#[tokio::test]
+async fn a_failure_streak_longer_than_the_limit_blacklists() {
+    let w = world();
+    let id = subscribe(&w, &refusing_uri(), 24 * HOUR).await;
+    let attempt = |n: u32| async move {
+        enqueue(&w, &id).await;
+        let mut lease = due(&w).await.pop().expect("due");
+        lease.attempt = n;
+        delivery::deliver(&w.app, w.db.as_ref(), &lease)
+            .await
+            .unwrap()
+    };
+    assert!(matches!(attempt(1).await, Verdict::Retry { .. }));
+    w.clock.advance(HOUR);
+    assert!(
+        matches!(attempt(2).await, Verdict::Retry { .. }),
+        "an hour of failures is within the limit"
+    );
+    w.clock.advance(HOUR);
+    assert_eq!(
+        attempt(3).await,
+        Verdict::Blacklist("CONNECT_FAILED; the subscription is now BLACKLISTED".into())
+    );
+    let sub = w.db.get_subscription(ORG, &id).await.unwrap().unwrap();
+    assert_eq!(sub.status, SubscriptionStatus::Blacklisted);
+    assert_eq!(sub.failing_since, Some(T0));
+    assert_eq!(w.db.queue_stats().await.unwrap().dead_letters, 1);
+    // Later notifications of a blacklisted subscription are dropped unsent.
+    assert_eq!(
+        attempt(1).await,
+        Verdict::Drop("the subscription is BLACKLISTED".into())
+    );
+}
+
+#[tokio::test]
+async fn an_expired_subscription_is_shown_expired_and_not_delivered() {
+    let w = world();
+    let id = subscribe(&w, &refusing_uri(), HOUR).await;
+    let sub = w.db.get_subscription(ORG, &id).await.unwrap().unwrap();
+    assert_eq!(
+        render(&sub, w.clock.now_ms()).status,
+        SubscriptionStatus::Active
+    );
+    assert_eq!(render(&sub, w.clock.now_ms()).expires_in, 3_600_000);
+
+    w.clock.advance(HOUR);
+    let shown = render(&sub, w.clock.now_ms());
+    assert_eq!(
+        (shown.status, shown.expires_in),
+        (SubscriptionStatus::Expired, 0)
+    );
+    enqueue(&w, &id).await;
+    let lease = due(&w).await.pop().expect("due");
+    assert_eq!(
+        delivery::deliver(&w.app, w.db.as_ref(), &lease)
+            .await
+            .unwrap(),
+        Verdict::Drop("the subscription has expired".into())
+    );
+    assert_eq!(
+        w.db.queue_stats().await.unwrap().pending,
+        0,
+        "dropped, not kept"
+    );
+}
