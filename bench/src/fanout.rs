@@ -98,7 +98,7 @@ fn upsert(org: &str, dep: &str, uri: String, id: String) -> Upsert {
         disabled_filters: vec![],
         expires_at: now + 30 * 86_400_000,
         now,
-        new_id: id,
+        new_id: id.into(),
         new_secret: "whsec_c2VlZGVkLXNlY3JldC1mb3ItdGVzdHM=".into(),
         max_per_org: 10_000_000,
     }

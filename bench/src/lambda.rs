@@ -22,6 +22,7 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use webhook_core::auth::jwt::{mint_hs256, ALL_SCOPES};
 use webhook_core::aws::dynamodb::{client_from_env, create_tables, DynamoStore, Tables};
 use webhook_core::clock::{Clock, SystemClock};
+use webhook_core::ids::OrgId;
 use webhook_core::model::Message;
 use webhook_core::store::{Store, Upsert};
 
@@ -486,7 +487,7 @@ async fn prepare() -> Result<Environment, String> {
         seed(&store, &receiver.uri("/lambda")).await?;
         store
             .put_message(
-                "org-1",
+                &OrgId::from("org-1"),
                 &Message {
                     id: "msg-1".into(),
                     owner: None,

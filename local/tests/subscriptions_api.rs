@@ -3,6 +3,7 @@
 mod common;
 
 use std::collections::HashSet;
+use webhook_core::ids::OrgId;
 
 use common::*;
 use http::StatusCode;
@@ -683,7 +684,10 @@ async fn messages_are_served_to_their_organization_only() {
     };
     // Seeded through the store port on the server's own store.
     let store = server.store().await;
-    store.put_message("org-1", &message).await.unwrap();
+    store
+        .put_message(&OrgId::from("org-1"), &message)
+        .await
+        .unwrap();
     let (status, body) = server.get("/message/getmessagebyid/msg-1", "org-1").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(

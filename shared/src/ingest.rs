@@ -11,6 +11,7 @@ use crate::app::App;
 use crate::auth::Caller;
 use crate::error::{ApiError, FieldError};
 use crate::filter::{self, Direction, EventFilter, Topic};
+use crate::ids::OrgId;
 use crate::model::{Message, SubscriptionStatus};
 use crate::notification::{notification_id, ContactInfo, MessageInfo, Notification};
 use crate::queue::{DeliveryJob, Outbox};
@@ -249,7 +250,7 @@ pub async fn accept(
     envelope: EventEnvelope,
 ) -> Result<Ingested, ApiError> {
     let event = envelope.validate(app.now_ms())?;
-    if event.organization_id != caller.org_id {
+    if caller.org_id != event.organization_id {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "ORGANIZATION_MISMATCH",
@@ -273,10 +274,10 @@ pub async fn ingest(app: &App, outbox: &dyn Outbox, event: Event) -> Result<Inge
         .filter(|s| s.status == SubscriptionStatus::Active && s.expires_at > now)
         .filter(|s| s.org_id == event.organization_id)
         .map(|s| {
-            let uuid = notification_id(&event.id, &s.id).to_string();
-            let notification = render(&event, &filter, &s.id, &uuid, now);
+            let uuid = notification_id(&event.id, s.id.as_str()).to_string();
+            let notification = render(&event, &filter, s.id.as_str(), &uuid, now);
             DeliveryJob {
-                id: uuid,
+                id: uuid.into(),
                 org_id: s.org_id.clone(),
                 subscription_id: s.id.clone(),
                 body: serde_json::to_string(&notification).expect("notification serialises"),
@@ -286,7 +287,7 @@ pub async fn ingest(app: &App, outbox: &dyn Outbox, event: Event) -> Result<Inge
     let count = jobs.len();
     let new = outbox
         .commit(
-            &event.organization_id,
+            &OrgId::from(&event.organization_id),
             &event.id,
             event.message.as_ref(),
             jobs,

@@ -26,6 +26,7 @@ pub mod delivery;
 pub mod error;
 pub mod filter;
 pub mod http;
+pub mod ids;
 pub mod ingest;
 #[cfg(feature = "aws")]
 pub mod lambda;

@@ -12,6 +12,7 @@ use crate::callback::UriProblem;
 use crate::clock::iso_millis;
 use crate::error::{ApiError, FieldError};
 use crate::filter::EventFilter;
+use crate::ids::SubscriptionId;
 use crate::model::{
     DisabledFilter, Page, SigningSecret, Subscription, SubscriptionRequest, SubscriptionStatus,
 };
@@ -88,7 +89,7 @@ pub async fn create_subscription(
         expires_at: valid.expires_at,
         now,
         // Time-ordered ids: creation order is the id order, even within a millisecond.
-        new_id: uuid::Uuid::now_v7().to_string(),
+        new_id: uuid::Uuid::now_v7().to_string().into(),
         new_secret: secret::new_signing_secret(),
         max_per_org: app.config.max_subscriptions_per_org,
     };
@@ -248,7 +249,7 @@ fn compare(
         }
     };
     match property {
-        "id" => text(&a.id, &b.id),
+        "id" => text(a.id.as_str(), b.id.as_str()),
         "uri" => text(&a.uri, &b.uri),
         "status" => text(a.status.as_str(), b.status.as_str()),
         "createdDateTime" => a.created_at.cmp(&b.created_at),
@@ -272,7 +273,7 @@ pub async fn get_subscription(
 pub async fn delete_subscription(app: &App, caller: &Caller, id: &str) -> Result<(), ApiError> {
     if app
         .store
-        .delete_subscription(&caller.org_id, id)
+        .delete_subscription(&caller.org_id, &SubscriptionId::from(id))
         .await
         .map_err(store_failure)?
     {
@@ -295,7 +296,7 @@ pub async fn get_subscription_secret(
 
 async fn find(app: &App, caller: &Caller, id: &str) -> Result<StoredSubscription, ApiError> {
     app.store
-        .get_subscription(&caller.org_id, id)
+        .get_subscription(&caller.org_id, &SubscriptionId::from(id))
         .await
         .map_err(store_failure)?
         .ok_or_else(|| not_found(id))
@@ -320,7 +321,7 @@ pub fn render(s: &StoredSubscription, now: i64) -> Subscription {
         other => other,
     };
     Subscription {
-        id: s.id.clone(),
+        id: s.id.to_string(),
         uri: s.uri.clone(),
         event_filters: s.event_filters.clone(),
         disabled_filters: s
@@ -330,8 +331,8 @@ pub fn render(s: &StoredSubscription, now: i64) -> Subscription {
                 filter: d.filter.clone(),
                 reason: d.reason.clone(),
                 message: d.message.clone(),
-                org_id: s.org_id.clone(),
-                id: s.id.clone(),
+                org_id: s.org_id.to_string(),
+                id: s.id.to_string(),
             })
             .collect(),
         expiration_time: iso_millis(s.expires_at),
@@ -339,6 +340,6 @@ pub fn render(s: &StoredSubscription, now: i64) -> Subscription {
         status,
         created_date_time: iso_millis(s.created_at),
         last_update_date_time: iso_millis(s.updated_at),
-        org_id: s.org_id.clone(),
+        org_id: s.org_id.to_string(),
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use webhook_core::clock::{Clock, ManualClock};
 use webhook_core::delivery::{self, Verdict};
+use webhook_core::ids::{OrgId, SubscriptionId};
 use webhook_core::model::SubscriptionStatus;
 use webhook_core::queue::{DeliveryJob, DeliveryQueue, Lease};
 use webhook_core::sqlite::SqliteDb;
@@ -15,6 +16,10 @@ use webhook_core::subscription::render;
 use webhook_core::{App, Config, Profile};
 
 const ORG: &str = "org-1";
+
+fn org() -> OrgId {
+    ORG.into()
+}
 const T0: i64 = 1_800_000_000_000;
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -56,7 +61,7 @@ fn refusing_uri() -> String {
     format!("http://127.0.0.1:{port}/hook")
 }
 
-async fn subscribe(w: &World, uri: &str, lifetime: Duration) -> String {
+async fn subscribe(w: &World, uri: &str, lifetime: Duration) -> SubscriptionId {
     let now = w.clock.now_ms();
     let (sub, _) =
         w.db.upsert_subscription(Upsert {
@@ -66,7 +71,7 @@ async fn subscribe(w: &World, uri: &str, lifetime: Duration) -> String {
             disabled_filters: vec![],
             expires_at: now + lifetime.as_millis() as i64,
             now,
-            new_id: uuid::Uuid::now_v7().to_string(),
+            new_id: uuid::Uuid::now_v7().to_string().into(),
             new_secret: webhook_core::secret::new_signing_secret(),
             max_per_org: 100,
         })
@@ -75,11 +80,11 @@ async fn subscribe(w: &World, uri: &str, lifetime: Duration) -> String {
     sub.id
 }
 
-async fn enqueue(w: &World, subscription_id: &str) {
+async fn enqueue(w: &World, subscription_id: &SubscriptionId) {
     let job = DeliveryJob {
-        id: uuid::Uuid::new_v4().to_string(),
+        id: uuid::Uuid::new_v4().to_string().into(),
         org_id: ORG.into(),
-        subscription_id: subscription_id.into(),
+        subscription_id: subscription_id.clone(),
         body: "{}".into(),
     };
     w.db.enqueue(vec![job]).await.unwrap();
@@ -113,36 +118,38 @@ async fn a_retry_is_due_exactly_when_the_schedule_says() {
     assert_eq!(again[0].attempt, 2);
 }
 
+/// Attempt number `n` of a fresh notification for the subscription.
+async fn attempt(w: &World, subscription_id: &SubscriptionId, n: u32) -> Verdict {
+    enqueue(w, subscription_id).await;
+    let mut lease = due(w).await.pop().expect("due");
+    lease.attempt = n;
+    delivery::deliver(&w.app, w.db.as_ref(), &lease)
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn a_failure_streak_longer_than_the_limit_blacklists() {
     let w = world();
     let id = subscribe(&w, &refusing_uri(), 24 * HOUR).await;
-    let attempt = |n: u32| async move {
-        enqueue(&w, &id).await;
-        let mut lease = due(&w).await.pop().expect("due");
-        lease.attempt = n;
-        delivery::deliver(&w.app, w.db.as_ref(), &lease)
-            .await
-            .unwrap()
-    };
-    assert!(matches!(attempt(1).await, Verdict::Retry { .. }));
+    assert!(matches!(attempt(&w, &id, 1).await, Verdict::Retry { .. }));
     w.clock.advance(HOUR);
     assert!(
-        matches!(attempt(2).await, Verdict::Retry { .. }),
+        matches!(attempt(&w, &id, 2).await, Verdict::Retry { .. }),
         "an hour of failures is within the limit"
     );
     w.clock.advance(HOUR);
     assert_eq!(
-        attempt(3).await,
+        attempt(&w, &id, 3).await,
         Verdict::Blacklist("CONNECT_FAILED; the subscription is now BLACKLISTED".into())
     );
-    let sub = w.db.get_subscription(ORG, &id).await.unwrap().unwrap();
+    let sub = w.db.get_subscription(&org(), &id).await.unwrap().unwrap();
     assert_eq!(sub.status, SubscriptionStatus::Blacklisted);
     assert_eq!(sub.failing_since, Some(T0));
     assert_eq!(w.db.queue_stats().await.unwrap().dead_letters, 1);
     // Later notifications of a blacklisted subscription are dropped unsent.
     assert_eq!(
-        attempt(1).await,
+        attempt(&w, &id, 1).await,
         Verdict::Drop("the subscription is BLACKLISTED".into())
     );
 }
@@ -151,7 +158,7 @@ async fn a_failure_streak_longer_than_the_limit_blacklists() {
 async fn an_expired_subscription_is_shown_expired_and_not_delivered() {
     let w = world();
     let id = subscribe(&w, &refusing_uri(), HOUR).await;
-    let sub = w.db.get_subscription(ORG, &id).await.unwrap().unwrap();
+    let sub = w.db.get_subscription(&org(), &id).await.unwrap().unwrap();
     assert_eq!(
         render(&sub, w.clock.now_ms()).status,
         SubscriptionStatus::Active

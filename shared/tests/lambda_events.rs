@@ -16,6 +16,7 @@ use webhook_core::auth::jwt::{mint_hs256, Verifier, ALL_SCOPES};
 use webhook_core::aws::dynamodb::DynamoStore;
 use webhook_core::clock::{Clock, SystemClock};
 use webhook_core::config::JwtConfig;
+use webhook_core::ids::{OrgId, SubscriptionId};
 use webhook_core::lambda::{self, authorizer, Endpoint};
 use webhook_core::model::Message;
 use webhook_core::store::{Store, Upsert};
@@ -154,7 +155,10 @@ async fn create_subscription_ok() {
         json!(["/orgId/org-1/department/dep-1/message?direction=inbound"])
     );
     assert_eq!(body["disabledFilters"], json!([]));
-    let stored = store.list_subscriptions("org-1").await.unwrap();
+    let stored = store
+        .list_subscriptions(&OrgId::from("org-1"))
+        .await
+        .unwrap();
     assert_eq!(stored.len(), 1);
     assert_eq!(stored[0].id, body["id"].as_str().unwrap());
     let fan_out = store
@@ -191,7 +195,11 @@ async fn create_subscription_errors() {
     ] {
         expect_problem(&app, Endpoint::CreateSubscription, event, status, code).await;
     }
-    assert!(store.list_subscriptions("org-1").await.unwrap().is_empty());
+    assert!(store
+        .list_subscriptions(&OrgId::from("org-1"))
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 #[tokio::test]
@@ -367,7 +375,10 @@ async fn delete_subscription() {
     assert_eq!((status, body), (StatusCode::NO_CONTENT, Value::Null));
     assert_eq!(
         store
-            .get_subscription("org-1", SUBSCRIPTION_ID)
+            .get_subscription(
+                &OrgId::from("org-1"),
+                &SubscriptionId::from(SUBSCRIPTION_ID)
+            )
             .await
             .unwrap(),
         None
@@ -403,7 +414,10 @@ async fn get_message() {
         media: vec![],
         attachments: vec![],
     };
-    store.put_message("org-1", &message).await.unwrap();
+    store
+        .put_message(&OrgId::from("org-1"), &message)
+        .await
+        .unwrap();
     let (status, body) = invoke(&app, Endpoint::GetMessage, "get-message-ok").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body, serde_json::to_value(&message).unwrap());

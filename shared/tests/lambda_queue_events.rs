@@ -17,6 +17,7 @@ use serde_json::Value;
 use webhook_core::aws::dynamodb::DynamoStore;
 use webhook_core::aws::outbox::AwsOutbox;
 use webhook_core::aws::sqs::SqsQueue;
+use webhook_core::ids::{OrgId, SubscriptionId};
 use webhook_core::lambda::queues;
 use webhook_core::model::SubscriptionStatus;
 use webhook_core::queue::DeliveryJob;
@@ -127,13 +128,13 @@ async fn subscribe(store: &DynamoStore, uri: &str) -> (String, String) {
             disabled_filters: vec![],
             expires_at: now + 3_600_000,
             now,
-            new_id: uuid::Uuid::now_v7().to_string(),
+            new_id: uuid::Uuid::now_v7().to_string().into(),
             new_secret: webhook_core::secret::new_signing_secret(),
             max_per_org: 100,
         })
         .await
         .unwrap();
-    (sub.id, sub.secret)
+    (sub.id.to_string(), sub.secret)
 }
 
 /// Receives raw SQS messages as Lambda's event source mapping would hand them over.
@@ -192,7 +193,7 @@ async fn ingest_events_sample_stores_the_message_and_enqueues_its_notification()
 
     let message = w
         .store
-        .get_message("org-1", "msg-sample-1")
+        .get_message(&OrgId::from("org-1"), "msg-sample-1")
         .await
         .unwrap()
         .expect("message stored");
@@ -286,7 +287,7 @@ async fn deliver_notifications_retries_through_visibility_then_delivers_signed()
     );
     let sub = w
         .store
-        .get_subscription("org-1", &sub_id)
+        .get_subscription(&OrgId::from("org-1"), &SubscriptionId::from(&sub_id))
         .await
         .unwrap()
         .unwrap();

@@ -5,6 +5,7 @@ mod queue_conformance;
 
 use std::sync::Arc;
 
+use webhook_core::ids::OrgId;
 use webhook_core::queue::{DeliveryQueue, Outbox};
 use webhook_core::sqlite::SqliteDb;
 use webhook_core::store::Store;
@@ -39,20 +40,26 @@ async fn outbox_commits_message_and_jobs_once_per_event() {
     };
     let jobs = vec![queue_conformance::job(1), queue_conformance::job(2)];
     assert!(store
-        .commit("org-1", "evt-1", Some(&message), jobs.clone())
+        .commit(&OrgId::from("org-1"), "evt-1", Some(&message), jobs.clone())
         .await
         .unwrap());
     assert!(
         !store
-            .commit("org-1", "evt-1", Some(&message), jobs.clone())
+            .commit(&OrgId::from("org-1"), "evt-1", Some(&message), jobs.clone())
             .await
             .unwrap(),
         "duplicate event"
     );
     // The same event id in another organization is another event.
-    assert!(store.commit("org-2", "evt-1", None, vec![]).await.unwrap());
+    assert!(store
+        .commit(&OrgId::from("org-2"), "evt-1", None, vec![])
+        .await
+        .unwrap());
     assert_eq!(
-        store.get_message("org-1", "m1").await.unwrap(),
+        store
+            .get_message(&OrgId::from("org-1"), "m1")
+            .await
+            .unwrap(),
         Some(message)
     );
     assert_eq!(store.queue_stats().await.unwrap().pending, 2);

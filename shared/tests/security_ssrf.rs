@@ -72,6 +72,7 @@ mod isolated {
     use http::StatusCode;
     use webhook_core::auth::jwt::ALL_SCOPES;
     use webhook_core::delivery::{self, Verdict};
+    use webhook_core::ids::OrgId;
     use webhook_core::model::SubscriptionRequest;
     use webhook_core::queue::{DeliveryJob, DeliveryQueue, Lease};
     use webhook_core::store::{Store, Upsert};
@@ -240,7 +241,12 @@ mod isolated {
             0,
             "a forbidden address was connected to"
         );
-        assert!(app.store.list_subscriptions(ORG).await.unwrap().is_empty());
+        assert!(app
+            .store
+            .list_subscriptions(&OrgId::from(ORG))
+            .await
+            .unwrap()
+            .is_empty());
     }
 
     #[tokio::test]
@@ -314,9 +320,9 @@ mod isolated {
         );
         assert_eq!(public.connections(), 1);
 
-        let sub = &t.store.list_subscriptions(ORG).await.unwrap()[0];
+        let sub = &t.store.list_subscriptions(&OrgId::from(ORG)).await.unwrap()[0];
         for _ in 0..2 {
-            let lease = lease_for(&t, &sub.id).await;
+            let lease = lease_for(&t, sub.id.as_str()).await;
             match delivery::deliver(&t.app, t.store.as_ref(), &lease)
                 .await
                 .unwrap()
@@ -400,19 +406,19 @@ mod isolated {
                 disabled_filters: vec![],
                 expires_at: now + 3_600_000,
                 now,
-                new_id: uuid::Uuid::now_v7().to_string(),
+                new_id: uuid::Uuid::now_v7().to_string().into(),
                 new_secret: webhook_core::secret::new_signing_secret(),
                 max_per_org: 10_000,
             })
             .await
             .unwrap();
-        sub.id
+        sub.id.to_string()
     }
 
     /// Enqueues one notification for the subscription and leases it, as a worker would.
     async fn lease_for(t: &TestApp, subscription_id: &str) -> Lease {
         let job = DeliveryJob {
-            id: uuid::Uuid::new_v4().to_string(),
+            id: uuid::Uuid::new_v4().to_string().into(),
             org_id: ORG.into(),
             subscription_id: subscription_id.into(),
             body: r#"{"uuid":"u","timestamp":1,"event":"e","subscriptionId":"s"}"#.into(),

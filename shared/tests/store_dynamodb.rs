@@ -8,6 +8,7 @@ mod dynamodb_local;
 use std::sync::Arc;
 
 use webhook_core::aws::dynamodb::DynamoStore;
+use webhook_core::ids::{OrgId, SubscriptionId};
 
 /// Every case of this run shares one pair of freshly named tables; each case
 /// works in organizations of its own.
@@ -44,7 +45,7 @@ async fn a_dangling_uniqueness_guard_is_replaced() {
     let store = DynamoStore::new(client.clone(), tables.clone());
     let org = format!("org-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
     let upsert = |id: &str| Upsert {
-        org_id: org.clone(),
+        org_id: org.clone().into(),
         uri: "https://example.com/dangling".into(),
         event_filters: vec![format!("/orgId/{org}/department/d/contact")],
         disabled_filters: vec![],
@@ -67,7 +68,10 @@ async fn a_dangling_uniqueness_guard_is_replaced() {
     assert!(created);
     assert_eq!(second.id, "second");
     assert_eq!(
-        store.get_subscription(&org, "second").await.unwrap(),
+        store
+            .get_subscription(&OrgId::from(&org), &SubscriptionId::from("second"))
+            .await
+            .unwrap(),
         Some(second)
     );
 }
@@ -88,13 +92,13 @@ async fn delivery_records_survive_index_entries_removed_by_ttl() {
     );
     let (sub, _) = store
         .upsert_subscription(Upsert {
-            org_id: org.clone(),
+            org_id: org.clone().into(),
             uri: "https://example.com/ttl".into(),
             event_filters: vec![kept.clone(), expired.clone()],
             disabled_filters: vec![],
             expires_at: 9_000_000_000_000,
             now: 1_000,
-            new_id: uuid::Uuid::now_v7().to_string(),
+            new_id: uuid::Uuid::now_v7().to_string().into(),
             new_secret: "whsec_AAAA".into(),
             max_per_org: 1000,
         })
@@ -110,7 +114,7 @@ async fn delivery_records_survive_index_entries_removed_by_ttl() {
         .unwrap();
     assert_eq!(
         store
-            .record_delivery(&org, &sub.id, DeliveryRecord::Gone)
+            .record_delivery(&OrgId::from(&org), &sub.id, DeliveryRecord::Gone)
             .await
             .unwrap(),
         Some(SubscriptionStatus::Blacklisted)

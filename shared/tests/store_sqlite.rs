@@ -4,6 +4,7 @@ mod conformance;
 
 use std::sync::Arc;
 
+use webhook_core::ids::OrgId;
 use webhook_core::sqlite::SqliteDb;
 
 async fn store() -> Arc<dyn webhook_core::store::Store> {
@@ -34,12 +35,15 @@ async fn reopening_a_file_keeps_its_data_and_schema() {
     };
     SqliteDb::open(&path)
         .unwrap()
-        .put_message("org", &message)
+        .put_message(&OrgId::from("org"), &message)
         .await
         .unwrap();
     let reopened = SqliteDb::open(&path).unwrap();
     assert_eq!(
-        reopened.get_message("org", "m").await.unwrap(),
+        reopened
+            .get_message(&OrgId::from("org"), "m")
+            .await
+            .unwrap(),
         Some(message)
     );
 }

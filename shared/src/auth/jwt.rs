@@ -152,7 +152,7 @@ impl Verifier {
                 )
             })?;
         Ok(Caller {
-            org_id: org_id.to_owned(),
+            org_id: org_id.into(),
             subject: claims.get("sub").and_then(Value::as_str).map(str::to_owned),
             scopes: scopes(claims),
         })

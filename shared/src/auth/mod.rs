@@ -16,13 +16,13 @@ pub const SCOPE_WRITE: &str = "webhooks/write";
 /// The authenticated caller: everything a handler may know about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
-    pub org_id: String,
+    pub org_id: crate::ids::OrgId,
     pub subject: Option<String>,
     pub scopes: Vec<String>,
 }
 
 impl Caller {
-    pub fn new(org_id: impl Into<String>, scopes: &[&str]) -> Self {
+    pub fn new(org_id: impl Into<crate::ids::OrgId>, scopes: &[&str]) -> Self {
         Caller {
             org_id: org_id.into(),
             subject: None,

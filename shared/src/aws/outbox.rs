@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use super::dynamodb::DynamoStore;
 use super::sqs::SqsQueue;
 use crate::clock::Clock;
+use crate::ids::OrgId;
 use crate::model::Message;
 use crate::queue::{DeliveryJob, DeliveryQueue, Outbox};
 use crate::store::{Store, StoreError};
@@ -41,7 +42,7 @@ impl AwsOutbox {
 impl Outbox for AwsOutbox {
     async fn commit(
         &self,
-        org_id: &str,
+        org_id: &OrgId,
         event_id: &str,
         message: Option<&Message>,
         jobs: Vec<DeliveryJob>,

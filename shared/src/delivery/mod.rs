@@ -115,9 +115,11 @@ async fn post(app: &App, ready: &Ready, job: &DeliveryJob, now: i64) -> Posted {
     };
     let timestamp = now / 1000;
     let notification = SignedNotification {
-        id: &job.id,
+        id: job.id.as_str(),
         timestamp,
-        signature: ready.key.sign(&job.id, timestamp, job.body.as_bytes()),
+        signature: ready
+            .key
+            .sign(job.id.as_str(), timestamp, job.body.as_bytes()),
         body: &job.body,
     };
     app.callbacks

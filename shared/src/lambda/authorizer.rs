@@ -64,12 +64,14 @@ pub async fn authorize(
         Ok(caller) => {
             tracing::info!(org_id = %caller.org_id, "request allowed");
             let mut context = Map::new();
-            context.insert("orgId".into(), Value::from(caller.org_id.clone()));
+            context.insert("orgId".into(), Value::from(caller.org_id.to_string()));
             if let Some(sub) = &caller.subject {
                 context.insert("sub".into(), Value::from(sub.clone()));
             }
             context.insert("scope".into(), Value::from(caller.scopes.join(" ")));
-            let principal = caller.subject.unwrap_or(caller.org_id);
+            let principal = caller
+                .subject
+                .unwrap_or_else(|| caller.org_id.into_string());
             Ok(response(
                 principal,
                 IamPolicyEffect::Allow,

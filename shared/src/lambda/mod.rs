@@ -111,7 +111,7 @@ pub fn caller(request: &Request) -> Result<Caller, ApiError> {
         .filter(|org| crate::filter::id("orgId", org).is_ok())
         .ok_or_else(missing)?;
     Ok(Caller {
-        org_id: org_id.to_owned(),
+        org_id: org_id.into(),
         subject: text("sub").map(str::to_owned),
         scopes: text("scope")
             .unwrap_or_default()

@@ -10,6 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use crate::ids::{NotificationId, OrgId, SubscriptionId};
 use crate::model::Message;
 use crate::store::StoreError;
 
@@ -18,11 +19,11 @@ use crate::store::StoreError;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeliveryJob {
     /// The notification `uuid` (also `webhook-id`).
-    pub id: String,
+    pub id: NotificationId,
     #[serde(rename = "orgId")]
-    pub org_id: String,
+    pub org_id: OrgId,
     #[serde(rename = "subscriptionId")]
-    pub subscription_id: String,
+    pub subscription_id: SubscriptionId,
     /// The JSON payload, exactly as it is POSTed.
     pub body: String,
 }
@@ -63,7 +64,7 @@ pub trait Outbox: Send + Sync {
     /// false, doing nothing, when the event id was recorded before.
     async fn commit(
         &self,
-        org_id: &str,
+        org_id: &OrgId,
         event_id: &str,
         message: Option<&Message>,
         jobs: Vec<DeliveryJob>,

@@ -180,3 +180,26 @@ fn open_reader(path: &Path) -> Result<Connection, StoreError> {
         .map_err(backend)?;
     Ok(conn)
 }
+
+/// Ids are TEXT columns.
+macro_rules! text_column {
+    ($($id:ty),*) => {$(
+        impl rusqlite::types::ToSql for $id {
+            fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+                self.as_str().to_sql()
+            }
+        }
+
+        impl rusqlite::types::FromSql for $id {
+            fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+                String::column_result(value).map(<$id>::from)
+            }
+        }
+    )*};
+}
+
+text_column!(
+    crate::ids::OrgId,
+    crate::ids::SubscriptionId,
+    crate::ids::NotificationId
+);

@@ -6,6 +6,7 @@ use rusqlite::params;
 
 use super::queue::insert_jobs;
 use super::{backend, SqliteDb};
+use crate::ids::OrgId;
 use crate::model::Message;
 use crate::queue::{DeliveryJob, Outbox};
 use crate::store::StoreError;
@@ -14,7 +15,7 @@ use crate::store::StoreError;
 impl Outbox for SqliteDb {
     async fn commit(
         &self,
-        org_id: &str,
+        org_id: &OrgId,
         event_id: &str,
         message: Option<&Message>,
         jobs: Vec<DeliveryJob>,

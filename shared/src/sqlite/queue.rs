@@ -83,7 +83,7 @@ impl DeliveryQueue for SqliteDb {
     async fn complete(&self, lease: &Lease) -> Result<(), QueueError> {
         let (committed, start_writer) = self
             .completions
-            .push((lease.job.id.clone(), lease.receipt.clone()));
+            .push((lease.job.id.to_string(), lease.receipt.clone()));
         if start_writer {
             let db = self.clone();
             tokio::task::spawn_blocking(move || db.write_completions());

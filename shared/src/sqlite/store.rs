@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension, Row, TransactionBehavior};
 
 use super::{backend, SqliteDb};
+use crate::ids::{OrgId, SubscriptionId};
 use crate::model::{Message, SubscriptionStatus};
 use crate::store::{DeliveryRecord, DisabledEntry, Store, StoreError, StoredSubscription, Upsert};
 
@@ -80,7 +81,7 @@ impl Store for SqliteDb {
                         params![u.new_id, u.org_id, u.uri, filters, disabled, u.expires_at, u.now, u.new_secret],
                     )
                     .map_err(backend)?;
-                    u.new_id.clone()
+                    u.new_id.to_string()
                 }
             };
             for filter in &u.event_filters {
@@ -101,8 +102,8 @@ impl Store for SqliteDb {
 
     async fn get_subscription(
         &self,
-        org_id: &str,
-        id: &str,
+        org_id: &OrgId,
+        id: &SubscriptionId,
     ) -> Result<Option<StoredSubscription>, StoreError> {
         let (org_id, id) = (org_id.to_owned(), id.to_owned());
         self.lookup(move |conn| {
@@ -120,7 +121,7 @@ impl Store for SqliteDb {
 
     async fn list_subscriptions(
         &self,
-        org_id: &str,
+        org_id: &OrgId,
     ) -> Result<Vec<StoredSubscription>, StoreError> {
         let org_id = org_id.to_owned();
         self.read(move |conn| {
@@ -137,7 +138,11 @@ impl Store for SqliteDb {
         .await
     }
 
-    async fn delete_subscription(&self, org_id: &str, id: &str) -> Result<bool, StoreError> {
+    async fn delete_subscription(
+        &self,
+        org_id: &OrgId,
+        id: &SubscriptionId,
+    ) -> Result<bool, StoreError> {
         let (org_id, id) = (org_id.to_owned(), id.to_owned());
         self.with(move |conn| {
             // Filter index rows go with it (ON DELETE CASCADE).
@@ -173,8 +178,8 @@ impl Store for SqliteDb {
 
     async fn record_delivery(
         &self,
-        org_id: &str,
-        id: &str,
+        org_id: &OrgId,
+        id: &SubscriptionId,
         record: DeliveryRecord,
     ) -> Result<Option<SubscriptionStatus>, StoreError> {
         let (org_id, id) = (org_id.to_owned(), id.to_owned());
@@ -210,7 +215,7 @@ impl Store for SqliteDb {
         .await
     }
 
-    async fn put_message(&self, org_id: &str, message: &Message) -> Result<(), StoreError> {
+    async fn put_message(&self, org_id: &OrgId, message: &Message) -> Result<(), StoreError> {
         let org_id = org_id.to_owned();
         let id = message.id.clone();
         let body = serde_json::to_string(message).map_err(backend)?;
@@ -226,7 +231,7 @@ impl Store for SqliteDb {
         .await
     }
 
-    async fn get_message(&self, org_id: &str, id: &str) -> Result<Option<Message>, StoreError> {
+    async fn get_message(&self, org_id: &OrgId, id: &str) -> Result<Option<Message>, StoreError> {
         let (org_id, id) = (org_id.to_owned(), id.to_owned());
         self.lookup(move |conn| {
             let body: Option<String> = conn

@@ -6,13 +6,14 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use crate::ids::{OrgId, SubscriptionId};
 use crate::model::{Message, SubscriptionStatus};
 
 /// A subscription as stored, including its signing secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredSubscription {
-    pub id: String,
-    pub org_id: String,
+    pub id: SubscriptionId,
+    pub org_id: OrgId,
     pub uri: String,
     /// Canonical filter strings, enabled for delivery.
     pub event_filters: Vec<String>,
@@ -51,13 +52,13 @@ pub struct DisabledEntry {
 /// `new_id` and `new_secret` are used only when it does not exist yet.
 #[derive(Debug, Clone)]
 pub struct Upsert {
-    pub org_id: String,
+    pub org_id: OrgId,
     pub uri: String,
     pub event_filters: Vec<String>,
     pub disabled_filters: Vec<DisabledEntry>,
     pub expires_at: i64,
     pub now: i64,
-    pub new_id: String,
+    pub new_id: SubscriptionId,
     pub new_secret: String,
     /// Creating past this many subscriptions in the organization fails.
     pub max_per_org: usize,
@@ -84,16 +85,22 @@ pub trait Store: Send + Sync {
 
     async fn get_subscription(
         &self,
-        org_id: &str,
-        id: &str,
+        org_id: &OrgId,
+        id: &SubscriptionId,
     ) -> Result<Option<StoredSubscription>, StoreError>;
 
     /// Every subscription of the organization, any status (capped per org).
-    async fn list_subscriptions(&self, org_id: &str)
-        -> Result<Vec<StoredSubscription>, StoreError>;
+    async fn list_subscriptions(
+        &self,
+        org_id: &OrgId,
+    ) -> Result<Vec<StoredSubscription>, StoreError>;
 
     /// Deletes it and its filter index entries; false if there was none.
-    async fn delete_subscription(&self, org_id: &str, id: &str) -> Result<bool, StoreError>;
+    async fn delete_subscription(
+        &self,
+        org_id: &OrgId,
+        id: &SubscriptionId,
+    ) -> Result<bool, StoreError>;
 
     /// Subscriptions of any organization holding `filter` as an enabled
     /// filter: a key lookup in the filter index, never a scan.
@@ -106,12 +113,12 @@ pub trait Store: Send + Sync {
     /// if the subscription no longer exists.
     async fn record_delivery(
         &self,
-        org_id: &str,
-        id: &str,
+        org_id: &OrgId,
+        id: &SubscriptionId,
         record: DeliveryRecord,
     ) -> Result<Option<SubscriptionStatus>, StoreError>;
 
-    async fn put_message(&self, org_id: &str, message: &Message) -> Result<(), StoreError>;
+    async fn put_message(&self, org_id: &OrgId, message: &Message) -> Result<(), StoreError>;
 
-    async fn get_message(&self, org_id: &str, id: &str) -> Result<Option<Message>, StoreError>;
+    async fn get_message(&self, org_id: &OrgId, id: &str) -> Result<Option<Message>, StoreError>;
 }

@@ -7,6 +7,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use webhook_core::ids::{OrgId, SubscriptionId};
 use webhook_core::model::{Message, SubscriptionStatus};
 use webhook_core::store::{DeliveryRecord, DisabledEntry, Store, StoreError, Upsert};
 
@@ -47,13 +48,13 @@ fn unique(prefix: &str) -> String {
 
 fn upsert(org: &str, uri: &str, filters: &[&str], now: i64) -> Upsert {
     Upsert {
-        org_id: org.to_owned(),
+        org_id: org.to_owned().into(),
         uri: uri.to_owned(),
         event_filters: filters.iter().map(|f| f.to_string()).collect(),
         disabled_filters: vec![],
         expires_at: now + 86_400_000,
         now,
-        new_id: uuid::Uuid::now_v7().to_string(),
+        new_id: uuid::Uuid::now_v7().to_string().into(),
         new_secret: webhook_core::secret::new_signing_secret(),
         max_per_org: 1000,
     }
@@ -96,7 +97,10 @@ pub async fn upsert_creates_then_updates(store: Arc<dyn Store>) {
     assert_eq!(updated.expires_at, second.expires_at);
     assert!(updated.disabled_filters.is_empty());
     assert_eq!(
-        store.get_subscription(&org, &created.id).await.unwrap(),
+        store
+            .get_subscription(&OrgId::from(&org), &created.id)
+            .await
+            .unwrap(),
         Some(updated)
     );
 }
@@ -114,7 +118,7 @@ pub async fn update_reactivates_and_clears_failures(store: Arc<dyn Store>) {
         .unwrap();
     let status = store
         .record_delivery(
-            &org,
+            &OrgId::from(&org),
             &sub.id,
             DeliveryRecord::Failed {
                 now: 5_000,
@@ -126,7 +130,7 @@ pub async fn update_reactivates_and_clears_failures(store: Arc<dyn Store>) {
     assert_eq!(status, Some(SubscriptionStatus::Active));
     assert_eq!(
         store
-            .record_delivery(&org, &sub.id, DeliveryRecord::Gone)
+            .record_delivery(&OrgId::from(&org), &sub.id, DeliveryRecord::Gone)
             .await
             .unwrap(),
         Some(SubscriptionStatus::Blacklisted)
@@ -167,7 +171,14 @@ pub async fn concurrent_upserts_of_one_uri_make_one(store: Arc<dyn Store>) {
     }
     assert_eq!(ids.len(), 1);
     assert_eq!(creations, 1, "exactly one upsert created it");
-    assert_eq!(store.list_subscriptions(&org).await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .list_subscriptions(&OrgId::from(&org))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 pub async fn creation_is_capped_per_organization(store: Arc<dyn Store>) {
@@ -191,8 +202,11 @@ pub async fn creation_is_capped_per_organization(store: Arc<dyn Store>) {
         "updates are not creations"
     );
     // Deleting frees a place.
-    let subs = store.list_subscriptions(&org).await.unwrap();
-    assert!(store.delete_subscription(&org, &subs[0].id).await.unwrap());
+    let subs = store.list_subscriptions(&OrgId::from(&org)).await.unwrap();
+    assert!(store
+        .delete_subscription(&OrgId::from(&org), &subs[0].id)
+        .await
+        .unwrap());
     let mut fourth = upsert(&org, "https://example.com/4", &[&f], 3_000);
     fourth.max_per_org = 2;
     assert!(store.upsert_subscription(fourth).await.is_ok());
@@ -218,16 +232,25 @@ pub async fn reads_and_deletes_are_scoped_to_the_organization(store: Arc<dyn Sto
         ))
         .await
         .unwrap();
-    assert_eq!(store.get_subscription(&b, &sub.id).await.unwrap(), None);
-    assert!(!store.delete_subscription(&b, &sub.id).await.unwrap());
     assert_eq!(
         store
-            .record_delivery(&b, &sub.id, DeliveryRecord::Gone)
+            .get_subscription(&OrgId::from(&b), &sub.id)
             .await
             .unwrap(),
         None
     );
-    let listed = store.list_subscriptions(&a).await.unwrap();
+    assert!(!store
+        .delete_subscription(&OrgId::from(&b), &sub.id)
+        .await
+        .unwrap());
+    assert_eq!(
+        store
+            .record_delivery(&OrgId::from(&b), &sub.id, DeliveryRecord::Gone)
+            .await
+            .unwrap(),
+        None
+    );
+    let listed = store.list_subscriptions(&OrgId::from(&a)).await.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].id, sub.id);
     assert_eq!(
@@ -235,12 +258,31 @@ pub async fn reads_and_deletes_are_scoped_to_the_organization(store: Arc<dyn Sto
         SubscriptionStatus::Active,
         "org b could not blacklist it"
     );
-    assert!(store.delete_subscription(&a, &sub.id).await.unwrap());
-    assert_eq!(store.get_subscription(&a, &sub.id).await.unwrap(), None);
-    assert!(!store.delete_subscription(&a, &sub.id).await.unwrap());
-    assert_eq!(store.list_subscriptions(&b).await.unwrap().len(), 1);
     assert!(store
-        .list_subscriptions(&unique("nobody"))
+        .delete_subscription(&OrgId::from(&a), &sub.id)
+        .await
+        .unwrap());
+    assert_eq!(
+        store
+            .get_subscription(&OrgId::from(&a), &sub.id)
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(!store
+        .delete_subscription(&OrgId::from(&a), &sub.id)
+        .await
+        .unwrap());
+    assert_eq!(
+        store
+            .list_subscriptions(&OrgId::from(&b))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(store
+        .list_subscriptions(&OrgId::from(&unique("nobody")))
         .await
         .unwrap()
         .is_empty());
@@ -291,7 +333,10 @@ pub async fn filter_index_follows_updates_and_deletes(store: Arc<dyn Store>) {
         ids(store.subscriptions_for_filter(&fa).await.unwrap()),
         HashSet::from([s1.id.clone()])
     );
-    assert!(store.delete_subscription(&a, &s1.id).await.unwrap());
+    assert!(store
+        .delete_subscription(&OrgId::from(&a), &s1.id)
+        .await
+        .unwrap());
     assert!(store
         .subscriptions_for_filter(&fa)
         .await
@@ -321,14 +366,14 @@ pub async fn delivery_records_drive_blacklisting(store: Arc<dyn Store>) {
     };
     assert_eq!(
         store
-            .record_delivery(&org, &sub.id, fail(100_000))
+            .record_delivery(&OrgId::from(&org), &sub.id, fail(100_000))
             .await
             .unwrap(),
         Some(SubscriptionStatus::Active)
     );
     assert_eq!(
         store
-            .get_subscription(&org, &sub.id)
+            .get_subscription(&OrgId::from(&org), &sub.id)
             .await
             .unwrap()
             .unwrap()
@@ -337,14 +382,14 @@ pub async fn delivery_records_drive_blacklisting(store: Arc<dyn Store>) {
     );
     assert_eq!(
         store
-            .record_delivery(&org, &sub.id, fail(105_000))
+            .record_delivery(&OrgId::from(&org), &sub.id, fail(105_000))
             .await
             .unwrap(),
         Some(SubscriptionStatus::Active)
     );
     assert_eq!(
         store
-            .get_subscription(&org, &sub.id)
+            .get_subscription(&OrgId::from(&org), &sub.id)
             .await
             .unwrap()
             .unwrap()
@@ -355,14 +400,14 @@ pub async fn delivery_records_drive_blacklisting(store: Arc<dyn Store>) {
     // A success ends the streak; the next failure starts a new one.
     assert_eq!(
         store
-            .record_delivery(&org, &sub.id, DeliveryRecord::Succeeded)
+            .record_delivery(&OrgId::from(&org), &sub.id, DeliveryRecord::Succeeded)
             .await
             .unwrap(),
         Some(SubscriptionStatus::Active)
     );
     assert_eq!(
         store
-            .get_subscription(&org, &sub.id)
+            .get_subscription(&OrgId::from(&org), &sub.id)
             .await
             .unwrap()
             .unwrap()
@@ -370,26 +415,26 @@ pub async fn delivery_records_drive_blacklisting(store: Arc<dyn Store>) {
         None
     );
     store
-        .record_delivery(&org, &sub.id, fail(200_000))
+        .record_delivery(&OrgId::from(&org), &sub.id, fail(200_000))
         .await
         .unwrap();
     assert_eq!(
         store
-            .record_delivery(&org, &sub.id, fail(209_999))
+            .record_delivery(&OrgId::from(&org), &sub.id, fail(209_999))
             .await
             .unwrap(),
         Some(SubscriptionStatus::Active)
     );
     assert_eq!(
         store
-            .record_delivery(&org, &sub.id, fail(210_000))
+            .record_delivery(&OrgId::from(&org), &sub.id, fail(210_000))
             .await
             .unwrap(),
         Some(SubscriptionStatus::Blacklisted)
     );
     assert_eq!(
         store
-            .get_subscription(&org, &sub.id)
+            .get_subscription(&OrgId::from(&org), &sub.id)
             .await
             .unwrap()
             .unwrap()
@@ -398,7 +443,11 @@ pub async fn delivery_records_drive_blacklisting(store: Arc<dyn Store>) {
     );
     assert_eq!(
         store
-            .record_delivery(&org, "no-such-id", DeliveryRecord::Succeeded)
+            .record_delivery(
+                &OrgId::from(&org),
+                &SubscriptionId::from("no-such-id"),
+                DeliveryRecord::Succeeded
+            )
             .await
             .unwrap(),
         None
@@ -418,17 +467,28 @@ pub async fn messages_are_scoped_to_the_organization(store: Arc<dyn Store>) {
         media: vec![],
         attachments: vec!["a.png".into()],
     };
-    store.put_message(&a, &message).await.unwrap();
+    store.put_message(&OrgId::from(&a), &message).await.unwrap();
     assert_eq!(
-        store.get_message(&a, "msg-1").await.unwrap(),
+        store.get_message(&OrgId::from(&a), "msg-1").await.unwrap(),
         Some(message.clone())
     );
-    assert_eq!(store.get_message(&b, "msg-1").await.unwrap(), None);
-    assert_eq!(store.get_message(&a, "msg-2").await.unwrap(), None);
-    message.text = "edited".into();
-    store.put_message(&a, &message).await.unwrap();
     assert_eq!(
-        store.get_message(&a, "msg-1").await.unwrap().unwrap().text,
+        store.get_message(&OrgId::from(&b), "msg-1").await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store.get_message(&OrgId::from(&a), "msg-2").await.unwrap(),
+        None
+    );
+    message.text = "edited".into();
+    store.put_message(&OrgId::from(&a), &message).await.unwrap();
+    assert_eq!(
+        store
+            .get_message(&OrgId::from(&a), "msg-1")
+            .await
+            .unwrap()
+            .unwrap()
+            .text,
         "edited"
     );
 }
@@ -446,12 +506,15 @@ pub async fn fan_out_sees_delivery_bookkeeping(store: Arc<dyn Store>) {
         now: 50_000,
         blacklist_after_ms: 10_000,
     };
-    store.record_delivery(&org, &sub.id, fail).await.unwrap();
+    store
+        .record_delivery(&OrgId::from(&org), &sub.id, fail)
+        .await
+        .unwrap();
     let found = store.subscriptions_for_filter(&f).await.unwrap();
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].failing_since, Some(50_000));
     store
-        .record_delivery(&org, &sub.id, DeliveryRecord::Gone)
+        .record_delivery(&OrgId::from(&org), &sub.id, DeliveryRecord::Gone)
         .await
         .unwrap();
     let found = store.subscriptions_for_filter(&f).await.unwrap();
@@ -468,7 +531,7 @@ pub async fn fan_out_sees_delivery_bookkeeping(store: Arc<dyn Store>) {
     assert_eq!(
         found[0],
         store
-            .get_subscription(&org, &sub.id)
+            .get_subscription(&OrgId::from(&org), &sub.id)
             .await
             .unwrap()
             .unwrap()

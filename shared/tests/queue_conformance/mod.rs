@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use webhook_core::ids::NotificationId;
 use webhook_core::queue::{DeliveryJob, DeliveryQueue, Lease};
 
 #[macro_export]
@@ -34,7 +35,7 @@ macro_rules! queue_conformance_tests {
 
 pub fn job(n: usize) -> DeliveryJob {
     DeliveryJob {
-        id: format!("00000000-0000-5000-8000-{n:012}"),
+        id: format!("00000000-0000-5000-8000-{n:012}").into(),
         org_id: "org-1".into(),
         subscription_id: "sub-1".into(),
         body: format!(r#"{{"n":{n},"text":"héllo"}}"#),
@@ -65,7 +66,7 @@ pub async fn received_jobs_are_leased_until_completed(queue: Arc<dyn DeliveryQue
     queue.enqueue(vec![job(1), job(2), job(3)]).await.unwrap();
     let leases = receive_n(queue.as_ref(), 3, LONG, Duration::from_secs(10)).await;
     assert_eq!(leases.len(), 3);
-    let ids: HashSet<String> = leases.iter().map(|l| l.job.id.clone()).collect();
+    let ids: HashSet<NotificationId> = leases.iter().map(|l| l.job.id.clone()).collect();
     assert_eq!(ids, HashSet::from([job(1).id, job(2).id, job(3).id]));
     assert!(leases.iter().all(|l| l.attempt == 1));
     let l1 = leases.iter().find(|l| l.job.id == job(1).id).unwrap();
@@ -136,6 +137,6 @@ pub async fn large_batches_are_enqueued_whole(queue: Arc<dyn DeliveryQueue>) {
     let jobs: Vec<DeliveryJob> = (0..25).map(job).collect();
     queue.enqueue(jobs.clone()).await.unwrap();
     let leases = receive_n(queue.as_ref(), 25, LONG, Duration::from_secs(20)).await;
-    let ids: HashSet<String> = leases.iter().map(|l| l.job.id.clone()).collect();
+    let ids: HashSet<NotificationId> = leases.iter().map(|l| l.job.id.clone()).collect();
     assert_eq!(ids, jobs.iter().map(|j| j.id.clone()).collect());
 }

@@ -11,8 +11,8 @@ use crate::store::{DisabledEntry, StoreError, StoredSubscription};
 
 pub(super) fn subscription_attributes(sub: &StoredSubscription) -> Item {
     let mut item = Item::new();
-    item.insert("orgId".into(), s(sub.org_id.clone()));
-    item.insert("id".into(), s(sub.id.clone()));
+    item.insert("orgId".into(), s(sub.org_id.to_string()));
+    item.insert("id".into(), s(sub.id.to_string()));
     item.insert("uri".into(), s(sub.uri.clone()));
     item.insert("eventFilters".into(), list(&sub.event_filters));
     item.insert(
@@ -72,8 +72,8 @@ pub(super) fn parse_subscription(item: &Item) -> Result<StoredSubscription, Stor
     };
     let status = text(item, "status")?;
     Ok(StoredSubscription {
-        id: text(item, "id")?,
-        org_id: text(item, "orgId")?,
+        id: text(item, "id")?.into(),
+        org_id: text(item, "orgId")?.into(),
         uri: text(item, "uri")?,
         event_filters: texts(item, "eventFilters")?,
         disabled_filters: disabled,

@@ -5,11 +5,12 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::keys::{event_sk, key, org_pk};
 use super::{backend, DynamoStore};
+use crate::ids::OrgId;
 use crate::store::StoreError;
 
 impl DynamoStore {
     /// Whether the event was recorded (strongly consistent).
-    pub async fn event_recorded(&self, org_id: &str, event_id: &str) -> Result<bool, StoreError> {
+    pub async fn event_recorded(&self, org_id: &OrgId, event_id: &str) -> Result<bool, StoreError> {
         let seen = self
             .client
             .get_item()
@@ -25,7 +26,7 @@ impl DynamoStore {
     /// Records the event; DynamoDB removes the record at `expires_at_secs`.
     pub async fn record_event(
         &self,
-        org_id: &str,
+        org_id: &OrgId,
         event_id: &str,
         expires_at_secs: i64,
     ) -> Result<(), StoreError> {

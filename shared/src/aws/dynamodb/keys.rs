@@ -56,15 +56,16 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::Item;
+use crate::ids::{OrgId, SubscriptionId};
 
 pub(super) const SUB: &str = "SUB#";
 pub(super) const COUNTER_SK: &str = "COUNT";
 
-pub(super) fn org_pk(org_id: &str) -> String {
+pub(super) fn org_pk(org_id: &OrgId) -> String {
     format!("ORG#{org_id}")
 }
 
-pub(super) fn sub_sk(id: &str) -> String {
+pub(super) fn sub_sk(id: &SubscriptionId) -> String {
     format!("{SUB}{id}")
 }
 
@@ -100,8 +101,8 @@ mod tests {
 
     #[test]
     fn keys() {
-        assert_eq!(org_pk("org-1"), "ORG#org-1");
-        assert_eq!(sub_sk("abc"), "SUB#abc");
+        assert_eq!(org_pk(&"org-1".into()), "ORG#org-1");
+        assert_eq!(sub_sk(&"abc".into()), "SUB#abc");
         let guard = uri_sk(&format!("https://example.com/{}", "x".repeat(2048)));
         assert_eq!(guard.len(), 4 + 64, "a hash whatever the uri's length");
         assert_ne!(uri_sk("https://a"), uri_sk("https://b"));

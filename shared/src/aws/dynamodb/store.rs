@@ -11,6 +11,7 @@ use super::codec::{list, n, optional, optional_text, parse_subscription, s, text
 use super::keys::{filter_pk, key, msg_sk, org_pk, sub_sk, uri_sk, COUNTER_SK, SUB};
 use super::write::{delete, distinct, Attempt, Condition, Transaction};
 use super::{backend, backend_build, DynamoStore, Item, MAX_SORT_KEY};
+use crate::ids::{OrgId, SubscriptionId};
 use crate::model::{Message, SubscriptionStatus};
 use crate::store::{DeliveryRecord, Store, StoreError, StoredSubscription, Upsert};
 
@@ -35,15 +36,15 @@ impl Store for DynamoStore {
 
     async fn get_subscription(
         &self,
-        org_id: &str,
-        id: &str,
+        org_id: &OrgId,
+        id: &SubscriptionId,
     ) -> Result<Option<StoredSubscription>, StoreError> {
         Ok(self.versioned(org_id, id).await?.map(|(sub, _)| sub))
     }
 
     async fn list_subscriptions(
         &self,
-        org_id: &str,
+        org_id: &OrgId,
     ) -> Result<Vec<StoredSubscription>, StoreError> {
         self.query_all(&self.tables.subscriptions, org_pk(org_id), Some(SUB))
             .await?
@@ -52,7 +53,11 @@ impl Store for DynamoStore {
             .collect()
     }
 
-    async fn delete_subscription(&self, org_id: &str, id: &str) -> Result<bool, StoreError> {
+    async fn delete_subscription(
+        &self,
+        org_id: &OrgId,
+        id: &SubscriptionId,
+    ) -> Result<bool, StoreError> {
         let table = &self.tables.subscriptions;
         let mut backoff = Backoff::default();
         loop {
@@ -102,8 +107,8 @@ impl Store for DynamoStore {
 
     async fn record_delivery(
         &self,
-        org_id: &str,
-        id: &str,
+        org_id: &OrgId,
+        id: &SubscriptionId,
         record: DeliveryRecord,
     ) -> Result<Option<SubscriptionStatus>, StoreError> {
         let table = &self.tables.subscriptions;
@@ -154,7 +159,7 @@ impl Store for DynamoStore {
         }
     }
 
-    async fn put_message(&self, org_id: &str, message: &Message) -> Result<(), StoreError> {
+    async fn put_message(&self, org_id: &OrgId, message: &Message) -> Result<(), StoreError> {
         let sk = msg_sk(&message.id);
         if sk.len() > MAX_SORT_KEY {
             return Err(StoreError::Backend(format!(
@@ -163,7 +168,7 @@ impl Store for DynamoStore {
             )));
         }
         let mut item = key(org_pk(org_id), sk);
-        item.insert("orgId".into(), s(org_id.into()));
+        item.insert("orgId".into(), s(org_id.to_string()));
         item.insert("id".into(), s(message.id.clone()));
         item.insert("owner".into(), optional(&message.owner));
         item.insert("time".into(), optional(&message.time));
@@ -183,7 +188,7 @@ impl Store for DynamoStore {
         Ok(())
     }
 
-    async fn get_message(&self, org_id: &str, id: &str) -> Result<Option<Message>, StoreError> {
+    async fn get_message(&self, org_id: &OrgId, id: &str) -> Result<Option<Message>, StoreError> {
         let sk = msg_sk(id);
         if sk.len() > MAX_SORT_KEY {
             return Ok(None);

@@ -11,6 +11,7 @@ use aws_sdk_dynamodb::types::{
 use super::codec::{index_item, n, number, parse_subscription, s, subscription_item, text};
 use super::keys::{filter_pk, key, org_pk, sub_sk, uri_sk, COUNTER_SK};
 use super::{backend, backend_build, DynamoStore, Item, MAX_SORT_KEY};
+use crate::ids::{OrgId, SubscriptionId};
 use crate::model::SubscriptionStatus;
 use crate::store::{StoreError, StoredSubscription, Upsert};
 
@@ -18,8 +19,8 @@ impl DynamoStore {
     /// The subscription and its version, read strongly consistently.
     pub(super) async fn versioned(
         &self,
-        org_id: &str,
-        id: &str,
+        org_id: &OrgId,
+        id: &SubscriptionId,
     ) -> Result<Option<(StoredSubscription, u64)>, StoreError> {
         let sk = sub_sk(id);
         if sk.len() > MAX_SORT_KEY {
@@ -43,9 +44,9 @@ impl DynamoStore {
 
     pub(super) async fn guard(
         &self,
-        org_id: &str,
+        org_id: &OrgId,
         uri: &str,
-    ) -> Result<Option<String>, StoreError> {
+    ) -> Result<Option<SubscriptionId>, StoreError> {
         let output = self
             .client
             .get_item()
@@ -58,7 +59,7 @@ impl DynamoStore {
             .map_err(backend)?;
         output
             .item()
-            .map(|item| text(item, "subscriptionId"))
+            .map(|item| text(item, "subscriptionId").map(SubscriptionId::from))
             .transpose()
     }
 
@@ -84,7 +85,7 @@ impl DynamoStore {
         };
         let table = &self.tables.subscriptions;
         let mut guard = key(org_pk(&u.org_id), uri_sk(&u.uri));
-        guard.insert("subscriptionId".into(), s(sub.id.clone()));
+        guard.insert("subscriptionId".into(), s(sub.id.to_string()));
         guard.insert("uri".into(), s(sub.uri.clone()));
         let mut writes = vec![
             put(table, guard, Some(guard_condition(dangling)))?,
@@ -139,11 +140,11 @@ impl DynamoStore {
     pub(super) async fn try_update(
         &self,
         u: &Upsert,
-        id: &str,
+        id: &SubscriptionId,
     ) -> Result<Attempt<(StoredSubscription, bool)>, StoreError> {
         let Some((current, version)) = self.versioned(&u.org_id, id).await? else {
             // Deleted since the guard was read (or the guard dangles): create anew.
-            return self.try_create(u, Some(id)).await;
+            return self.try_create(u, Some(id.as_str())).await;
         };
         let removed: Vec<&String> = current
             .event_filters
