@@ -6,7 +6,6 @@ mod common;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::inbox::Inbox;
 use common::*;
 use http::StatusCode;
 use reqwest::Method;
@@ -47,7 +46,7 @@ async fn subscribe(server: &Server, org: &str, uri: &str, filters: &[&str]) -> (
 #[tokio::test]
 async fn inbound_message_arrives_signed_and_can_be_fetched() {
     let server = Server::start_with(&[FAST_RETRIES]);
-    let inbox = Inbox::start().await;
+    let inbox = Receiver::start(Handshake::Echo).await;
     let filter = inbound("org-1", "dep-1");
     let (sub_id, secret) = subscribe(&server, "org-1", &inbox.uri("/hook"), &[&filter]).await;
 
@@ -96,11 +95,11 @@ async fn inbound_message_arrives_signed_and_can_be_fetched() {
 async fn events_reach_only_matching_filters_of_their_organization_and_department() {
     let server = Server::start_with(&[FAST_RETRIES]);
     let (outbound_rx, contact_rx, other_dep_rx, other_org_rx, inbound_rx) = (
-        Inbox::start().await,
-        Inbox::start().await,
-        Inbox::start().await,
-        Inbox::start().await,
-        Inbox::start().await,
+        Receiver::start(Handshake::Echo).await,
+        Receiver::start(Handshake::Echo).await,
+        Receiver::start(Handshake::Echo).await,
+        Receiver::start(Handshake::Echo).await,
+        Receiver::start(Handshake::Echo).await,
     );
     let outbound = "/orgId/org-1/department/dep-1/message?direction=outbound".to_owned();
     subscribe(&server, "org-1", &outbound_rx.uri("/o"), &[&outbound]).await;
@@ -186,7 +185,7 @@ async fn events_reach_only_matching_filters_of_their_organization_and_department
 #[tokio::test]
 async fn a_failing_receiver_gets_the_same_uuid_until_it_accepts() {
     let server = Server::start_with(&[FAST_RETRIES]);
-    let inbox = Inbox::start().await;
+    let inbox = Receiver::start(Handshake::Echo).await;
     subscribe(
         &server,
         "org-1",
@@ -212,7 +211,7 @@ async fn a_failing_receiver_gets_the_same_uuid_until_it_accepts() {
 #[tokio::test]
 async fn duplicate_event_ids_are_ignored() {
     let server = Server::start_with(&[FAST_RETRIES]);
-    let inbox = Inbox::start().await;
+    let inbox = Receiver::start(Handshake::Echo).await;
     subscribe(
         &server,
         "org-1",
@@ -237,7 +236,7 @@ async fn duplicate_event_ids_are_ignored() {
 #[tokio::test]
 async fn gone_blacklists_and_posting_the_uri_again_reactivates() {
     let server = Server::start_with(&[FAST_RETRIES]);
-    let inbox = Inbox::start().await;
+    let inbox = Receiver::start(Handshake::Echo).await;
     let uri = inbox.uri("/gone");
     let (id, _) = subscribe(&server, "org-1", &uri, &[&inbound("org-1", "d")]).await;
     inbox.script(&[(410, None)]);
@@ -302,7 +301,7 @@ async fn failing_past_the_blacklist_window_blacklists() {
         ),
         ("WEBHOOKS_BLACKLIST_AFTER", "250ms"),
     ]);
-    let inbox = Inbox::start().await;
+    let inbox = Receiver::start(Handshake::Echo).await;
     let (id, _) = subscribe(
         &server,
         "org-1",
@@ -338,7 +337,7 @@ async fn failing_past_the_blacklist_window_blacklists() {
 #[tokio::test]
 async fn retries_stop_after_the_schedule_and_honour_retry_after() {
     let server = Server::start_with(&[("WEBHOOKS_RETRY_SCHEDULE", "100ms,1s")]);
-    let inbox = Inbox::start().await;
+    let inbox = Receiver::start(Handshake::Echo).await;
     subscribe(
         &server,
         "org-1",
@@ -474,7 +473,7 @@ async fn the_listen_command_verifies_signatures() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nothing_is_lost_when_the_server_is_killed() {
     let server = Server::start_with(&[FAST_RETRIES, ("WEBHOOKS_DELIVERY_CONCURRENCY", "16")]);
-    let inbox = Inbox::start().await;
+    let inbox = Receiver::start(Handshake::Echo).await;
     subscribe(
         &server,
         "org-1",

@@ -8,7 +8,6 @@ mod common;
 use std::collections::HashSet;
 use std::time::Duration;
 
-use common::inbox::Inbox;
 use common::*;
 use http::StatusCode;
 use reqwest::Method;
@@ -58,14 +57,14 @@ fn shape(body: &Value, id: &str) -> String {
 
 struct Subscribed {
     id: String,
-    inbox: Inbox,
+    inbox: Receiver,
     filter: String,
 }
 
 async fn subscribe_each_filter(server: &Server, org: &str) -> Vec<Subscribed> {
     let mut out = Vec::new();
     for filter in [inbound(org, DEP), outbound(org, DEP), contact(org, DEP)] {
-        let inbox = Inbox::start().await;
+        let inbox = Receiver::start(Handshake::Echo).await;
         let (status, sub) = server.create(org, &inbox.uri("/hook"), &[&filter]).await;
         assert_eq!(status, StatusCode::OK, "{sub}");
         out.push(Subscribed {
@@ -167,7 +166,7 @@ async fn organization_b_cannot_read_change_or_delete_organization_a_subscription
 
     // Filters naming A are never enabled for B.
     let a_filters: Vec<&str> = a_subs.iter().map(|s| s.filter.as_str()).collect();
-    let receiver = Inbox::start().await;
+    let receiver = Receiver::start(Handshake::Echo).await;
     let (status, body) = server.create(B, &receiver.uri("/x"), &a_filters).await;
     assert_eq!(
         (status, body["code"].as_str()),
@@ -225,7 +224,7 @@ async fn organization_b_receives_none_of_organization_a_events() {
     let b_subs = subscribe_each_filter(&server, B).await;
     // B also asks for A's filters (disabled) on a receiver of its own, and subscribes A's
     // exact callback uri for its own events.
-    let b_spy = Inbox::start().await;
+    let b_spy = Receiver::start(Handshake::Echo).await;
     let a_filters: Vec<String> = a_subs.iter().map(|s| s.filter.clone()).collect();
     let mut spy_filters: Vec<&str> = a_filters.iter().map(String::as_str).collect();
     let b_inbound = inbound(B, DEP);

@@ -55,6 +55,9 @@ pub struct ConfigError {
 
 const DAY: u64 = 86_400;
 
+/// How often, by default, a token with an unknown `kid` may refetch the JWKS.
+pub const JWKS_REFRESH_MIN_INTERVAL: Duration = Duration::from_secs(30);
+
 impl Config {
     pub fn from_env(profile: Profile) -> Result<Self, ConfigError> {
         Self::from_lookup(profile, |k| std::env::var(k).ok())
@@ -150,7 +153,7 @@ impl Config {
             },
             jwks_min_refresh: duration_var(
                 "WEBHOOKS_JWT_JWKS_MIN_REFRESH",
-                crate::auth::jwt::JWKS_REFRESH_MIN_INTERVAL,
+                JWKS_REFRESH_MIN_INTERVAL,
             )?,
             allow_http_callbacks: bool_var("WEBHOOKS_ALLOW_HTTP_CALLBACKS", local)?,
             allow_private_callbacks: bool_var("WEBHOOKS_ALLOW_PRIVATE_CALLBACKS", local)?,

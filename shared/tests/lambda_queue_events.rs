@@ -4,16 +4,12 @@
 
 mod dynamodb_local;
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use aws_lambda_events::event::sqs::SqsEvent;
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::response::Response;
-use http_body_util::BodyExt;
 use serde_json::Value;
+use testkit::{Handshake, Receiver};
 use webhook_core::aws::dynamodb::DynamoStore;
 use webhook_core::aws::outbox::AwsOutbox;
 use webhook_core::aws::sqs::SqsQueue;
@@ -29,33 +25,10 @@ fn event(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// Headers and body of one POST.
-type Post = (http::HeaderMap, Vec<u8>);
-
-/// A callback receiver: handshake echo, scripted statuses for POSTs.
-#[derive(Clone, Default)]
-struct Receiver {
-    posts: Arc<Mutex<Vec<Post>>>,
-    script: Arc<Mutex<VecDeque<u16>>>,
-}
-
-async fn answer(State(r): State<Receiver>, request: Request) -> Response<Body> {
-    let (parts, body) = request.into_parts();
-    let body = body.collect().await.unwrap().to_bytes().to_vec();
-    r.posts.lock().unwrap().push((parts.headers, body));
-    let status = r.script.lock().unwrap().pop_front().unwrap_or(200);
-    Response::builder()
-        .status(status)
-        .body(Body::empty())
-        .unwrap()
-}
-
+/// A callback receiver and its hook's uri.
 async fn receiver() -> (Receiver, String) {
-    let r = Receiver::default();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let uri = format!("http://{}/hook", listener.local_addr().unwrap());
-    let app = axum::Router::new().fallback(answer).with_state(r.clone());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let r = Receiver::start(Handshake::Echo).await;
+    let uri = r.uri("/hook");
     (r, uri)
 }
 
@@ -70,10 +43,7 @@ struct World {
 }
 
 async fn world() -> World {
-    assert!(
-        std::env::var("AWS_ENDPOINT_URL_SQS").is_ok(),
-        "AWS_ENDPOINT_URL_SQS is not set: run through ./scripts/test.sh, or `source scripts/emulators.sh && start_moto`"
-    );
+    testkit::emulators::require(testkit::emulators::SQS);
     let config = Config::from_lookup(Profile::Lambda, |var| match var {
         "WEBHOOKS_ALLOW_HTTP_CALLBACKS" | "WEBHOOKS_ALLOW_PRIVATE_CALLBACKS" => Some("true".into()),
         "WEBHOOKS_RETRY_SCHEDULE" => Some("1s,1s".into()),
@@ -252,7 +222,7 @@ async fn deliver_notifications_retries_through_visibility_then_delivers_signed()
         .await
         .unwrap();
 
-    rx.script.lock().unwrap().push_back(503);
+    rx.script(&[(503, None)]);
     let first = receive_as_event(&w, &template, Duration::from_secs(5))
         .await
         .unwrap();
@@ -274,9 +244,9 @@ async fn deliver_notifications_retries_through_visibility_then_delivers_signed()
     let response = queues::deliver_notifications(&w.app, &w.queue, second).await;
     assert!(response.batch_item_failures.is_empty());
 
-    let posts = rx.posts.lock().unwrap().clone();
+    let posts = rx.received();
     assert_eq!(posts.len(), 2);
-    let (headers, body) = &posts[1];
+    let (headers, body) = (&posts[1].headers, &posts[1].body);
     standardwebhooks::Webhook::new(&secret)
         .unwrap()
         .verify(body, headers)
@@ -317,7 +287,7 @@ async fn deliver_notifications_dead_letters_after_the_last_attempt() {
         .send()
         .await
         .unwrap();
-    rx.script.lock().unwrap().extend([500, 500, 500]);
+    rx.script(&[(500, None), (500, None), (500, None)]);
     // Schedule "1s,1s": attempts 1 and 2 are retried, attempt 3 is the last.
     let mut event = receive_as_event(&w, &template, Duration::from_secs(5))
         .await

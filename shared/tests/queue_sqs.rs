@@ -10,11 +10,7 @@ use webhook_core::aws::sqs::SqsQueue;
 use webhook_core::queue::DeliveryQueue;
 
 async fn client() -> Client {
-    assert!(
-        std::env::var("AWS_ENDPOINT_URL_SQS").is_ok(),
-        "AWS_ENDPOINT_URL_SQS is not set: run these tests through ./scripts/test.sh, \
-         or `source scripts/emulators.sh && start_moto` first"
-    );
+    testkit::emulators::require(testkit::emulators::SQS);
     let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .load()
         .await;

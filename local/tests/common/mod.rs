@@ -1,20 +1,18 @@
 //! Test harness: the real `webhooks-local` binary on a free port with its
-//! own data dir, and real callback receivers on loopback.
+//! own data dir. Callback receivers and emulator checks come from `testkit`,
+//! shared with the library's tests.
 
 #![allow(dead_code)]
 
-pub mod inbox;
+// Not every test file uses each of them.
+#[allow(unused_imports)]
+pub use testkit::{Handshake, Received, Receiver};
 
 use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::response::Response;
 use http::StatusCode;
 use serde_json::{json, Value};
 use webhook_core::auth::jwt::{mint_hs256, ALL_SCOPES};
@@ -31,13 +29,7 @@ pub fn aws_backend() -> bool {
     match std::env::var("WEBHOOKS_TEST_BACKEND").as_deref() {
         Err(_) | Ok("") | Ok("sqlite") => false,
         Ok("aws") => {
-            let endpoint = std::env::var("AWS_ENDPOINT_URL_DYNAMODB").unwrap_or_default();
-            assert!(
-                !endpoint.trim().is_empty(),
-                "WEBHOOKS_TEST_BACKEND=aws needs DynamoDB Local: run ./scripts/test.sh, or \
-                 `source scripts/emulators.sh && start_dynamodb` first (it exports \
-                 AWS_ENDPOINT_URL_DYNAMODB)"
-            );
+            testkit::emulators::require(testkit::emulators::DYNAMODB);
             true
         }
         Ok(other) => panic!("WEBHOOKS_TEST_BACKEND={other}: expected sqlite or aws"),
@@ -46,16 +38,7 @@ pub fn aws_backend() -> bool {
 
 /// Table names no other server of any test run uses.
 fn unique_tables() -> [(String, String); 2] {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .subsec_nanos();
-    let run = format!(
-        "webhooks-e2e-{}-{nanos}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::SeqCst)
-    );
+    let run = testkit::emulators::unique_name("webhooks-e2e");
     [
         (
             "WEBHOOKS_SUBSCRIPTIONS_TABLE".into(),
@@ -256,93 +239,4 @@ pub fn inbound(org: &str, dep: &str) -> String {
 
 pub fn contact(org: &str, dep: &str) -> String {
     format!("/orgId/{org}/department/{dep}/contact")
-}
-
-/// How a test receiver answers the validation handshake.
-#[derive(Clone, Copy, Debug)]
-pub enum Handshake {
-    Echo,
-    WrongToken,
-    NoToken,
-    Status(u16),
-    Hang,
-}
-
-/// A real HTTP callback receiver on loopback.
-pub struct Receiver {
-    pub addr: SocketAddr,
-    pub hits: Arc<AtomicUsize>,
-    pub bodies: Arc<Mutex<Vec<Value>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-#[derive(Clone)]
-struct ReceiverState {
-    mode: Handshake,
-    hits: Arc<AtomicUsize>,
-    bodies: Arc<Mutex<Vec<Value>>>,
-}
-
-impl Receiver {
-    pub async fn start(mode: Handshake) -> Receiver {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let state = ReceiverState {
-            mode,
-            hits: Arc::default(),
-            bodies: Arc::default(),
-        };
-        let (hits, bodies) = (state.hits.clone(), state.bodies.clone());
-        let app = axum::Router::new().fallback(answer).with_state(state);
-        let task = tokio::spawn(async move {
-            axum::serve(listener, app).await.unwrap();
-        });
-        Receiver {
-            addr,
-            hits,
-            bodies,
-            task,
-        }
-    }
-
-    pub fn uri(&self, path: &str) -> String {
-        format!("http://{}{}", self.addr, path)
-    }
-
-    pub fn hits(&self) -> usize {
-        self.hits.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-async fn answer(State(s): State<ReceiverState>, request: Request) -> Response<Body> {
-    use http_body_util::BodyExt;
-    s.hits.fetch_add(1, Ordering::SeqCst);
-    let (parts, body) = request.into_parts();
-    let bytes = body
-        .collect()
-        .await
-        .map(|c| c.to_bytes())
-        .unwrap_or_default();
-    if let Ok(v) = serde_json::from_slice(&bytes) {
-        s.bodies.lock().unwrap().push(v);
-    }
-    let token = parts.headers.get("validation-token").cloned();
-    let ok = Response::builder().status(200);
-    let response = match (s.mode, token) {
-        (Handshake::Echo, Some(t)) => ok.header("validation-token", t),
-        (Handshake::WrongToken, Some(_)) => ok.header("validation-token", "not-the-token"),
-        (Handshake::Status(code), _) => Response::builder().status(code),
-        (Handshake::Hang, _) => {
-            tokio::time::sleep(Duration::from_secs(3600)).await;
-            ok
-        }
-        _ => ok,
-    };
-    response.body(Body::empty()).unwrap()
 }

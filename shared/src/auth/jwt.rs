@@ -15,14 +15,12 @@ use serde_json::{Map, Value};
 use tokio::sync::RwLock;
 
 use super::{Caller, SCOPE_READ, SCOPE_WRITE};
-use crate::config::JwtConfig;
+use crate::config::{JwtConfig, JWKS_REFRESH_MIN_INTERVAL};
 use crate::error::ApiError;
 use http::StatusCode;
 
 /// Tokens longer than this are refused before any parsing.
 pub const MAX_TOKEN_LEN: usize = 8 * 1024;
-/// Default for how often an unknown `kid` may trigger a JWKS refetch.
-pub const JWKS_REFRESH_MIN_INTERVAL: Duration = Duration::from_secs(30);
 
 pub struct Verifier {
     hs256: Option<DecodingKey>,

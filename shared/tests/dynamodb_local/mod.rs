@@ -8,28 +8,19 @@ use std::sync::OnceLock;
 use aws_sdk_dynamodb::Client;
 use webhook_core::aws::dynamodb::{client_from_env, create_tables, Tables};
 
-pub const ENDPOINT_VAR: &str = "AWS_ENDPOINT_URL_DYNAMODB";
-
 /// A client for DynamoDB Local. Panics with instructions when the emulator
 /// is not configured, so a run without it fails instead of passing vacuously.
 pub async fn client() -> Client {
-    match std::env::var(ENDPOINT_VAR) {
-        Ok(endpoint) if !endpoint.trim().is_empty() => {}
-        _ => panic!(
-            "{ENDPOINT_VAR} is not set: these tests need DynamoDB Local. Run them through \
-             ./scripts/test.sh, or in a shell: `source scripts/emulators.sh && start_dynamodb`, \
-             then cargo test (stop it with stop_emulators)."
-        ),
-    }
+    testkit::emulators::require(testkit::emulators::DYNAMODB);
     client_from_env().await
 }
 
-/// Table names unique to this test process.
+/// Table names no other test uses.
 pub fn unique_tables(label: &str) -> Tables {
-    let run = uuid::Uuid::new_v4().simple().to_string();
+    let run = testkit::emulators::unique_name(&format!("webhooks-test-{label}"));
     Tables {
-        subscriptions: format!("webhooks-test-{label}-{}-subscriptions", &run[..12]),
-        messages: format!("webhooks-test-{label}-{}-messages", &run[..12]),
+        subscriptions: format!("{run}-subscriptions"),
+        messages: format!("{run}-messages"),
     }
 }
 

@@ -1,8 +1,10 @@
-//! A callback receiver for delivery tests: answers the handshake, records
-//! every notification with its headers, and answers POSTs from a script.
+//! A real HTTP callback receiver on loopback: answers the validation
+//! handshake as told, records every notification with its headers, and
+//! answers POSTs from a script (status and `Retry-After`), then 200.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -13,6 +15,22 @@ use http::HeaderMap;
 use http_body_util::BodyExt;
 use serde_json::Value;
 
+/// How the receiver answers the validation handshake (`GET`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handshake {
+    /// 200 with the token echoed: a valid callback.
+    Echo,
+    /// 200 with another token.
+    WrongToken,
+    /// 200 without the header.
+    NoToken,
+    /// This status, no token.
+    Status(u16),
+    /// Never answers.
+    Hang,
+}
+
+/// One notification as it arrived.
 #[derive(Debug, Clone)]
 pub struct Received {
     pub headers: HeaderMap,
@@ -24,6 +42,7 @@ impl Received {
     pub fn json(&self) -> Value {
         serde_json::from_slice(&self.body).expect("notification body is JSON")
     }
+
     pub fn header(&self, name: &str) -> &str {
         self.headers
             .get(name)
@@ -32,36 +51,63 @@ impl Received {
     }
 }
 
-#[derive(Default)]
 struct Inner {
+    handshake: Handshake,
+    /// Every request, handshakes included.
+    hits: AtomicUsize,
     received: Mutex<Vec<Received>>,
     /// Answers for the next POSTs: (status, Retry-After); then 200.
     script: Mutex<VecDeque<(u16, Option<String>)>>,
     delay: Mutex<Duration>,
 }
 
+/// The receiver; dropping the last clone stops it.
 #[derive(Clone)]
-pub struct Inbox {
+pub struct Receiver {
     pub addr: SocketAddr,
     inner: Arc<Inner>,
+    _task: Arc<AbortOnDrop>,
 }
 
-impl Inbox {
-    pub async fn start() -> Inbox {
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl Receiver {
+    pub async fn start(handshake: Handshake) -> Receiver {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let inner = Arc::new(Inner::default());
+        let inner = Arc::new(Inner {
+            handshake,
+            hits: AtomicUsize::new(0),
+            received: Mutex::default(),
+            script: Mutex::default(),
+            delay: Mutex::default(),
+        });
         let app = axum::Router::new()
             .fallback(answer)
             .with_state(inner.clone());
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        Inbox { addr, inner }
+        Receiver {
+            addr,
+            inner,
+            _task: Arc::new(AbortOnDrop(task)),
+        }
     }
 
     pub fn uri(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
+    }
+
+    /// Requests so far, handshakes included.
+    pub fn hits(&self) -> usize {
+        self.inner.hits.load(Ordering::SeqCst)
     }
 
     /// The next POSTs answer these statuses (with an optional Retry-After).
@@ -75,6 +121,7 @@ impl Inbox {
         *self.inner.delay.lock().unwrap() = delay;
     }
 
+    /// The notifications (POSTs) received so far.
     pub fn received(&self) -> Vec<Received> {
         self.inner.received.lock().unwrap().clone()
     }
@@ -99,16 +146,31 @@ impl Inbox {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+
+    /// Waits until `n` distinct `webhook-id`s arrived; returns everything received.
+    pub async fn wait_for_unique(&self, n: usize, limit: Duration) -> Vec<Received> {
+        let start = Instant::now();
+        loop {
+            let got = self.received();
+            let unique: HashSet<&str> = got.iter().map(|r| r.header("webhook-id")).collect();
+            if unique.len() >= n {
+                return got;
+            }
+            assert!(
+                start.elapsed() < limit,
+                "only {} of {n} distinct notifications arrived within {limit:?}",
+                unique.len()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
 }
 
 async fn answer(State(inner): State<Arc<Inner>>, request: Request) -> Response<Body> {
+    inner.hits.fetch_add(1, Ordering::SeqCst);
     let (parts, body) = request.into_parts();
     if parts.method == http::Method::GET {
-        let mut r = Response::builder().status(200);
-        if let Some(t) = parts.headers.get("validation-token") {
-            r = r.header("validation-token", t.clone());
-        }
-        return r.body(Body::empty()).unwrap();
+        return handshake(inner.handshake, parts.headers.get("validation-token")).await;
     }
     let body = body
         .collect()
@@ -137,23 +199,17 @@ async fn answer(State(inner): State<Arc<Inner>>, request: Request) -> Response<B
     r.body(Body::empty()).unwrap()
 }
 
-impl Inbox {
-    /// Waits until `n` distinct `webhook-id`s arrived; returns everything received.
-    pub async fn wait_for_unique(&self, n: usize, limit: Duration) -> Vec<Received> {
-        let start = Instant::now();
-        loop {
-            let got = self.received();
-            let unique: std::collections::HashSet<&str> =
-                got.iter().map(|r| r.header("webhook-id")).collect();
-            if unique.len() >= n {
-                return got;
-            }
-            assert!(
-                start.elapsed() < limit,
-                "only {} of {n} distinct notifications arrived within {limit:?}",
-                unique.len()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
+async fn handshake(mode: Handshake, token: Option<&http::HeaderValue>) -> Response<Body> {
+    let ok = Response::builder().status(200);
+    let response = match (mode, token) {
+        (Handshake::Echo, Some(t)) => ok.header("validation-token", t.clone()),
+        (Handshake::WrongToken, Some(_)) => ok.header("validation-token", "not-the-token"),
+        (Handshake::Status(code), _) => Response::builder().status(code),
+        (Handshake::Hang, _) => {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            ok
         }
-    }
+        _ => ok,
+    };
+    response.body(Body::empty()).unwrap()
 }
