@@ -134,6 +134,11 @@ impl Server {
             .strip_prefix("webhooks-local listening on ")
             .unwrap_or_else(|| panic!("unexpected banner: {first:?}"))
             .to_owned();
+        assert_eq!(
+            dir.path().join("webhooks.db").exists(),
+            !aws_backend(),
+            "the SQLite file exists exactly when serving from it"
+        );
         let read = |name: &str| {
             std::fs::read_to_string(dir.path().join(name))
                 .unwrap()
