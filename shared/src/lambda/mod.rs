@@ -4,9 +4,10 @@
 //!
 //! API Gateway has already checked the API key and run the [`authorizer`];
 //! the caller comes from `requestContext.authorizer` (`orgId`, `sub`,
-//! `scope`). Each function serves one [`Endpoint`] of the routing table, so the route is known and
-//! the id comes from `pathParameters`: the path itself (with or without the
-//! `/prod` stage, or a custom domain's base path) is not parsed.
+//! `scope`). Each function serves one [`Endpoint`] of the routing table
+//! (`routes.rs`), so the route is known and the id comes from
+//! `pathParameters`: the path itself (with or without the `/prod` stage, or
+//! a custom domain's base path) is not parsed.
 
 pub mod authorizer;
 pub mod pre_token;
