@@ -6,10 +6,12 @@ use std::time::Duration;
 
 use http::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use http::StatusCode;
+use serde::Serialize;
 use serde_json::Value;
 
-use crate::load::{closed_loop, Limit, Stats};
+use crate::load::{closed_loop, Limit, Stats, Summary};
 use crate::receiver::Receiver;
+use crate::report::{fmt_us, left, right, LatencyBars, Section, Table, Target};
 use crate::Settings;
 
 /// A client for one organization: keep-alive connections, the API key and
@@ -386,14 +388,186 @@ pub fn report_line(stats: &Stats) {
         "  {:<30} {:>9.0}/s  p50 {:>8}  p90 {:>8}  p99 {:>8}  max {:>8}  ({} ok, {} errors)",
         s.name,
         s.per_second,
-        crate::report::fmt_us(s.p50_us),
-        crate::report::fmt_us(s.p90_us),
-        crate::report::fmt_us(s.p99_us),
-        crate::report::fmt_us(s.max_us),
+        fmt_us(s.p50_us),
+        fmt_us(s.p90_us),
+        fmt_us(s.p99_us),
+        fmt_us(s.max_us),
         s.requests,
         s.errors
     );
     if let Some(e) = &stats.first_error {
         println!("    first error: {e}");
     }
+}
+
+// ---------------------------------------------------------------------------
+// Results: each scenario beside the reference, the targets, the table.
+
+/// The average of the reference runs (throughput and each percentile).
+pub fn average_reference(runs: &[Summary]) -> Option<Summary> {
+    let n = runs.len() as f64;
+    let first = runs.first()?;
+    let avg = |f: &dyn Fn(&Summary) -> f64| runs.iter().map(f).sum::<f64>() / n;
+    Some(Summary {
+        name: "reference (average)".into(),
+        requests: runs.iter().map(|r| r.requests).sum(),
+        errors: runs.iter().map(|r| r.errors).sum(),
+        seconds: runs.iter().map(|r| r.seconds).sum(),
+        per_second: avg(&|r| r.per_second),
+        p50_us: avg(&|r| r.p50_us as f64) as u64,
+        p90_us: avg(&|r| r.p90_us as f64) as u64,
+        p99_us: avg(&|r| r.p99_us as f64) as u64,
+        max_us: runs.iter().map(|r| r.max_us).max().unwrap_or(first.max_us),
+        mean_us: avg(&|r| r.mean_us),
+    })
+}
+
+/// One scenario's figures and their ratios to the reference's.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApiRow {
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// The reference's requests/s this row is divided by: its paired slices
+    /// for timed scenarios, else the average of the reference runs.
+    pub reference_per_second: f64,
+    pub paired_reference: Option<Summary>,
+    /// requests/s ÷ the reference's requests/s.
+    pub throughput_ratio: f64,
+    /// p50 ÷ the reference's p50 (how many times slower).
+    pub p50_ratio: f64,
+    pub p99_ratio: f64,
+}
+
+impl ApiRow {
+    /// Timed scenarios divide by the reference slices interleaved with them;
+    /// the others by `average`, the average of the reference runs.
+    pub fn new(scenario: &Scenario, average: &Summary) -> ApiRow {
+        let summary = scenario.stats.summary();
+        let paired = scenario.reference.as_ref().map(|r| r.summary());
+        let divisor = paired.as_ref().unwrap_or(average);
+        ApiRow {
+            throughput_ratio: summary.per_second / divisor.per_second.max(1e-9),
+            p50_ratio: summary.p50_us as f64 / divisor.p50_us.max(1) as f64,
+            p99_ratio: summary.p99_us as f64 / divisor.p99_us.max(1) as f64,
+            reference_per_second: divisor.per_second,
+            paired_reference: paired,
+            summary,
+        }
+    }
+}
+
+/// Get message and get subscription: at least half the reference's requests/s.
+pub fn targets(rows: &[ApiRow]) -> Vec<Target> {
+    ["get message", "get subscription"]
+        .into_iter()
+        .map(|name| throughput_target(rows, name))
+        .collect()
+}
+
+fn throughput_target(rows: &[ApiRow], name: &str) -> Target {
+    let target = format!("{name}: requests/s vs the reference server");
+    let goal = "≥ 50 %";
+    match rows.iter().find(|r| r.summary.name == name) {
+        Some(r) => Target {
+            target,
+            goal: goal.into(),
+            measured: format!(
+                "{:.0} %  ({:.0}/s vs {:.0}/s)",
+                r.throughput_ratio * 100.0,
+                r.summary.per_second,
+                r.reference_per_second
+            ),
+            met: Some(r.throughput_ratio >= 0.5),
+        },
+        None => Target::not_measured(&target, goal),
+    }
+}
+
+/// The settings the HTTP API table was measured with.
+pub struct Load {
+    pub concurrency: usize,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+}
+
+/// The reference runs, their average, then each scenario.
+pub fn section(
+    load: &Load,
+    reference_runs: &[Summary],
+    average: &Summary,
+    rows: &[ApiRow],
+) -> Section {
+    let mut table = Table::new([
+        left("scenario"),
+        right("requests/s"),
+        right("reference req/s"),
+        right("× reference"),
+        right("p50"),
+        right("p90"),
+        right("p99"),
+        right("max"),
+        right("p50 × ref"),
+        right("errors"),
+    ]);
+    for run in reference_runs.iter().chain([average]) {
+        table.row_with_blanks(reference_cells(run));
+    }
+    for row in rows {
+        table.row(scenario_cells(row));
+    }
+    Section::table("HTTP API", table).with_intro(format!(
+        "{} keep-alive connections (closed loop), {} s per scenario after {} s of \
+         warm-up. The reference is a hello-world axum server in its own process, driven by the \
+         same client with the same headers and concurrency. The timed scenarios (list, gets) \
+         are measured in 8 alternating slices each with the reference (R S S R R S ...), and each is \
+         divided by its own slices; create and ingest divide by the average of the reference \
+         runs taken before and after everything.",
+        load.concurrency, load.duration_s, load.warmup_s
+    ))
+}
+
+/// A reference run has no reference and no ratios: those cells stay blank.
+fn reference_cells(run: &Summary) -> Vec<Option<String>> {
+    vec![
+        Some(run.name.clone()),
+        Some(format!("{:.0}", run.per_second)),
+        None,
+        None,
+        Some(fmt_us(run.p50_us)),
+        Some(fmt_us(run.p90_us)),
+        Some(fmt_us(run.p99_us)),
+        Some(fmt_us(run.max_us)),
+        None,
+        Some(run.errors.to_string()),
+    ]
+}
+
+fn scenario_cells(row: &ApiRow) -> Vec<String> {
+    let a = &row.summary;
+    let divisor = if row.paired_reference.is_some() {
+        "paired"
+    } else {
+        "average"
+    };
+    vec![
+        a.name.clone(),
+        format!("{:.0}", a.per_second),
+        format!("{:.0} ({divisor})", row.reference_per_second),
+        format!("**{:.2}**", row.throughput_ratio),
+        fmt_us(a.p50_us),
+        fmt_us(a.p90_us),
+        fmt_us(a.p99_us),
+        fmt_us(a.max_us),
+        format!("{:.2}", row.p50_ratio),
+        a.errors.to_string(),
+    ]
+}
+
+/// The average reference, then each scenario.
+pub fn latency_bars(average: Option<&Summary>, rows: &[ApiRow]) -> Vec<LatencyBars> {
+    average
+        .into_iter()
+        .chain(rows.iter().map(|r| &r.summary))
+        .map(|s| LatencyBars::new(s.name.clone(), [s.p50_us, s.p90_us, s.p99_us]))
+        .collect()
 }

@@ -13,8 +13,9 @@ use serde::Serialize;
 use webhook_core::notification::notification_id;
 
 use crate::api::{event_body, inbound_filter, Api};
-use crate::load::{closed_loop, histogram, micros, open_loop, Limit, Stats};
+use crate::load::{closed_loop, histogram, micros, open_loop, Limit, Stats, Summary};
 use crate::receiver::Receiver;
+use crate::report::{fmt_us, left, right, LatencyBars, Section, Table, Target};
 use crate::Settings;
 
 /// The organization of the end-to-end scenarios.
@@ -259,7 +260,7 @@ pub async fn run(s: &Settings, api: &Api, receiver: &Receiver) -> Result<Vec<E2e
 
 fn print_run(run: &E2eRun) {
     let s = run.summary();
-    let us = crate::report::fmt_us;
+    let us = fmt_us;
     println!(
         "  {:<30} {:>7.0} events/s → {:>7.0} notif/s sustained ({:.0}/s while sending), {}/{} received; event→received p50 {} p90 {} p99 {} max {}",
         s.name,
@@ -276,4 +277,151 @@ fn print_run(run: &E2eRun) {
     if let Some(e) = &run.ingest.first_error {
         println!("    first error: {e}");
     }
+}
+
+// ---------------------------------------------------------------------------
+// Results: each run beside the reference, the targets, the table.
+
+/// One run's figures and their ratios to the reference server's.
+#[derive(Debug, Clone, Serialize)]
+pub struct E2eRow {
+    #[serde(flatten)]
+    pub summary: E2eSummary,
+    /// notifications/s ÷ the reference's requests/s.
+    pub throughput_ratio: f64,
+    /// p99 event→received ÷ the reference's p99 request latency.
+    pub p99_ratio: f64,
+}
+
+impl E2eRow {
+    /// `reference`: the average of the reference server's runs.
+    pub fn new(run: &E2eRun, reference: &Summary) -> E2eRow {
+        let summary = run.summary();
+        E2eRow {
+            throughput_ratio: summary.notifications_per_second / reference.per_second.max(1e-9),
+            p99_ratio: summary.p99_us as f64 / reference.p99_us.max(1) as f64,
+            summary,
+        }
+    }
+
+    fn is_closed_loop_maximum(&self) -> bool {
+        self.summary.name.starts_with("e2e max")
+    }
+
+    fn received_everything(&self) -> bool {
+        self.summary.notifications_received == self.summary.notifications_expected
+    }
+}
+
+/// Sustained delivery at ≥ 5,000 notifications/s; p99 < 50 ms at `latency_rate` events/s.
+pub fn targets(rows: &[E2eRow], sustained_offered: u64, latency_rate: u64) -> Vec<Target> {
+    vec![
+        sustained_target(rows, sustained_offered),
+        latency_target(rows, latency_rate),
+    ]
+}
+
+/// The open-loop run offered at a fixed rate (fan-out > 1) delivered
+/// everything, at ≥ 5,000/s, without a growing backlog.
+fn sustained_target(rows: &[E2eRow], offered: u64) -> Target {
+    let target = "end-to-end delivery, embedded backend, sustained";
+    let goal = "≥ 5,000 notifications/s";
+    let sustained = rows
+        .iter()
+        .find(|r| r.summary.fan_out > 1 && !r.is_closed_loop_maximum());
+    let Some(r) = sustained else {
+        return Target::not_measured(target, goal);
+    };
+    let max = rows.iter().find(|r| r.is_closed_loop_maximum());
+    let s = &r.summary;
+    Target {
+        target: target.into(),
+        goal: goal.into(),
+        measured: format!(
+            "{:.0}/s offered {:.0}/s: {} of {} received, p99 {}{}",
+            s.notifications_per_second,
+            offered,
+            s.notifications_received,
+            s.notifications_expected,
+            fmt_us(s.p99_us),
+            max.map_or(String::new(), |m| format!(
+                "; closed-loop maximum {:.0}/s",
+                m.summary.notifications_per_second
+            ))
+        ),
+        met: Some(
+            s.notifications_per_second >= 5000.0 && r.received_everything() && s.p99_us < 1_000_000,
+        ),
+    }
+}
+
+/// The fan-out 1 run: p99 event → received under 50 ms, everything received.
+fn latency_target(rows: &[E2eRow], rate: u64) -> Target {
+    let Some(r) = rows.iter().find(|r| r.summary.fan_out == 1) else {
+        return Target::not_measured("p99 event → received at 1,000 events/s", "< 50 ms");
+    };
+    let s = &r.summary;
+    Target {
+        target: format!("p99 event → received at {rate} events/s"),
+        goal: "< 50 ms".into(),
+        measured: format!(
+            "{} ({} of {} received)",
+            fmt_us(s.p99_us),
+            s.notifications_received,
+            s.notifications_expected
+        ),
+        met: Some(s.p99_us < 50_000 && r.received_everything()),
+    }
+}
+
+/// One row per run (no section when the suite did not run).
+pub fn section(rows: &[E2eRow]) -> Option<Section> {
+    if rows.is_empty() {
+        return None;
+    }
+    let columns = [
+        left("scenario"),
+        right("events/s"),
+        right("notifications/s"),
+        right("× reference req/s"),
+        right("received"),
+        right("p50"),
+        right("p90"),
+        right("p99"),
+        right("max"),
+        right("p99 × ref"),
+    ];
+    let table = Table::of(columns, rows, row_cells);
+    Some(
+        Section::table("End to end (embedded backend)", table).with_intro(
+            "`POST /prod/events` → fan-out → SQLite outbox → delivery workers → signed POST \
+             received by a callback receiver on loopback. Latency: event sent → notification received, matched by \
+             `webhook-id`. Notifications/s: received ÷ (first event sent → last notification received).",
+        ),
+    )
+}
+
+fn row_cells(row: &E2eRow) -> Vec<String> {
+    let e = &row.summary;
+    vec![
+        e.name.clone(),
+        format!("{:.0}", e.events_per_second),
+        format!("{:.0}", e.notifications_per_second),
+        format!("{:.2}", row.throughput_ratio),
+        format!("{}/{}", e.notifications_received, e.notifications_expected),
+        fmt_us(e.p50_us),
+        fmt_us(e.p90_us),
+        fmt_us(e.p99_us),
+        fmt_us(e.max_us),
+        format!("{:.1}", row.p99_ratio),
+    ]
+}
+
+pub fn latency_bars(rows: &[E2eRow]) -> Vec<LatencyBars> {
+    rows.iter()
+        .map(|r| {
+            let e = &r.summary;
+            LatencyBars::new(e.name.clone(), [e.p50_us, e.p90_us, e.p99_us])
+        })
+        .collect()
 }

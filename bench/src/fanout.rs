@@ -21,6 +21,7 @@ use webhook_core::{App, Config, Profile};
 
 use crate::api::{event_body, inbound_filter};
 use crate::load::{histogram, micros};
+use crate::report::{fmt_us, left, right, LatencyBars, Section, Table, Target};
 use crate::Settings;
 
 const ORG: &str = "fanout";
@@ -234,7 +235,7 @@ fn result(
         ratio_p50: l.value_at_quantile(0.5) as f64 / e.value_at_quantile(0.5).max(1) as f64,
         ratio_mean: l.mean() / e.mean().max(1.0),
     };
-    let us = crate::report::fmt_us;
+    let us = fmt_us;
     println!(
         "  {:<10} 0 unrelated: p50 {} p99 {}   {} unrelated: p50 {} p99 {}   ratio ×{:.2} (p50), ×{:.2} (mean)  [{}]",
         r.backend,
@@ -345,4 +346,106 @@ pub async fn dynamodb(s: &Settings) -> Result<Vec<FanoutResult>, String> {
         ));
     }
     Ok(results)
+}
+
+// ---------------------------------------------------------------------------
+// Results: the targets, the table and the latency bars.
+
+impl FanoutResult {
+    /// What one dispatch was: the whole ingest or the lookup only.
+    fn mode(&self) -> &'static str {
+        if self.measured.starts_with("ingest") {
+            "ingest"
+        } else {
+            "lookup"
+        }
+    }
+}
+
+/// Each measurement: the loaded store's median within 1.2× the empty one's,
+/// with at least 100,000 unrelated subscriptions.
+pub fn targets(results: &[FanoutResult]) -> Vec<Target> {
+    results.iter().map(target).collect()
+}
+
+fn target(f: &FanoutResult) -> Target {
+    Target {
+        target: format!(
+            "fan-out, {} vs 0 unrelated subscriptions ({}, {})",
+            f.unrelated,
+            f.backend,
+            f.mode()
+        ),
+        goal: "≤ 1.2×".into(),
+        measured: format!(
+            "×{:.2} (p50 {} vs {})",
+            f.ratio_p50,
+            fmt_us(f.loaded_p50_us),
+            fmt_us(f.empty_p50_us)
+        ),
+        met: Some(f.ratio_p50 <= 1.2 && f.unrelated >= 100_000),
+    }
+}
+
+/// One row per measurement (no section when the suite did not run).
+pub fn section(results: &[FanoutResult]) -> Option<Section> {
+    if results.is_empty() {
+        return None;
+    }
+    let columns = [
+        left("backend"),
+        left("measured"),
+        right("unrelated"),
+        right("p50 (0)"),
+        right("p99 (0)"),
+        right("p50 (loaded)"),
+        right("p99 (loaded)"),
+        right("ratio p50"),
+        right("ratio mean"),
+        right("seeding"),
+    ];
+    let table = Table::of(columns, results, row_cells);
+    Some(Section::table("Fan-out", table).with_intro(
+        "One event matching 10 subscriptions, dispatched through the store port (two stores \
+         measured in alternation: one holding only the 10, one also holding the unrelated ones).",
+    ))
+}
+
+fn row_cells(f: &FanoutResult) -> Vec<String> {
+    vec![
+        f.backend.clone(),
+        f.measured.clone(),
+        f.unrelated.to_string(),
+        fmt_us(f.empty_p50_us),
+        fmt_us(f.empty_p99_us),
+        fmt_us(f.loaded_p50_us),
+        fmt_us(f.loaded_p99_us),
+        format!("{:.2}", f.ratio_p50),
+        format!("{:.2}", f.ratio_mean),
+        format!("{:.0} s", f.seed_seconds),
+    ]
+}
+
+/// Two groups per measurement, empty then loaded (p50 standing in for p90).
+pub fn latency_bars(results: &[FanoutResult]) -> Vec<LatencyBars> {
+    results
+        .iter()
+        .flat_map(|f| {
+            [
+                LatencyBars::new(
+                    format!("fan-out {} {} (0 unrelated)", f.backend, f.mode()),
+                    [f.empty_p50_us, f.empty_p50_us, f.empty_p99_us],
+                ),
+                LatencyBars::new(
+                    format!(
+                        "fan-out {} {} ({} unrelated)",
+                        f.backend,
+                        f.mode(),
+                        f.unrelated
+                    ),
+                    [f.loaded_p50_us, f.loaded_p50_us, f.loaded_p99_us],
+                ),
+            ]
+        })
+        .collect()
 }

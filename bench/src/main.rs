@@ -10,29 +10,30 @@
 //!   (SQLite, DynamoDB Local)
 //! - `sizes`: function binaries and arm64 zips
 //!
-//! Results go to `bench/results/` as JSON, Markdown and an SVG chart.
+//! Results go to `bench/results/` as JSON, Markdown and an SVG chart. Each
+//! suite hands its results over (`results.rs` collects them) and describes
+//! its own tables and targets; `report.rs` only renders them.
 //! `scripts/bench.sh` builds everything, starts the emulators and runs it.
 
 mod api;
 mod e2e;
 mod fanout;
+mod http;
 mod lambda;
 mod load;
 mod process;
 mod receiver;
 mod report;
+mod results;
 mod sizes;
 
 use std::path::PathBuf;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
-use webhook_core::auth::jwt::{mint_hs256, ALL_SCOPES};
 
-use crate::api::Api;
-use crate::process::{memory, Listening, RssSampler};
-use crate::report::{combine, ApiRow, E2eRow, Machine, Report, ServiceMemory};
+use crate::results::{Machine, Results, RunSettings};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Suite {
@@ -117,8 +118,8 @@ pub struct Settings {
 }
 
 impl Settings {
-    fn report_settings(&self) -> report::Settings {
-        report::Settings {
+    fn recorded(&self) -> RunSettings {
+        RunSettings {
             concurrency: self.concurrency,
             duration_s: self.duration.as_secs_f64(),
             warmup_s: self.warmup.as_secs_f64(),
@@ -203,15 +204,6 @@ fn serve_reference() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn random_hex(bytes: usize) -> String {
-    (0..bytes.div_ceil(16))
-        .map(|_| uuid::Uuid::new_v4().simple().to_string())
-        .collect::<String>()
-        .chars()
-        .take(bytes * 2)
-        .collect()
-}
-
 async fn run(s: Settings) -> Result<(), String> {
     let suites: Vec<Suite> = if s.suites.is_empty() {
         Suite::value_variants().to_vec()
@@ -219,47 +211,33 @@ async fn run(s: Settings) -> Result<(), String> {
         s.suites.clone()
     };
     let has = |suite: Suite| suites.contains(&suite);
-    let mut report = Report {
-        generated_at: chrono_now(),
-        machine: Machine::detect(),
-        settings: s.report_settings(),
-        reference_runs: vec![],
-        reference: None,
-        api: vec![],
-        e2e: vec![],
-        service_memory: None,
-        lambda: vec![],
-        fanout: vec![],
-        sizes: vec![],
-        targets: vec![],
-        problems: vec![],
-    };
+    let mut results = Results::new(chrono_now(), Machine::detect(), s.recorded());
     println!(
         "webhooks-bench: {} cores, suites {:?}, results in {}",
-        report.machine.cores,
+        results.machine.cores,
         suites,
         s.out.display()
     );
 
     if has(Suite::Api) || has(Suite::E2e) {
-        http_suites(&s, has(Suite::Api), has(Suite::E2e), &mut report).await?;
+        results.add_http(http::run(&s, has(Suite::Api), has(Suite::E2e)).await?);
     }
     if has(Suite::Lambda) {
         println!("\n== Lambda init and invoke (fake Runtime API)");
         match lambda::run(&s).await {
-            Ok(results) => report.lambda = results,
-            Err(e) => report.problems.push(format!("lambda: {e}")),
+            Ok(r) => results.lambda = r,
+            Err(e) => results.problems.push(format!("lambda: {e}")),
         }
     }
     if has(Suite::Fanout) {
         println!("\n== Fan-out: 10 matching subscriptions, 0 vs many unrelated");
         match fanout::sqlite(&s).await {
-            Ok(r) => report.fanout.extend(r),
-            Err(e) => report.problems.push(format!("fan-out (SQLite): {e}")),
+            Ok(r) => results.fanout.extend(r),
+            Err(e) => results.problems.push(format!("fan-out (SQLite): {e}")),
         }
         match fanout::dynamodb(&s).await {
-            Ok(r) => report.fanout.extend(r),
-            Err(e) => report
+            Ok(r) => results.fanout.extend(r),
+            Err(e) => results
                 .problems
                 .push(format!("fan-out (DynamoDB Local): {e}")),
         }
@@ -275,13 +253,14 @@ async fn run(s: Settings) -> Result<(), String> {
             dirs.push(PathBuf::from(t).join("lambda"));
         }
         dirs.push(process::repo_root().join("target/lambda"));
-        report.sizes = sizes::run(&bin_dir, &dirs);
+        results.sizes = sizes::run(&bin_dir, &dirs);
     }
-    for p in &report.problems {
+    for p in &results.problems {
         println!("problem: {p}");
     }
-    report.evaluate_targets();
-    report.write(&s.out)?;
+    results.evaluate_targets();
+    let report = results.report();
+    report.write(&s.out, &results)?;
     println!("\n{}", report.markdown());
     println!(
         "wrote {0}/results.json, {0}/results.md, {0}/latency.svg",
@@ -294,133 +273,4 @@ fn chrono_now() -> String {
     webhook_core::clock::iso_millis(webhook_core::clock::Clock::now_ms(
         &webhook_core::clock::SystemClock,
     ))
-}
-
-async fn http_suites(
-    s: &Settings,
-    run_api: bool,
-    run_e2e: bool,
-    report: &mut Report,
-) -> Result<(), String> {
-    let local = process::workspace_binary(s.bin_dir.as_deref(), "webhooks-local");
-    let data = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let (key, secret) = (format!("bench-{}", random_hex(16)), random_hex(32));
-    let log =
-        std::fs::File::create(data.path().join("webhooks-local.log")).map_err(|e| e.to_string())?;
-    let mut command = Command::new(&local);
-    command
-        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
-        .arg(data.path().join("data"))
-        .env("WEBHOOKS_API_KEYS", &key)
-        .env("WEBHOOKS_JWT_HS256_SECRET", &secret)
-        .env("RUST_LOG", &s.server_log)
-        .env_remove("WEBHOOKS_BACKEND")
-        .stderr(log);
-    let service = Listening::spawn(command, "webhooks-local listening on ")
-        .map_err(|e| format!("{e} (build it with `cargo build --release -p webhooks-local`)"))?;
-    let mut reference_cmd = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
-    reference_cmd.arg("--reference-server");
-    let reference = Listening::spawn(reference_cmd, "reference listening on ")?;
-    let receiver = receiver::Receiver::start().await?;
-    let base = format!("http://{}/prod", service.addr);
-    let token = |org: &str| {
-        mint_hs256(
-            &secret,
-            "org_id",
-            org,
-            &ALL_SCOPES,
-            Duration::from_secs(86_400),
-        )
-    };
-    let pool = s.concurrency.max(s.e2e_concurrency) * 2;
-    let api = Api::new(base.clone(), &key, &token(api::ORG), pool);
-    let e2e_api = Api::new(base, &key, &token(e2e::ORG), pool);
-
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let mut mem = ServiceMemory {
-        idle_kib: memory(service.pid()).map_or(0, |m| m.rss_kib),
-        ..ServiceMemory::default()
-    };
-    println!(
-        "\n== HTTP API: webhooks-local (pid {}, idle RSS {:.1} MiB) vs reference server, {} connections",
-        service.pid(),
-        mem.idle_kib as f64 / 1024.0,
-        s.concurrency
-    );
-    let sampler = RssSampler::start(service.pid());
-    let before = api::reference_run(s, &api, reference.addr, "reference (before)").await;
-    api::report_line(&before);
-    let mut runs = vec![before];
-    let mut scenarios = Vec::new();
-    if run_api {
-        match api::run(s, &api, &receiver, reference.addr).await {
-            Ok(stats) => scenarios = stats,
-            Err(e) => report.problems.push(format!("api: {e}")),
-        }
-    }
-    let mut e2e_runs = Vec::new();
-    if run_e2e {
-        println!("\n== End to end: event → notification received");
-        match e2e::run(s, &e2e_api, &receiver).await {
-            Ok(r) => e2e_runs = r,
-            Err(e) => report.problems.push(format!("e2e: {e}")),
-        }
-    }
-    let after = api::reference_run(s, &api, reference.addr, "reference (after)").await;
-    api::report_line(&after);
-    runs.push(after);
-    mem.load_max_kib = sampler.max_kib();
-    drop(sampler);
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    if let Some(m) = memory(service.pid()) {
-        mem.idle_after_load_kib = m.rss_kib;
-        mem.peak_kib = m.peak_kib;
-    }
-    report.reference_runs = runs.iter().map(|r| r.summary()).collect();
-    let reference_summary = combine(&report.reference_runs).expect("two runs");
-    for scenario in &scenarios {
-        let st = &scenario.stats;
-        let summary = st.summary();
-        if st.errors > 0 {
-            report.problems.push(format!(
-                "{}: {} errors, first: {}",
-                st.name,
-                st.errors,
-                st.first_error.clone().unwrap_or_default()
-            ));
-        }
-        // Timed scenarios divide by the reference slices interleaved with
-        // them; the others by the average of the reference runs.
-        let paired = scenario.reference.as_ref().map(|r| r.summary());
-        let divisor = paired.as_ref().unwrap_or(&reference_summary);
-        report.api.push(ApiRow {
-            throughput_ratio: summary.per_second / divisor.per_second.max(1e-9),
-            p50_ratio: summary.p50_us as f64 / divisor.p50_us.max(1) as f64,
-            p99_ratio: summary.p99_us as f64 / divisor.p99_us.max(1) as f64,
-            reference_per_second: divisor.per_second,
-            paired_reference: paired,
-            summary,
-        });
-    }
-    for run in &e2e_runs {
-        let summary = run.summary();
-        report.e2e.push(E2eRow {
-            throughput_ratio: summary.notifications_per_second
-                / reference_summary.per_second.max(1e-9),
-            p99_ratio: summary.p99_us as f64 / reference_summary.p99_us.max(1) as f64,
-            summary,
-        });
-    }
-    report.reference = Some(reference_summary);
-    println!(
-        "  webhooks-local RSS: idle {:.1} MiB, max under load {:.1} MiB, peak {:.1} MiB, idle after load {:.1} MiB",
-        mem.idle_kib as f64 / 1024.0,
-        mem.load_max_kib as f64 / 1024.0,
-        mem.peak_kib as f64 / 1024.0,
-        mem.idle_after_load_kib as f64 / 1024.0
-    );
-    report.service_memory = Some(mem);
-    drop(service);
-    drop(reference);
-    Ok(())
 }

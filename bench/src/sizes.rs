@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::report::{left, right, Section, Table, Target};
+
 /// The function crates: every folder of `functions/`, named as its binary.
 pub fn functions() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(crate::process::repo_root().join("functions"))
@@ -103,4 +105,74 @@ pub fn run(bin_dir: &Path, lambda_dirs: &[PathBuf]) -> Vec<SizeRow> {
         );
     }
     rows
+}
+
+// ---------------------------------------------------------------------------
+// Results: the zip target and the table.
+
+/// Every function's arm64 zip within 5 MB (the largest one shown).
+pub fn zip_target(rows: &[SizeRow]) -> Target {
+    let functions = functions();
+    let zips: Vec<&SizeRow> = rows
+        .iter()
+        .filter(|r| functions.contains(&r.binary))
+        .collect();
+    let with_zip: Vec<&SizeRow> = zips
+        .iter()
+        .copied()
+        .filter(|r| r.arm64_zip_bytes.is_some())
+        .collect();
+    let Some(largest) = with_zip.iter().max_by_key(|r| r.arm64_zip_bytes) else {
+        return Target::not_measured(
+            "arm64 zip of each function",
+            "≤ 5 MB (no bootstrap.zip found: run scripts/bench.sh --zips)",
+        );
+    };
+    let missing = if with_zip.len() < zips.len() {
+        format!("; {} of {} zips found", with_zip.len(), zips.len())
+    } else {
+        String::new()
+    };
+    Target {
+        target: "arm64 zip of each function (largest)".into(),
+        goal: "≤ 5 MB".into(),
+        measured: format!(
+            "{:.2} MB ({}){missing}",
+            largest.arm64_zip_bytes.unwrap_or(0) as f64 / 1e6,
+            largest.binary,
+        ),
+        met: Some(
+            with_zip.len() == zips.len()
+                && with_zip
+                    .iter()
+                    .all(|r| r.arm64_zip_bytes.unwrap_or(0) <= 5_000_000),
+        ),
+    }
+}
+
+/// One row per binary (no section when the suite did not run).
+pub fn section(rows: &[SizeRow]) -> Option<Section> {
+    if rows.is_empty() {
+        return None;
+    }
+    let columns = [
+        left("binary"),
+        right("native x86_64 release"),
+        right("arm64 bootstrap.zip"),
+    ];
+    Some(Section::table("Sizes", Table::of(columns, rows, row_cells)))
+}
+
+fn row_cells(r: &SizeRow) -> Vec<String> {
+    let size = |b: Option<u64>| b.map_or("–".to_owned(), |b| format!("{:.2} MB", b as f64 / 1e6));
+    let stripped = if r.native_stripped == Some(true) {
+        " (stripped)"
+    } else {
+        ""
+    };
+    vec![
+        r.binary.clone(),
+        format!("{}{stripped}", size(r.native_bytes)),
+        size(r.arm64_zip_bytes),
+    ]
 }
