@@ -53,12 +53,13 @@ impl Services {
             }
             #[cfg(feature = "aws")]
             Backend::Aws(aws) => {
-                let opened = aws::open(&aws, true).await?;
-                let queue = opened.queue.expect("a queue was asked for");
-                let app = App::new(config, opened.store.clone());
+                let sdk = crate::aws::sdk_config().await;
+                let store = aws::open_store(&aws, &sdk).await?;
+                let queue = aws::open_queue(&aws, &sdk).await?;
+                let app = App::new(config, store.clone());
                 Ok(Services {
                     outbox: Arc::new(crate::aws::outbox::AwsOutbox::new(
-                        opened.store,
+                        store,
                         queue.clone(),
                         app.clock.clone(),
                     )),
@@ -115,15 +116,12 @@ pub mod aws {
         }
     }
 
-    pub(super) struct Opened {
-        pub store: Arc<DynamoStore>,
-        pub queue: Option<SqsQueue>,
-    }
-
-    /// The store, and the queue when `with_queue`; provisions or checks.
-    pub(super) async fn open(backend: &AwsBackend, with_queue: bool) -> Result<Opened, String> {
-        let sdk = crate::aws::sdk_config().await;
-        let store = DynamoStore::from_sdk(&sdk, backend.tables.clone());
+    /// The store, its tables provisioned or checked as `backend.prepare` says.
+    pub(super) async fn open_store(
+        backend: &AwsBackend,
+        sdk: &aws_config::SdkConfig,
+    ) -> Result<Arc<DynamoStore>, String> {
+        let store = DynamoStore::from_sdk(sdk, backend.tables.clone());
         let tables = &backend.tables;
         let ready = match backend.prepare {
             Prepare::Assume => Ok(()),
@@ -140,31 +138,33 @@ pub mod aws {
                 tables.subscriptions, tables.messages
             )
         })?;
-        let queue = if with_queue {
-            let client = aws_sdk_sqs::Client::new(&sdk);
-            Some(match (&backend.queues, backend.prepare) {
-                (Some((url, dlq)), _) => SqsQueue::new(client, url, dlq.clone()),
-                (None, Prepare::Create) => SqsQueue::create(client, &tables.subscriptions).await?,
-                (None, _) => {
-                    return Err("WEBHOOKS_DELIVERY_QUEUE_URL is required (the stack's \
-                        DeliveryQueueUrl output), or --create-tables to create the queues"
-                        .into())
-                }
-            })
-        } else {
-            None
-        };
-        Ok(Opened {
-            store: Arc::new(store),
-            queue,
-        })
+        Ok(Arc::new(store))
+    }
+
+    /// The delivery queue: the configured one, or created (`--create-tables`).
+    /// Separate from the store so the API functions link no SQS code.
+    pub(super) async fn open_queue(
+        backend: &AwsBackend,
+        sdk: &aws_config::SdkConfig,
+    ) -> Result<SqsQueue, String> {
+        let client = aws_sdk_sqs::Client::new(sdk);
+        match (&backend.queues, backend.prepare) {
+            (Some((url, dlq)), _) => Ok(SqsQueue::new(client, url, dlq.clone())),
+            (None, Prepare::Create) => {
+                SqsQueue::create(client, &backend.tables.subscriptions).await
+            }
+            (None, _) => Err("WEBHOOKS_DELIVERY_QUEUE_URL is required (the stack's \
+                DeliveryQueueUrl output), or --create-tables to create the queues"
+                .into()),
+        }
     }
 
     /// What an API function needs: the app on the DynamoDB store.
     pub async fn api_app(config: Config) -> Result<App, String> {
         let backend = AwsBackend::from_lambda_config(&config)?;
-        let opened = open(&backend, false).await?;
-        Ok(App::new(config, opened.store))
+        let sdk = crate::aws::sdk_config().await;
+        let store = open_store(&backend, &sdk).await?;
+        Ok(App::new(config, store))
     }
 
     /// What the SQS-triggered functions need: the app, the outbox and the
@@ -177,11 +177,12 @@ pub mod aws {
 
     pub async fn queue_functions(config: Config) -> Result<QueueFunctions, String> {
         let backend = AwsBackend::from_lambda_config(&config)?;
-        let opened = open(&backend, true).await?;
-        let queue = opened.queue.expect("a queue was asked for");
-        let app = App::new(config, opened.store.clone());
+        let sdk = crate::aws::sdk_config().await;
+        let store = open_store(&backend, &sdk).await?;
+        let queue = open_queue(&backend, &sdk).await?;
+        let app = App::new(config, store.clone());
         Ok(QueueFunctions {
-            outbox: AwsOutbox::new(opened.store, queue.clone(), app.clock.clone()),
+            outbox: AwsOutbox::new(store, queue.clone(), app.clock.clone()),
             app,
             queue,
         })
