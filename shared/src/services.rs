@@ -2,7 +2,6 @@
 //! each Lambda function, the benchmarks) gets its store, outbox and delivery
 //! queue from here, from the typed configuration.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::app::App;
@@ -15,7 +14,7 @@ use crate::sqlite::SqliteDb;
 pub enum Backend {
     /// One SQLite file holds store, outbox and queue.
     #[cfg(feature = "sqlite")]
-    Sqlite(PathBuf),
+    Sqlite(std::path::PathBuf),
     /// DynamoDB tables and SQS queues.
     #[cfg(feature = "aws")]
     Aws(aws::AwsBackend),
