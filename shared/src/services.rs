@@ -93,26 +93,10 @@ pub mod aws {
     /// What to do about the tables (and queues) at start.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub enum Prepare {
-        /// Nothing: a deployed stack has them (no request at a function's init).
-        Assume,
         /// Check that the tables exist, and fail naming them if not.
         Check,
         /// Create the tables and queues that are missing (`--create-tables`).
         Create,
-    }
-
-    impl AwsBackend {
-        /// As a deployed function is configured: every name must be given.
-        pub fn from_lambda_config(config: &Config) -> Result<AwsBackend, String> {
-            Ok(AwsBackend {
-                tables: Tables::required(config).map_err(|e| e.to_string())?,
-                queues: config
-                    .delivery_queue_url
-                    .clone()
-                    .map(|url| (url, config.delivery_dead_letter_url.clone())),
-                prepare: Prepare::Assume,
-            })
-        }
     }
 
     /// The store, its tables provisioned or checked as `backend.prepare` says.
@@ -123,7 +107,6 @@ pub mod aws {
         let store = DynamoStore::from_sdk(sdk, backend.tables.clone());
         let tables = &backend.tables;
         let ready = match backend.prepare {
-            Prepare::Assume => Ok(()),
             Prepare::Check => dynamodb::check_tables(store.client(), tables).await,
             Prepare::Create => dynamodb::create_tables(store.client(), tables).await,
         };
@@ -158,11 +141,16 @@ pub mod aws {
         }
     }
 
+    // The Lambda functions below build their clients directly: a deployed
+    // stack has its tables and queues, and going through `open_store` /
+    // `open_queue` would link table and queue provisioning (and with it the
+    // SDK's CreateTable, waiters and CreateQueue code) into every function.
+
     /// What an API function needs: the app on the DynamoDB store.
     pub async fn api_app(config: Config) -> Result<App, String> {
-        let backend = AwsBackend::from_lambda_config(&config)?;
+        let tables = Tables::required(&config).map_err(|e| e.to_string())?;
         let sdk = crate::aws::sdk_config().await;
-        let store = open_store(&backend, &sdk).await?;
+        let store = Arc::new(DynamoStore::from_sdk(&sdk, tables));
         Ok(App::new(config, store))
     }
 
@@ -175,10 +163,18 @@ pub mod aws {
     }
 
     pub async fn queue_functions(config: Config) -> Result<QueueFunctions, String> {
-        let backend = AwsBackend::from_lambda_config(&config)?;
+        let tables = Tables::required(&config).map_err(|e| e.to_string())?;
+        let url = config
+            .delivery_queue_url
+            .clone()
+            .ok_or("WEBHOOKS_DELIVERY_QUEUE_URL: is required (the stack's DeliveryQueueUrl)")?;
         let sdk = crate::aws::sdk_config().await;
-        let store = open_store(&backend, &sdk).await?;
-        let queue = open_queue(&backend, &sdk).await?;
+        let store = Arc::new(DynamoStore::from_sdk(&sdk, tables));
+        let queue = SqsQueue::new(
+            aws_sdk_sqs::Client::new(&sdk),
+            url,
+            config.delivery_dead_letter_url.clone(),
+        );
         let app = App::new(config, store.clone());
         Ok(QueueFunctions {
             outbox: AwsOutbox::new(store, queue.clone(), app.clock.clone()),
