@@ -12,6 +12,7 @@ use http_body_util::{BodyExt, Limited};
 use webhook_core::auth::jwt::{self, Verifier, ALL_SCOPES};
 use webhook_core::auth::Authenticator;
 use webhook_core::delivery;
+use webhook_core::history::purge::run_purges;
 use webhook_core::http::{error_response, payload_too_large, MAX_BODY};
 use webhook_core::services::Services;
 use webhook_core::{Config, Profile};
@@ -69,6 +70,7 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         concurrency,
         std::future::pending(),
     );
+    let purges = run_purges(services.app.clone(), std::future::pending());
     let server = Arc::new(Server { services, auth });
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(args.addr)
@@ -77,6 +79,7 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         banner.print(addr);
         tokio::spawn(workers);
+        tokio::spawn(purges);
         let router = axum::Router::new().fallback(handle).with_state(server);
         axum::serve(listener, router)
             .with_graceful_shutdown(shutdown_signal())

@@ -1,5 +1,5 @@
 //! What every handler works with, built once at init: configuration, the
-//! store, the callback client and the clock.
+//! store, the delivery history, the callback client and the clock.
 
 use std::sync::Arc;
 
@@ -8,11 +8,14 @@ use tokio::sync::Notify;
 use crate::callback::{AddressPolicy, CallbackClient, Dns, SystemDns};
 use crate::clock::Clock;
 use crate::config::Config;
+use crate::history::DeliveryHistory;
 use crate::store::Store;
 
 pub struct App {
     pub config: Config,
     pub store: Arc<dyn Store>,
+    /// Every notification and attempt (the same adapter as the store).
+    pub history: Arc<dyn DeliveryHistory>,
     pub callbacks: CallbackClient,
     pub clock: Arc<dyn Clock>,
     /// Notified when notifications are enqueued, to wake delivery workers.
@@ -20,16 +23,22 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(config: Config, store: Arc<dyn Store>) -> Self {
+    /// The app on `store`, which also keeps the delivery history.
+    pub fn new<S: Store + DeliveryHistory + 'static>(config: Config, store: Arc<S>) -> Self {
         Self::with_dns(config, store, Arc::new(SystemDns))
     }
 
-    pub fn with_dns(config: Config, store: Arc<dyn Store>, dns: Arc<dyn Dns>) -> Self {
+    pub fn with_dns<S: Store + DeliveryHistory + 'static>(
+        config: Config,
+        store: Arc<S>,
+        dns: Arc<dyn Dns>,
+    ) -> Self {
         let policy =
             AddressPolicy::new(config.allow_private_callbacks, config.allow_http_callbacks);
         App {
             callbacks: CallbackClient::new(policy, dns),
             config,
+            history: store.clone(),
             store,
             clock: crate::clock::system(),
             delivery_wake: Arc::new(Notify::new()),

@@ -39,6 +39,8 @@ pub struct Config {
     pub max_subscriptions_per_org: usize,
     pub retry_schedule: Vec<Duration>,
     pub blacklist_after: Duration,
+    /// How long notifications and their attempts are kept (`WEBHOOKS_DELIVERY_RETENTION`).
+    pub delivery_retention: Duration,
     pub subscriptions_table: Option<String>,
     pub messages_table: Option<String>,
     pub events_queue_url: Option<String>,
@@ -167,6 +169,10 @@ impl Config {
             max_subscriptions_per_org,
             retry_schedule,
             blacklist_after: duration_var("WEBHOOKS_BLACKLIST_AFTER", Duration::from_secs(DAY))?,
+            delivery_retention: duration_var(
+                "WEBHOOKS_DELIVERY_RETENTION",
+                Duration::from_secs(30 * DAY),
+            )?,
             subscriptions_table: get("WEBHOOKS_SUBSCRIPTIONS_TABLE"),
             messages_table: get("WEBHOOKS_MESSAGES_TABLE"),
             events_queue_url: get("WEBHOOKS_EVENTS_QUEUE_URL"),

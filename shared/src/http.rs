@@ -15,29 +15,33 @@ use crate::auth::{Authenticator, Caller};
 use crate::error::{ApiError, FieldError, PROBLEM_JSON};
 use crate::ingest::{self, EventEnvelope};
 use crate::page::PageRequest;
-use crate::queue::Outbox;
+use crate::queue::{DeliveryQueue, Outbox};
 use crate::routes::{route_not_found, Route};
 use crate::services::Services;
-use crate::{message, subscription};
+use crate::{deliveries, message, subscription};
 
 /// Request bodies larger than this are refused with 413.
 pub const MAX_BODY: usize = 64 * 1024;
 
-/// Serves a request for a caller that is already authenticated.
+/// Serves a request for a caller that is already authenticated. `queue` is
+/// the delivery queue, for the routes that send notifications again
+/// (resend, recover); runtimes that serve neither pass None.
 pub async fn handle(
     app: &App,
+    queue: Option<&dyn DeliveryQueue>,
     caller: &Caller,
     route: Route,
     headers: &HeaderMap,
     query: Option<&str>,
     body: &[u8],
 ) -> Response<Bytes> {
-    let result = dispatch(app, caller, route, headers, query, body).await;
+    let result = dispatch(app, queue, caller, route, headers, query, body).await;
     result.unwrap_or_else(|e| error_response(&e))
 }
 
 async fn dispatch(
     app: &App,
+    queue: Option<&dyn DeliveryQueue>,
     caller: &Caller,
     route: Route,
     headers: &HeaderMap,
@@ -79,9 +83,42 @@ async fn dispatch(
             StatusCode::OK,
             &message::get_message(app, caller, &id).await?,
         ),
+        Route::ListNotifications(id) => json(
+            StatusCode::OK,
+            &deliveries::list_notifications(app, caller, &id, query).await?,
+        ),
+        Route::GetNotification(id, uuid) => json(
+            StatusCode::OK,
+            &deliveries::get_notification(app, caller, &id, &uuid).await?,
+        ),
+        Route::ResendNotification(id, uuid) => json(
+            StatusCode::ACCEPTED,
+            &deliveries::resend_notification(app, needs(queue)?, caller, &id, &uuid).await?,
+        ),
+        Route::RecoverNotifications(id) => {
+            let request = parse_json(headers, body)?;
+            json(
+                StatusCode::ACCEPTED,
+                &deliveries::recover_notifications(app, needs(queue)?, caller, &id, request)
+                    .await?,
+            )
+        }
+        Route::GetDeliveryStats(id) => json(
+            StatusCode::OK,
+            &deliveries::delivery_stats(app, caller, &id, query).await?,
+        ),
         // Served only where the runtime ingests over HTTP: see `ingest_event`.
         Route::IngestEvent => Err(route_not_found(Route::IngestEvent.endpoint().path())),
     }
+}
+
+/// The delivery queue a route needs; a runtime built without it serves
+/// no such route (a deployment error, not the client's).
+fn needs(queue: Option<&dyn DeliveryQueue>) -> Result<&dyn DeliveryQueue, ApiError> {
+    queue.ok_or_else(|| {
+        tracing::error!("this function has no delivery queue (WEBHOOKS_DELIVERY_QUEUE_URL)");
+        ApiError::internal()
+    })
 }
 
 /// `POST /events`, for a caller that is already authenticated.
@@ -135,6 +172,7 @@ pub async fn serve(
     }
     handle(
         app,
+        Some(services.queue.as_ref()),
         &caller,
         route,
         &parts.headers,

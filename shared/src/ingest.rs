@@ -11,6 +11,7 @@ use crate::app::App;
 use crate::auth::Caller;
 use crate::error::{ApiError, FieldError};
 use crate::filter::{self, Direction, EventFilter, Topic};
+use crate::history::Trigger;
 use crate::ids::OrgId;
 use crate::model::{Message, SubscriptionStatus};
 use crate::notification::{notification_id, ContactInfo, MessageInfo, Notification};
@@ -281,6 +282,8 @@ pub async fn ingest(app: &App, outbox: &dyn Outbox, event: Event) -> Result<Inge
                 org_id: s.org_id.clone(),
                 subscription_id: s.id.clone(),
                 body: serde_json::to_string(&notification).expect("notification serialises"),
+                created_at: now,
+                trigger: Trigger::Scheduled,
             }
         })
         .collect();

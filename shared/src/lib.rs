@@ -3,7 +3,7 @@
 //!
 //! - [`model`]: the wire types of the public interface
 //! - [`filter`]: the event filter grammar
-//! - [`subscription`], [`message`]: the handlers
+//! - [`subscription`], [`message`], [`deliveries`]: the handlers
 //! - [`routes`]: the endpoints, described once for both runtimes
 //! - [`http`]: dispatch, parsing and problem+json rendering shared by runtimes
 //! - [`auth`]: API keys, bearer tokens, organization and scopes
@@ -12,6 +12,7 @@
 //! - [`clock`]: the clock port
 //! - [`queue`]: the delivery queue and outbox ports
 //! - [`store`]: the store port
+//! - [`history`]: the delivery history port
 //! - [`sqlite`], [`aws`]: the adapters (SQLite file; DynamoDB and SQS)
 //! - [`services`]: builds the adapters of a backend, for every runtime
 
@@ -22,9 +23,11 @@ pub mod aws;
 pub mod callback;
 pub mod clock;
 pub mod config;
+pub mod deliveries;
 pub mod delivery;
 pub mod error;
 pub mod filter;
+pub mod history;
 pub mod http;
 pub mod ids;
 pub mod ingest;

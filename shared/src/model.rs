@@ -174,3 +174,22 @@ pub struct Page<T> {
     pub number_of_elements: u64,
     pub empty: bool,
 }
+
+impl<T> Page<T> {
+    /// The same page with each element mapped.
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
+        Page {
+            total_elements: self.total_elements,
+            total_pages: self.total_pages,
+            pageable: self.pageable,
+            first: self.first,
+            last: self.last,
+            size: self.size,
+            content: self.content.into_iter().map(f).collect(),
+            number: self.number,
+            sort: self.sort,
+            number_of_elements: self.number_of_elements,
+            empty: self.empty,
+        }
+    }
+}

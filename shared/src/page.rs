@@ -126,6 +126,12 @@ impl PageRequest {
             .skip(usize::try_from(self.offset()).unwrap_or(usize::MAX))
             .take(self.size as usize)
             .collect();
+        self.page_of(content, total)
+    }
+
+    /// The page holding `content`, out of `total` elements (for stores that
+    /// sort and cut pages themselves).
+    pub fn page_of<T>(&self, content: Vec<T>, total: u64) -> Page<T> {
         let total_pages = total.div_ceil(self.size);
         let sort: Vec<SortOrder> = self.sort.iter().map(Order::to_sort_order).collect();
         Page {

@@ -22,6 +22,11 @@ pub enum Endpoint {
     DeleteSubscription,
     GetSubscriptionSecret,
     GetMessage,
+    ListNotifications,
+    GetNotification,
+    ResendNotification,
+    RecoverNotifications,
+    GetDeliveryStats,
     /// `POST /events`: event ingestion over HTTP (`webhooks-local`; on AWS,
     /// events arrive on SQS and this is no function).
     IngestEvent,
@@ -32,7 +37,7 @@ type Entry = (Endpoint, Method, &'static str);
 
 /// Every endpoint: method and path below the stage. `{name}` is a path
 /// parameter (API Gateway's name for it too).
-const TABLE: [Entry; 7] = [
+const TABLE: [Entry; 12] = [
     (
         Endpoint::CreateSubscription,
         Method::POST,
@@ -63,6 +68,31 @@ const TABLE: [Entry; 7] = [
         Method::GET,
         "/message/getmessagebyid/{messageId}",
     ),
+    (
+        Endpoint::ListNotifications,
+        Method::GET,
+        "/webhooksubscription/{id}/notifications",
+    ),
+    (
+        Endpoint::GetNotification,
+        Method::GET,
+        "/webhooksubscription/{id}/notifications/{uuid}",
+    ),
+    (
+        Endpoint::ResendNotification,
+        Method::POST,
+        "/webhooksubscription/{id}/notifications/{uuid}/resend",
+    ),
+    (
+        Endpoint::RecoverNotifications,
+        Method::POST,
+        "/webhooksubscription/{id}/recover",
+    ),
+    (
+        Endpoint::GetDeliveryStats,
+        Method::GET,
+        "/webhooksubscription/{id}/stats",
+    ),
     (Endpoint::IngestEvent, Method::POST, "/events"),
 ];
 
@@ -83,11 +113,12 @@ impl Endpoint {
         self.entry().2
     }
 
-    /// The name of the path parameter holding the id, if the path has one.
-    pub fn id_parameter(self) -> Option<&'static str> {
+    /// The names of the path's parameters, in order (API Gateway's names).
+    pub fn parameters(self) -> Vec<&'static str> {
         self.path()
             .split('/')
-            .find_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+            .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+            .collect()
     }
 }
 
@@ -100,19 +131,37 @@ pub enum Route {
     DeleteSubscription(String),
     GetSubscriptionSecret(String),
     GetMessage(String),
+    /// Subscription id.
+    ListNotifications(String),
+    /// Subscription id, notification uuid.
+    GetNotification(String, String),
+    ResendNotification(String, String),
+    RecoverNotifications(String),
+    GetDeliveryStats(String),
     IngestEvent,
 }
 
 impl Route {
-    /// The route of `endpoint` with `id` (which it must have if its path has one).
-    fn new(endpoint: Endpoint, id: Option<String>) -> Option<Route> {
+    /// The route of `endpoint` with its path parameters' values, in order
+    /// (it must have one for each parameter of its path).
+    fn new(endpoint: Endpoint, ids: Vec<String>) -> Option<Route> {
+        if ids.len() != endpoint.parameters().len() {
+            return None;
+        }
+        let mut ids = ids.into_iter();
+        let mut id = || ids.next();
         Some(match endpoint {
             Endpoint::CreateSubscription => Route::CreateSubscription,
             Endpoint::ListSubscriptions => Route::ListSubscriptions,
-            Endpoint::GetSubscription => Route::GetSubscription(id?),
-            Endpoint::DeleteSubscription => Route::DeleteSubscription(id?),
-            Endpoint::GetSubscriptionSecret => Route::GetSubscriptionSecret(id?),
-            Endpoint::GetMessage => Route::GetMessage(id?),
+            Endpoint::GetSubscription => Route::GetSubscription(id()?),
+            Endpoint::DeleteSubscription => Route::DeleteSubscription(id()?),
+            Endpoint::GetSubscriptionSecret => Route::GetSubscriptionSecret(id()?),
+            Endpoint::GetMessage => Route::GetMessage(id()?),
+            Endpoint::ListNotifications => Route::ListNotifications(id()?),
+            Endpoint::GetNotification => Route::GetNotification(id()?, id()?),
+            Endpoint::ResendNotification => Route::ResendNotification(id()?, id()?),
+            Endpoint::RecoverNotifications => Route::RecoverNotifications(id()?),
+            Endpoint::GetDeliveryStats => Route::GetDeliveryStats(id()?),
             Endpoint::IngestEvent => Route::IngestEvent,
         })
     }
@@ -125,6 +174,11 @@ impl Route {
             Route::DeleteSubscription(_) => Endpoint::DeleteSubscription,
             Route::GetSubscriptionSecret(_) => Endpoint::GetSubscriptionSecret,
             Route::GetMessage(_) => Endpoint::GetMessage,
+            Route::ListNotifications(_) => Endpoint::ListNotifications,
+            Route::GetNotification(..) => Endpoint::GetNotification,
+            Route::ResendNotification(..) => Endpoint::ResendNotification,
+            Route::RecoverNotifications(_) => Endpoint::RecoverNotifications,
+            Route::GetDeliveryStats(_) => Endpoint::GetDeliveryStats,
             Route::IngestEvent => Endpoint::IngestEvent,
         }
     }
@@ -144,7 +198,7 @@ impl Route {
         let path = path.strip_suffix('/').unwrap_or(path);
         let segments: Vec<&str> = path.split('/').skip(1).collect();
         // The matching templates with the most literal segments.
-        let matches: Vec<(usize, &Entry, Option<&str>)> = TABLE
+        let matches: Vec<(usize, &Entry, Vec<&str>)> = TABLE
             .iter()
             .filter_map(|entry| match_template(entry.2, &segments).map(|(l, id)| (l, entry, id)))
             .collect();
@@ -163,23 +217,21 @@ impl Route {
                 .join(", ");
             return Err(method_not_allowed(method, &allow));
         };
-        let id = match raw {
-            None => None,
-            Some(raw) => {
-                let decoded = percent_encoding::percent_decode_str(raw)
-                    .decode_utf8_lossy()
-                    .into_owned();
-                if decoded.is_empty() || decoded.chars().count() > MAX_ID_LEN {
-                    return Err(route_not_found(path));
-                }
-                Some(decoded)
+        let mut ids = Vec::with_capacity(raw.len());
+        for raw in raw {
+            let decoded = percent_encoding::percent_decode_str(raw)
+                .decode_utf8_lossy()
+                .into_owned();
+            if decoded.is_empty() || decoded.chars().count() > MAX_ID_LEN {
+                return Err(route_not_found(path));
             }
-        };
-        Route::new(*endpoint, id).ok_or_else(|| route_not_found(path))
+            ids.push(decoded);
+        }
+        Route::new(*endpoint, ids).ok_or_else(|| route_not_found(path))
     }
 
-    /// The route of a function that serves `endpoint`, whose id (if any) is
-    /// the path parameter `parameter(name)` API Gateway extracted.
+    /// The route of a function that serves `endpoint`, whose ids (if any)
+    /// are the path parameters `parameter(name)` API Gateway extracted.
     pub fn for_endpoint<'a>(
         endpoint: Endpoint,
         method: &Method,
@@ -188,12 +240,16 @@ impl Route {
         if *method != endpoint.method() {
             return Err(method_not_allowed(method, endpoint.method().as_str()));
         }
-        let id = endpoint.id_parameter().and_then(|name| {
-            parameter(name)
-                .filter(|id| !id.is_empty() && id.len() <= MAX_ID_LEN)
-                .map(str::to_owned)
-        });
-        Route::new(endpoint, id).ok_or_else(|| {
+        let ids = endpoint
+            .parameters()
+            .into_iter()
+            .filter_map(|name| {
+                parameter(name)
+                    .filter(|id| !id.is_empty() && id.len() <= MAX_ID_LEN)
+                    .map(str::to_owned)
+            })
+            .collect();
+        Route::new(endpoint, ids).ok_or_else(|| {
             ApiError::not_found(
                 "ROUTE_NOT_FOUND",
                 "the request has no valid id path parameter",
@@ -203,24 +259,24 @@ impl Route {
 }
 
 /// Whether `segments` fit `template`: the number of literal segments, and
-/// the raw value of its parameter.
-fn match_template<'a>(template: &str, segments: &[&'a str]) -> Option<(usize, Option<&'a str>)> {
+/// the raw values of its parameters.
+fn match_template<'a>(template: &str, segments: &[&'a str]) -> Option<(usize, Vec<&'a str>)> {
     let parts: Vec<&str> = template.split('/').skip(1).collect();
     if parts.len() != segments.len() {
         return None;
     }
     let mut literals = 0;
-    let mut id = None;
+    let mut ids = Vec::new();
     for (part, segment) in parts.iter().zip(segments) {
         if part.starts_with('{') {
-            id = Some(*segment);
+            ids.push(*segment);
         } else if part == segment {
             literals += 1;
         } else {
             return None;
         }
     }
-    Some((literals, id))
+    Some((literals, ids))
 }
 
 fn method_not_allowed(method: &Method, allow: &str) -> ApiError {
@@ -274,6 +330,17 @@ mod tests {
                 Ok(Route::GetMessage("m 1".into()))
             );
             assert_eq!(r(Method::POST, "/events"), Ok(Route::IngestEvent));
+            assert_eq!(
+                r(
+                    Method::POST,
+                    &format!("/webhooksubscription/{id}/notifications/n%2F1/resend")
+                ),
+                Ok(Route::ResendNotification(id.clone(), "n/1".into()))
+            );
+            assert_eq!(
+                r(Method::GET, &format!("/webhooksubscription/{id}/stats")),
+                Ok(Route::GetDeliveryStats(id.clone()))
+            );
         }
         assert_eq!(
             Route::resolve(&Method::GET, "/prod/nothing")
@@ -301,11 +368,15 @@ mod tests {
 
     #[test]
     fn every_endpoint_names_its_id_parameter_as_api_gateway_does() {
-        assert_eq!(Endpoint::GetMessage.id_parameter(), Some("messageId"));
-        assert_eq!(Endpoint::GetSubscriptionSecret.id_parameter(), Some("id"));
-        assert_eq!(Endpoint::ListSubscriptions.id_parameter(), None);
+        assert_eq!(Endpoint::GetMessage.parameters(), ["messageId"]);
+        assert_eq!(Endpoint::GetSubscriptionSecret.parameters(), ["id"]);
+        assert_eq!(Endpoint::GetNotification.parameters(), ["id", "uuid"]);
+        assert!(Endpoint::ListSubscriptions.parameters().is_empty());
         for (endpoint, method, path) in TABLE {
-            let concrete = path.replace("{id}", "x").replace("{messageId}", "x");
+            let concrete = path
+                .replace("{id}", "x")
+                .replace("{messageId}", "x")
+                .replace("{uuid}", "y");
             assert_eq!(
                 Route::resolve(&method, &concrete).map(|r| r.endpoint()),
                 Ok(endpoint)

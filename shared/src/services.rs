@@ -53,7 +53,7 @@ impl Services {
             #[cfg(feature = "aws")]
             Backend::Aws(aws) => {
                 let sdk = crate::aws::sdk_config().await;
-                let store = aws::open_store(&aws, &sdk).await?;
+                let store = aws::open_store(&aws, &sdk, &config).await?;
                 let queue = aws::open_queue(&aws, &sdk).await?;
                 let app = App::new(config, store.clone());
                 Ok(Services {
@@ -103,8 +103,10 @@ pub mod aws {
     pub(super) async fn open_store(
         backend: &AwsBackend,
         sdk: &aws_config::SdkConfig,
+        config: &Config,
     ) -> Result<Arc<DynamoStore>, String> {
-        let store = DynamoStore::from_sdk(sdk, backend.tables.clone());
+        let store = DynamoStore::from_sdk(sdk, backend.tables.clone())
+            .with_retention(config.delivery_retention);
         let tables = &backend.tables;
         let ready = match backend.prepare {
             Prepare::Check => dynamodb::check_tables(store.client(), tables).await,
@@ -150,8 +152,22 @@ pub mod aws {
     pub async fn api_app(config: Config) -> Result<App, String> {
         let tables = Tables::required(&config).map_err(|e| e.to_string())?;
         let sdk = crate::aws::sdk_config().await;
-        let store = Arc::new(DynamoStore::from_sdk(&sdk, tables));
-        Ok(App::new(config, store))
+        let store = DynamoStore::from_sdk(&sdk, tables).with_retention(config.delivery_retention);
+        Ok(App::new(config, Arc::new(store)))
+    }
+
+    /// What the API functions that send notifications again (resend,
+    /// recover) need: the app and the delivery queue they enqueue on.
+    pub async fn api_app_with_queue(config: Config) -> Result<(App, SqsQueue), String> {
+        let url = config
+            .delivery_queue_url
+            .clone()
+            .ok_or("WEBHOOKS_DELIVERY_QUEUE_URL: is required (the stack's DeliveryQueueUrl)")?;
+        let sdk = crate::aws::sdk_config().await;
+        let queue = SqsQueue::new(aws_sdk_sqs::Client::new(&sdk), url, None);
+        let tables = Tables::required(&config).map_err(|e| e.to_string())?;
+        let store = DynamoStore::from_sdk(&sdk, tables).with_retention(config.delivery_retention);
+        Ok((App::new(config, Arc::new(store)), queue))
     }
 
     /// What the SQS-triggered functions need: the app, the outbox and the
@@ -169,7 +185,8 @@ pub mod aws {
             .clone()
             .ok_or("WEBHOOKS_DELIVERY_QUEUE_URL: is required (the stack's DeliveryQueueUrl)")?;
         let sdk = crate::aws::sdk_config().await;
-        let store = Arc::new(DynamoStore::from_sdk(&sdk, tables));
+        let store =
+            Arc::new(DynamoStore::from_sdk(&sdk, tables).with_retention(config.delivery_retention));
         let queue = SqsQueue::new(
             aws_sdk_sqs::Client::new(&sdk),
             url,

@@ -220,19 +220,7 @@ pub async fn list_subscriptions(
         .map_err(store_failure)?;
     let now = app.now_ms();
     let page = page.apply(stored, DEFAULT_ORDER, compare);
-    Ok(Page {
-        content: page.content.iter().map(|s| render(s, now)).collect(),
-        total_elements: page.total_elements,
-        total_pages: page.total_pages,
-        pageable: page.pageable,
-        first: page.first,
-        last: page.last,
-        size: page.size,
-        number: page.number,
-        sort: page.sort,
-        number_of_elements: page.number_of_elements,
-        empty: page.empty,
-    })
+    Ok(page.map(|s| render(&s, now)))
 }
 
 fn compare(
@@ -294,7 +282,11 @@ pub async fn get_subscription_secret(
     Ok(SigningSecret { key: stored.secret })
 }
 
-async fn find(app: &App, caller: &Caller, id: &str) -> Result<StoredSubscription, ApiError> {
+pub(crate) async fn find(
+    app: &App,
+    caller: &Caller,
+    id: &str,
+) -> Result<StoredSubscription, ApiError> {
     app.store
         .get_subscription(&caller.org_id, &SubscriptionId::from(id))
         .await

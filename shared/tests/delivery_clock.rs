@@ -86,6 +86,8 @@ async fn enqueue(w: &World, subscription_id: &SubscriptionId) {
         org_id: ORG.into(),
         subscription_id: subscription_id.clone(),
         body: "{}".into(),
+        created_at: 0,
+        trigger: Default::default(),
     };
     w.db.enqueue(vec![job]).await.unwrap();
 }

@@ -422,6 +422,8 @@ mod isolated {
             org_id: ORG.into(),
             subscription_id: subscription_id.into(),
             body: r#"{"uuid":"u","timestamp":1,"event":"e","subscriptionId":"s"}"#.into(),
+            created_at: 1,
+            trigger: Default::default(),
         };
         t.store.enqueue(vec![job.clone()]).await.unwrap();
         let leases = t.store.receive(100, Duration::from_secs(60)).await.unwrap();

@@ -1,9 +1,11 @@
-//! The outbox on AWS: the message in DynamoDB, the notifications on SQS,
-//! and an event record that makes a redelivered SQS event a no-op.
+//! The outbox on AWS: the message and the notifications' history (PENDING)
+//! in DynamoDB, the notifications on SQS, and an event record that makes a
+//! redelivered SQS event a no-op.
 //!
 //! DynamoDB and SQS share no transaction, so the steps are ordered to be
-//! safe to repeat: the event record is written last, after the
-//! notifications are on the queue. A failure in between fails the SQS
+//! safe to repeat: the history before the notifications are on the queue
+//! (a notification is listed from the moment it can be delivered), the
+//! event record last, after the notifications are on the queue. A failure in between fails the SQS
 //! record; its retry stores the same message again and enqueues the same
 //! notifications again (same `uuid`s, so receivers can drop duplicates).
 
@@ -14,6 +16,7 @@ use async_trait::async_trait;
 use super::dynamodb::DynamoStore;
 use super::sqs::SqsQueue;
 use crate::clock::Clock;
+use crate::history::DeliveryHistory;
 use crate::ids::OrgId;
 use crate::model::Message;
 use crate::queue::{DeliveryJob, DeliveryQueue, Outbox};
@@ -54,6 +57,7 @@ impl Outbox for AwsOutbox {
             self.store.put_message(org_id, message).await?;
         }
         if !jobs.is_empty() {
+            self.store.record_enqueued(event_id, &jobs).await?;
             self.queue
                 .enqueue(jobs)
                 .await

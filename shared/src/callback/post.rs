@@ -10,6 +10,8 @@ use super::{CallFailure, CallbackClient, CallbackTarget};
 
 /// At most this much of a callback's response body is read.
 pub const MAX_RESPONSE_BODY: usize = 16 * 1024;
+/// The start of the body kept for the delivery history.
+pub const KEPT_BODY: usize = crate::history::MAX_KEPT_RESPONSE;
 
 /// A notification ready to send: its body and the Standard Webhooks headers.
 pub struct SignedNotification<'a> {
@@ -30,6 +32,8 @@ pub enum Posted {
         status: u16,
         /// The raw `Retry-After` header, if any.
         retry_after: Option<String>,
+        /// The start of the answer's body (at most [`KEPT_BODY`] bytes), as text.
+        body: String,
         elapsed: Duration,
     },
     /// No answer: the step that failed.
@@ -77,16 +81,27 @@ impl CallbackClient {
             .map(str::to_owned);
         // Read a bounded amount so the connection can be reused; never more.
         let mut read = 0;
+        let mut kept = Vec::new();
         while read <= MAX_RESPONSE_BODY {
             match tokio::time::timeout(Duration::from_secs(1), response.chunk()).await {
-                Ok(Ok(Some(chunk))) => read += chunk.len(),
+                Ok(Ok(Some(chunk))) => {
+                    read += chunk.len();
+                    let room = KEPT_BODY.saturating_sub(kept.len());
+                    kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                }
                 _ => break,
             }
         }
         Posted::Answered {
             status,
             retry_after,
+            body: text_of(&kept),
             elapsed: started.elapsed(),
         }
     }
+}
+
+/// Bytes as text: invalid UTF-8 (or a character cut at the limit) becomes U+FFFD.
+fn text_of(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
 }

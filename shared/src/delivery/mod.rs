@@ -7,11 +7,17 @@
 //! 2. post: sign and POST ([`CallbackClient::post`](crate::callback::CallbackClient::post));
 //! 3. [`record`]: the subscription's failure bookkeeping (streak, blacklist);
 //! 4. [`decide`]: a pure function from what happened to a [`Verdict`];
-//! 5. [`settle`]: complete, retry later or dead-letter the queue's lease.
+//! 5. [`remember`]: the attempt and the notification's new state in the
+//!    delivery history (`outcome.rs`);
+//! 6. [`settle`]: complete, retry later or dead-letter the queue's lease.
 //!
-//! Runtimes only lease jobs and call [`deliver`].
+//! The history is written before the lease is settled: if it cannot be, the
+//! lease is left to run out and the notification is attempted again, so a
+//! crash or a store failure can duplicate an attempt but never lose an
+//! outcome. Runtimes only lease jobs and call [`deliver`].
 
 pub mod decide;
+pub mod outcome;
 pub mod worker;
 
 use std::time::Duration;
@@ -27,19 +33,28 @@ use crate::queue::{DeliveryJob, DeliveryQueue, Lease, QueueError};
 use crate::signature::SigningKey;
 use crate::store::{DeliveryRecord, StoredSubscription};
 
-/// Attempts one delivery and settles the lease with the verdict.
+/// Attempts one delivery, records it and settles the lease with the verdict.
 pub async fn deliver(
     app: &App,
     queue: &dyn DeliveryQueue,
     lease: &Lease,
 ) -> Result<Verdict, QueueError> {
     let now = app.clock.now_ms();
-    let attempt = match prepare(app, &lease.job, now).await {
+    if superseded(app, lease).await {
+        let verdict = Verdict::Drop("delivered meanwhile (a resend)".into());
+        settle(queue, lease, &verdict, now).await?;
+        return Ok(verdict);
+    }
+    let (attempt, made) = match prepare(app, &lease.job, now).await {
         Ok(ready) => {
             let posted = post(app, &ready, &lease.job, now).await;
-            record(app, &ready.subscription, &posted, now).await
+            let made = outcome::attempt_record(&posted, outcome::trigger(lease), now);
+            (
+                record(app, &ready.subscription, &posted, now).await,
+                Some(made),
+            )
         }
-        Err(not_sent) => not_sent,
+        Err(not_sent) => (not_sent, None),
     };
     let random = u32::from_le_bytes(crate::secret::random_bytes::<4>()) as f64 / u32::MAX as f64;
     let verdict = decide(
@@ -49,8 +64,39 @@ pub async fn deliver(
         &app.config.retry_schedule,
         random,
     );
+    remember(app, &lease.job, &attempt, made, &verdict).await?;
     settle(queue, lease, &verdict, now).await?;
     Ok(verdict)
+}
+
+/// A scheduled retry of a notification that a resend delivered meanwhile
+/// (SQS keeps the old message; the SQLite queue replaces it).
+async fn superseded(app: &App, lease: &Lease) -> bool {
+    if lease.attempt < 2 {
+        return false;
+    }
+    let job = &lease.job;
+    matches!(
+        app.history.get(&job.org_id, &job.subscription_id, &job.id).await,
+        Ok(Some(d)) if d.summary.status == crate::history::NotificationStatus::Delivered
+    )
+}
+
+/// Step 5: the attempt and the notification's new state, in the history.
+pub async fn remember(
+    app: &App,
+    job: &DeliveryJob,
+    attempt: &Attempt,
+    made: Option<crate::history::AttemptRecord>,
+    verdict: &Verdict,
+) -> Result<(), QueueError> {
+    let Some(outcome) = outcome::of(attempt, made, verdict) else {
+        return Ok(());
+    };
+    app.history
+        .record_outcome(job, &outcome)
+        .await
+        .map_err(|e| QueueError(format!("the delivery history cannot be written: {e}")))
 }
 
 /// A notification ready to be sent.
@@ -189,7 +235,7 @@ pub async fn record(
     }
 }
 
-/// Step 5: applies the verdict to the lease.
+/// Step 6: applies the verdict to the lease.
 pub async fn settle(
     queue: &dyn DeliveryQueue,
     lease: &Lease,

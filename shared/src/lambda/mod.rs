@@ -26,6 +26,7 @@ use crate::auth::Caller;
 use crate::config::{Config, Profile};
 use crate::error::ApiError;
 use crate::http::error_response;
+use crate::queue::DeliveryQueue;
 pub use crate::routes::Endpoint;
 use crate::routes::Route;
 
@@ -55,6 +56,13 @@ pub async fn app_from_env() -> Result<App, StartError> {
     Ok(crate::services::aws::api_app(config).await?)
 }
 
+/// The app and the delivery queue, for the functions that enqueue
+/// notifications again (resend, recover).
+pub async fn app_with_queue_from_env() -> Result<(App, crate::aws::sqs::SqsQueue), StartError> {
+    let config = Config::from_env(Profile::Lambda)?;
+    Ok(crate::services::aws::api_app_with_queue(config).await?)
+}
+
 /// The same for the SQS-triggered functions: app, outbox and delivery queue.
 pub async fn queue_functions_from_env() -> Result<queues::QueueFunctions, StartError> {
     let config = Config::from_env(Profile::Lambda)?;
@@ -65,6 +73,16 @@ pub async fn queue_functions_from_env() -> Result<queues::QueueFunctions, StartE
 /// is a problem+json response.
 pub async fn handle(
     app: &App,
+    endpoint: Endpoint,
+    request: Request,
+) -> Result<Response<Body>, Infallible> {
+    handle_with_queue(app, None, endpoint, request).await
+}
+
+/// [`handle`] for the endpoints that enqueue notifications (resend, recover).
+pub async fn handle_with_queue(
+    app: &App,
+    queue: Option<&dyn DeliveryQueue>,
     endpoint: Endpoint,
     request: Request,
 ) -> Result<Response<Body>, Infallible> {
@@ -79,6 +97,7 @@ pub async fn handle(
     let span = tracing::info_span!("request", org_id = %caller.org_id, endpoint = ?endpoint);
     let response = crate::http::handle(
         app,
+        queue,
         &caller,
         route,
         request.headers(),

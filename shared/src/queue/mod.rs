@@ -10,6 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use crate::history::Trigger;
 use crate::ids::{NotificationId, OrgId, SubscriptionId};
 use crate::model::Message;
 use crate::store::StoreError;
@@ -26,6 +27,13 @@ pub struct DeliveryJob {
     pub subscription_id: SubscriptionId,
     /// The JSON payload, exactly as it is POSTed.
     pub body: String,
+    /// When the notification was created (epoch ms, the payload's
+    /// `timestamp`): the delivery history is ordered, and keyed, by it.
+    #[serde(rename = "createdAt", default)]
+    pub created_at: i64,
+    /// MANUAL for a resend or recover: its first attempt is recorded so.
+    #[serde(default, skip_serializing_if = "Trigger::is_scheduled")]
+    pub trigger: Trigger,
 }
 
 /// A job taken from the queue, invisible to other consumers until its lease

@@ -1,8 +1,10 @@
 //! The embedded adapter: one SQLite file (WAL) that holds everything and
-//! implements the three ports: [`Store`](crate::store::Store) (`store.rs`),
-//! [`DeliveryQueue`](crate::queue::DeliveryQueue) (`queue.rs`) and
-//! [`Outbox`](crate::queue::Outbox) (`outbox.rs`), so ingesting an event
-//! (dedupe record, message, notifications) is one transaction. This module
+//! implements the four ports: [`Store`](crate::store::Store) (`store.rs`),
+//! [`DeliveryQueue`](crate::queue::DeliveryQueue) (`queue.rs`),
+//! [`Outbox`](crate::queue::Outbox) (`outbox.rs`) and
+//! [`DeliveryHistory`](crate::history::DeliveryHistory) (`history.rs`), so
+//! ingesting an event (dedupe record, message, notifications and their
+//! history) is one transaction. This module
 //! owns the connections; calls run on tokio's blocking pool so SQLite never
 //! blocks the runtime.
 //!
@@ -24,6 +26,7 @@ use crate::store::StoreError;
 use group_commit::GroupCommit;
 
 mod group_commit;
+mod history;
 mod outbox;
 mod queue;
 mod schema;
@@ -46,6 +49,8 @@ pub struct SqliteDb {
     readers: Arc<Readers>,
     /// Queue completions written together (see `group_commit.rs`).
     completions: Arc<GroupCommit<(String, String)>>,
+    /// Delivery outcomes written together (see `history.rs`).
+    outcomes: Arc<GroupCommit<(crate::ids::NotificationId, crate::history::Outcome)>>,
     clock: Arc<dyn Clock>,
 }
 
@@ -96,6 +101,7 @@ impl SqliteDb {
             conn: Arc::new(Mutex::new(conn)),
             readers: Arc::default(),
             completions: Arc::default(),
+            outcomes: Arc::default(),
             clock: crate::clock::system(),
         })
     }

@@ -1,9 +1,10 @@
-//! The [`Outbox`] port on SQLite: the event's dedupe record, its message and
-//! its notifications in one transaction.
+//! The [`Outbox`] port on SQLite: the event's dedupe record, its message,
+//! its notifications and their history (PENDING) in one transaction.
 
 use async_trait::async_trait;
 use rusqlite::params;
 
+use super::history::insert_notifications;
 use super::queue::insert_jobs;
 use super::{backend, SqliteDb};
 use crate::ids::OrgId;
@@ -46,6 +47,7 @@ impl Outbox for SqliteDb {
                 )
                 .map_err(backend)?;
             }
+            insert_notifications(&tx, &event_id, &jobs)?;
             insert_jobs(&tx, &jobs, now)?;
             tx.commit().map_err(backend)?;
             Ok(true)

@@ -9,6 +9,7 @@ use rusqlite::{params, OptionalExtension};
 
 use super::{backend, QueueStats, SqliteDb};
 use crate::clock::millis;
+use crate::history::Trigger;
 use crate::queue::{DeliveryJob, DeliveryQueue, Lease, QueueError};
 use crate::store::StoreError;
 
@@ -16,7 +17,10 @@ fn queue_err(e: StoreError) -> QueueError {
     QueueError(e.to_string())
 }
 
-/// Inserts jobs in the caller's transaction (enqueue, and the outbox's commit).
+/// Inserts jobs in the caller's transaction (enqueue, and the outbox's
+/// commit). A job already queued stays as it is, unless the new one is a
+/// MANUAL resend: then it is due now, with a fresh schedule (a lease in
+/// flight can no longer complete it, so the resend goes out too).
 pub(super) fn insert_jobs(
     tx: &rusqlite::Transaction<'_>,
     jobs: &[DeliveryJob],
@@ -24,8 +28,10 @@ pub(super) fn insert_jobs(
 ) -> Result<(), StoreError> {
     let mut stmt = tx
         .prepare_cached(
-            "INSERT OR IGNORE INTO delivery_queue (id, org_id, subscription_id, body, due_at, enqueued_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+            "INSERT INTO delivery_queue (id, org_id, subscription_id, body, due_at, enqueued_at, created_at, manual) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7) \
+             ON CONFLICT (id) DO UPDATE SET due_at = excluded.due_at, attempts = 0, leased = 0, manual = 1 \
+             WHERE excluded.manual = 1",
         )
         .map_err(backend)?;
     for job in jobs {
@@ -34,7 +40,9 @@ pub(super) fn insert_jobs(
             job.org_id,
             job.subscription_id,
             job.body,
-            now
+            now,
+            job.created_at,
+            i64::from(job.trigger == Trigger::Manual),
         ])
         .map_err(backend)?;
     }
@@ -61,14 +69,21 @@ impl DeliveryQueue for SqliteDb {
                 .prepare_cached(
                     "UPDATE delivery_queue SET attempts = attempts + 1, due_at = ?1 + ?2, leased = 1 \
                      WHERE id IN (SELECT id FROM delivery_queue WHERE due_at <= ?1 ORDER BY due_at LIMIT ?3) \
-                     RETURNING id, org_id, subscription_id, body, attempts",
+                     RETURNING id, org_id, subscription_id, body, attempts, created_at, manual",
                 )
                 .map_err(backend)?;
             let rows = stmt
                 .query_map(params![now, millis(visibility), max as i64], |r| {
                     let attempt: u32 = r.get(4)?;
                     Ok(Lease {
-                        job: DeliveryJob { id: r.get(0)?, org_id: r.get(1)?, subscription_id: r.get(2)?, body: r.get(3)? },
+                        job: DeliveryJob {
+                            id: r.get(0)?,
+                            org_id: r.get(1)?,
+                            subscription_id: r.get(2)?,
+                            body: r.get(3)?,
+                            created_at: r.get(5)?,
+                            trigger: if r.get::<_, i64>(6)? == 1 { Trigger::Manual } else { Trigger::Scheduled },
+                        },
                         attempt,
                         receipt: attempt.to_string(),
                     })
@@ -111,6 +126,7 @@ impl DeliveryQueue for SqliteDb {
 
     async fn dead_letter(&self, lease: &Lease, reason: &str) -> Result<(), QueueError> {
         let (job, attempt, reason) = (lease.job.clone(), lease.attempt, reason.to_owned());
+        let receipt = lease.receipt.clone();
         let now = self.now_ms();
         self.with(move |conn| {
             let tx = conn.transaction().map_err(backend)?;
@@ -120,7 +136,12 @@ impl DeliveryQueue for SqliteDb {
                 params![job.id, job.org_id, job.subscription_id, job.body, attempt, reason, now],
             )
             .map_err(backend)?;
-            tx.execute("DELETE FROM delivery_queue WHERE id = ?1", [&job.id]).map_err(backend)?;
+            // Only the current lease: a resend queued meanwhile stays.
+            tx.execute(
+                "DELETE FROM delivery_queue WHERE id = ?1 AND attempts = ?2",
+                params![job.id, receipt],
+            )
+            .map_err(backend)?;
             tx.commit().map_err(backend)
         })
         .await

@@ -70,6 +70,40 @@ CREATE TABLE events (
     PRIMARY KEY (org_id, event_id)
 ) WITHOUT ROWID;
 "#,
+    r#"
+-- Delivery history (history/mod.rs): every notification from enqueue to its
+-- end, and each attempt. Kept for WEBHOOKS_DELIVERY_RETENTION, then purged.
+ALTER TABLE delivery_queue ADD COLUMN created_at INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE delivery_queue ADD COLUMN manual INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE notifications (
+    id               TEXT PRIMARY KEY,  -- the notification uuid
+    org_id           TEXT NOT NULL,
+    subscription_id  TEXT NOT NULL,
+    event_id         TEXT NOT NULL,
+    event            TEXT NOT NULL,
+    created_at       INTEGER NOT NULL,
+    status           TEXT NOT NULL,     -- PENDING, DELIVERED, FAILED
+    attempts         INTEGER NOT NULL DEFAULT 0,
+    last_attempt_at  INTEGER,
+    next_attempt_at  INTEGER,
+    last_http_status INTEGER,
+    last_code        TEXT,
+    body             TEXT NOT NULL      -- the payload, as sent
+);
+CREATE INDEX notifications_by_subscription ON notifications (subscription_id, created_at);
+CREATE INDEX notifications_by_age ON notifications (created_at);
+CREATE TABLE delivery_attempts (
+    seq             INTEGER PRIMARY KEY,
+    notification_id TEXT NOT NULL REFERENCES notifications (id) ON DELETE CASCADE,
+    at              INTEGER NOT NULL,
+    duration_ms     INTEGER NOT NULL,
+    http_status     INTEGER,
+    code            TEXT,
+    response_body   TEXT NOT NULL,
+    manual          INTEGER NOT NULL
+);
+CREATE INDEX delivery_attempts_by_notification ON delivery_attempts (notification_id, seq);
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

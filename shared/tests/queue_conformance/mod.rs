@@ -39,6 +39,8 @@ pub fn job(n: usize) -> DeliveryJob {
         org_id: "org-1".into(),
         subscription_id: "sub-1".into(),
         body: format!(r#"{{"n":{n},"text":"héllo"}}"#),
+        created_at: 1_700_000_000_000 + n as i64,
+        trigger: Default::default(),
     }
 }
 

@@ -1,21 +1,18 @@
 //! DynamoDB store adapter (feature `aws`): the same [`Store`] port as SQLite,
 //! passing the same conformance suite, on two tables whose key schema is a
 //! string partition key `pk` and a string sort key `sk` (`template.yaml`).
-//! One concern a file: [`keys`] (every key shape, and the schema), [`codec`]
-//! (items), [`write`] (transactions), [`backoff`], [`store`] (the port),
-//! [`tables`] (provisioning).
-//!
 //! The tables, keys and items are documented in [`keys`], where every key
 //! shape is built.
 //!
 //! One concern a file: [`keys`] (key shapes and the schema), [`codec`]
 //! (items), [`write`] (conditional writes and transactions), [`backoff`],
-//! [`store`] (the port), [`events`] (the outbox's event records), [`tables`]
-//! (provisioning).
+//! [`store`] (the port), [`events`] (the outbox's event records),
+//! [`history`] (the delivery history port), [`tables`] (provisioning).
 
 mod backoff;
 mod codec;
 mod events;
+mod history;
 mod keys;
 mod store;
 mod tables;
@@ -83,11 +80,23 @@ impl Tables {
 pub struct DynamoStore {
     client: Client,
     tables: Tables,
+    /// How long delivery history is kept (its `ttl`).
+    retention: std::time::Duration,
 }
 
 impl DynamoStore {
     pub fn new(client: Client, tables: Tables) -> Self {
-        DynamoStore { client, tables }
+        DynamoStore {
+            client,
+            tables,
+            retention: std::time::Duration::from_secs(30 * 86_400),
+        }
+    }
+
+    /// The same store keeping delivery history for `retention`.
+    pub fn with_retention(mut self, retention: std::time::Duration) -> Self {
+        self.retention = retention;
+        self
     }
 
     /// A client from the SDK's standard environment: region, credentials,

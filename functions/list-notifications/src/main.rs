@@ -1,0 +1,15 @@
+//! Lambda `list-notifications`: GET /webhooksubscription/{id}/notifications.
+//! Everything but start-up lives in `webhook_core::lambda`.
+
+use lambda_http::{run, service_fn, Error};
+use webhook_core::lambda::{self, Endpoint};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    lambda::init_tracing();
+    let app = lambda::app_from_env().await?;
+    run(service_fn(|request| {
+        lambda::handle(&app, Endpoint::ListNotifications, request)
+    }))
+    .await
+}

@@ -1,0 +1,584 @@
+//! The [`DeliveryHistory`] port on DynamoDB: summaries, notifications and
+//! attempts in the messages table ([`keys`](super::keys) has the layout).
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, PutRequest, WriteRequest};
+use futures_util::{stream, StreamExt, TryStreamExt};
+
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+
+use super::backoff::Backoff;
+use super::codec::{n, number, s, text};
+use super::keys::{
+    attempt_sk, history_pk, key, millis_key, notification_pk, summary_sk, ATTEMPT, NOTIFICATION_SK,
+};
+use super::{backend, backend_build, DynamoStore, Item};
+use crate::history::{
+    self, AttemptRecord, Claim, DeliveryHistory, NotificationDetail, NotificationStatus,
+    NotificationSummary, Outcome, StatsRow, Trigger, Window,
+};
+use crate::ids::{NotificationId, OrgId, SubscriptionId};
+use crate::model::Page;
+use crate::page::PageRequest;
+use crate::queue::DeliveryJob;
+use crate::store::StoreError;
+
+/// `BatchWriteItem` takes at most 25 items, `BatchGetItem` 100 keys.
+const WRITE_BATCH: usize = 25;
+const GET_BATCH: usize = 100;
+/// Conditional updates of a recover in flight at once.
+const MARKS_IN_FLIGHT: usize = 16;
+
+impl DynamoStore {
+    /// `ttl` of a notification created at `created_at` (epoch seconds).
+    fn history_ttl(&self, created_at: i64) -> AttributeValue {
+        n(created_at / 1000 + self.retention.as_secs() as i64)
+    }
+
+    /// Every item of a `Query` on `pk` (all pages), `sk` in a range, and
+    /// `status` one of `statuses` (when given).
+    async fn query_history(
+        &self,
+        pk: String,
+        sk_between: Option<(String, String)>,
+        forward: bool,
+        statuses: &[NotificationStatus],
+        consistent: bool,
+    ) -> Result<Vec<Item>, StoreError> {
+        let mut q = self
+            .client
+            .query()
+            .table_name(&self.tables.messages)
+            .expression_attribute_names("#pk", "pk")
+            .expression_attribute_values(":pk", s(pk))
+            .scan_index_forward(forward)
+            .consistent_read(consistent);
+        q = match sk_between {
+            Some((from, to)) => q
+                .key_condition_expression("#pk = :pk AND #sk BETWEEN :from AND :to")
+                .expression_attribute_names("#sk", "sk")
+                .expression_attribute_values(":from", s(from))
+                .expression_attribute_values(":to", s(to)),
+            None => q.key_condition_expression("#pk = :pk"),
+        };
+        if !statuses.is_empty() {
+            let marks: Vec<String> = (0..statuses.len()).map(|i| format!(":s{i}")).collect();
+            q = q
+                .filter_expression(format!("#st IN ({})", marks.join(", ")))
+                .expression_attribute_names("#st", "status");
+            for (mark, status) in marks.iter().zip(statuses) {
+                q = q.expression_attribute_values(mark, s(status.as_str().into()));
+            }
+        }
+        q.into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(backend)
+    }
+
+    /// The summaries of a subscription created in the window.
+    async fn summaries(
+        &self,
+        org_id: &OrgId,
+        subscription_id: &SubscriptionId,
+        window: &Window,
+        forward: bool,
+    ) -> Result<Vec<Item>, StoreError> {
+        if window.until <= window.since {
+            return Ok(Vec::new());
+        }
+        let range = (
+            millis_key(window.since),
+            // Every sort key of the last millisecond sorts below "<ms>$".
+            format!("{}$", millis_key(window.until.saturating_sub(1))),
+        );
+        self.query_history(
+            history_pk(org_id, subscription_id),
+            Some(range),
+            forward,
+            &window.statuses,
+            false,
+        )
+        .await
+    }
+
+    async fn batch_write(&self, items: Vec<Item>) -> Result<(), StoreError> {
+        for chunk in items.chunks(WRITE_BATCH) {
+            let mut requests = chunk
+                .iter()
+                .map(|item| {
+                    PutRequest::builder()
+                        .set_item(Some(item.clone()))
+                        .build()
+                        .map(|put| WriteRequest::builder().put_request(put).build())
+                        .map_err(backend_build)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            // Unprocessed items (throttling) are sent again with backoff.
+            let mut backoff = Backoff::default();
+            loop {
+                let out = self
+                    .client
+                    .batch_write_item()
+                    .request_items(&self.tables.messages, requests)
+                    .send()
+                    .await
+                    .map_err(backend)?;
+                requests = out
+                    .unprocessed_items()
+                    .and_then(|m| m.get(&self.tables.messages))
+                    .cloned()
+                    .unwrap_or_default();
+                if requests.is_empty() {
+                    break;
+                }
+                backoff.wait("history batch write").await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn summary_item(event_id: &str, job: &DeliveryJob, ttl: AttributeValue) -> Item {
+    let mut item = key(
+        history_pk(&job.org_id, &job.subscription_id),
+        summary_sk(job.created_at, &job.id),
+    );
+    item.insert("uuid".into(), s(job.id.to_string()));
+    item.insert("subscriptionId".into(), s(job.subscription_id.to_string()));
+    item.insert("eventId".into(), s(event_id.to_owned()));
+    item.insert("event".into(), s(history::event_of(&job.body)));
+    item.insert("createdAt".into(), n(job.created_at));
+    item.insert(
+        "status".into(),
+        s(NotificationStatus::Pending.as_str().into()),
+    );
+    item.insert("attempts".into(), n(0));
+    item.insert("nextAttemptAt".into(), n(job.created_at));
+    item.insert("ttl".into(), ttl);
+    item
+}
+
+fn notification_item(job: &DeliveryJob, ttl: AttributeValue) -> Item {
+    let mut item = key(
+        notification_pk(&job.org_id, &job.id),
+        NOTIFICATION_SK.into(),
+    );
+    item.insert("subscriptionId".into(), s(job.subscription_id.to_string()));
+    item.insert("createdAt".into(), n(job.created_at));
+    item.insert("payload".into(), s(job.body.clone()));
+    item.insert("ttl".into(), ttl);
+    item
+}
+
+fn attempt_item(job: &DeliveryJob, a: &AttemptRecord, ttl: AttributeValue) -> Item {
+    let random = u32::from_le_bytes(crate::secret::random_bytes::<4>());
+    let mut item = key(
+        notification_pk(&job.org_id, &job.id),
+        attempt_sk(a.at, random),
+    );
+    item.insert("at".into(), n(a.at));
+    item.insert("durationMs".into(), n(a.duration_ms as i64));
+    if let Some(status) = a.http_status {
+        item.insert("httpStatus".into(), n(i64::from(status)));
+    }
+    if let Some(code) = &a.code {
+        item.insert("code".into(), s(code.clone()));
+    }
+    if !a.response_body.is_empty() {
+        item.insert("responseBody".into(), s(a.response_body.clone()));
+    }
+    item.insert("trigger".into(), s(a.trigger.as_str().into()));
+    item.insert("ttl".into(), ttl);
+    item
+}
+
+fn condition_failed<R>(e: &SdkError<UpdateItemError, R>) -> bool {
+    matches!(
+        e.as_service_error(),
+        Some(UpdateItemError::ConditionalCheckFailedException(_))
+    )
+}
+
+fn opt_number(item: &Item, name: &str) -> Result<Option<i64>, StoreError> {
+    match item.get(name) {
+        None | Some(AttributeValue::Null(_)) => Ok(None),
+        Some(_) => number(item, name).map(Some),
+    }
+}
+
+fn opt_text(item: &Item, name: &str) -> Option<String> {
+    match item.get(name) {
+        Some(AttributeValue::S(v)) => Some(v.clone()),
+        _ => None,
+    }
+}
+
+fn status_of(item: &Item) -> Result<NotificationStatus, StoreError> {
+    NotificationStatus::parse(&text(item, "status")?).ok_or_else(|| super::codec::corrupt("status"))
+}
+
+fn parse_summary(item: &Item) -> Result<NotificationSummary, StoreError> {
+    Ok(NotificationSummary {
+        id: text(item, "uuid")?.into(),
+        subscription_id: text(item, "subscriptionId")?.into(),
+        event_id: text(item, "eventId")?,
+        event: text(item, "event")?,
+        created_at: number(item, "createdAt")?,
+        status: status_of(item)?,
+        attempts: number(item, "attempts")?.max(0) as u32,
+        last_attempt_at: opt_number(item, "lastAttemptAt")?,
+        next_attempt_at: opt_number(item, "nextAttemptAt")?,
+        last_http_status: opt_number(item, "lastHttpStatus")?.map(|v| v as u16),
+        last_code: opt_text(item, "lastCode"),
+    })
+}
+
+fn parse_attempt(item: &Item) -> Result<AttemptRecord, StoreError> {
+    Ok(AttemptRecord {
+        at: number(item, "at")?,
+        duration_ms: number(item, "durationMs")?.max(0) as u64,
+        http_status: opt_number(item, "httpStatus")?.map(|v| v as u16),
+        code: opt_text(item, "code"),
+        response_body: opt_text(item, "responseBody").unwrap_or_default(),
+        trigger: Trigger::parse(&text(item, "trigger")?),
+    })
+}
+
+fn durations(item: &Item) -> Vec<u64> {
+    match item.get("durations") {
+        Some(AttributeValue::L(values)) => values
+            .iter()
+            .filter_map(|v| match v {
+                AttributeValue::N(d) => d.parse().ok(),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+#[async_trait]
+impl DeliveryHistory for DynamoStore {
+    async fn record_enqueued(
+        &self,
+        event_id: &str,
+        jobs: &[DeliveryJob],
+    ) -> Result<(), StoreError> {
+        let items = jobs
+            .iter()
+            .flat_map(|job| {
+                let ttl = self.history_ttl(job.created_at);
+                [
+                    summary_item(event_id, job, ttl.clone()),
+                    notification_item(job, ttl),
+                ]
+            })
+            .collect();
+        self.batch_write(items).await
+    }
+
+    async fn record_outcome(&self, job: &DeliveryJob, outcome: &Outcome) -> Result<(), StoreError> {
+        let mut set = vec!["#st = :st"];
+        let mut remove = Vec::new();
+        let mut values: HashMap<String, AttributeValue> =
+            HashMap::from([(":st".to_owned(), s(outcome.status.as_str().into()))]);
+        match outcome.next_attempt_at {
+            Some(at) => {
+                set.push("nextAttemptAt = :next");
+                values.insert(":next".into(), n(at));
+            }
+            None => remove.push("nextAttemptAt"),
+        }
+        let code = match &outcome.attempt {
+            Some(a) => {
+                set.push("attempts = attempts + :one");
+                set.push("lastAttemptAt = :at");
+                set.push("durations = list_append(if_not_exists(durations, :none), :d)");
+                values.insert(":one".into(), n(1));
+                values.insert(":at".into(), n(a.at));
+                values.insert(":none".into(), AttributeValue::L(Vec::new()));
+                values.insert(
+                    ":d".into(),
+                    AttributeValue::L(vec![n(a.duration_ms as i64)]),
+                );
+                match a.http_status {
+                    Some(status) => {
+                        set.push("lastHttpStatus = :hs");
+                        values.insert(":hs".into(), n(i64::from(status)));
+                    }
+                    None => remove.push("lastHttpStatus"),
+                }
+                a.code.clone()
+            }
+            None => outcome.code.clone(),
+        };
+        match code {
+            Some(code) => {
+                set.push("lastCode = :code");
+                values.insert(":code".into(), s(code));
+            }
+            None => remove.push("lastCode"),
+        }
+        let mut expression = format!("SET {}", set.join(", "));
+        if !remove.is_empty() {
+            expression.push_str(&format!(" REMOVE {}", remove.join(", ")));
+        }
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.tables.messages)
+            .set_key(Some(key(
+                history_pk(&job.org_id, &job.subscription_id),
+                summary_sk(job.created_at, &job.id),
+            )))
+            // No summary (purged, or a job from before the history): nothing to update.
+            .condition_expression("attribute_exists(pk)")
+            .update_expression(expression)
+            .expression_attribute_names("#st", "status")
+            .set_expression_attribute_values(Some(values))
+            .send();
+        let put = async {
+            match &outcome.attempt {
+                Some(a) => self
+                    .client
+                    .put_item()
+                    .table_name(&self.tables.messages)
+                    .set_item(Some(attempt_item(job, a, self.history_ttl(job.created_at))))
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(backend),
+                None => Ok(()),
+            }
+        };
+        let (updated, put) = tokio::join!(update, put);
+        put?;
+        match updated {
+            Ok(_) => Ok(()),
+            Err(e) if condition_failed(&e) => Ok(()),
+            Err(e) => Err(backend(e)),
+        }
+    }
+
+    async fn list(
+        &self,
+        org_id: &OrgId,
+        subscription_id: &SubscriptionId,
+        window: &Window,
+        page: &PageRequest,
+    ) -> Result<Page<NotificationSummary>, StoreError> {
+        let summaries = self
+            .summaries(org_id, subscription_id, window, false)
+            .await?
+            .iter()
+            .map(parse_summary)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(page.apply(summaries, history::DEFAULT_ORDER, history::compare))
+    }
+
+    async fn get(
+        &self,
+        org_id: &OrgId,
+        subscription_id: &SubscriptionId,
+        id: &NotificationId,
+    ) -> Result<Option<NotificationDetail>, StoreError> {
+        let items = self
+            .query_history(notification_pk(org_id, id), None, true, &[], true)
+            .await?;
+        let Some(notification) = items
+            .iter()
+            .find(|i| matches!(i.get("sk"), Some(AttributeValue::S(sk)) if sk == NOTIFICATION_SK))
+        else {
+            return Ok(None);
+        };
+        if text(notification, "subscriptionId")? != subscription_id.as_str() {
+            return Ok(None);
+        }
+        let created_at = number(notification, "createdAt")?;
+        let summary = self
+            .client
+            .get_item()
+            .table_name(&self.tables.messages)
+            .set_key(Some(key(
+                history_pk(org_id, subscription_id),
+                summary_sk(created_at, id),
+            )))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(backend)?;
+        let Some(summary) = summary.item() else {
+            return Ok(None);
+        };
+        let attempts = items
+            .iter()
+            .filter(
+                |i| matches!(i.get("sk"), Some(AttributeValue::S(sk)) if sk.starts_with(ATTEMPT)),
+            )
+            .map(parse_attempt)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(NotificationDetail {
+            summary: parse_summary(summary)?,
+            payload: text(notification, "payload")?,
+            attempts,
+        }))
+    }
+
+    async fn stats_rows(
+        &self,
+        org_id: &OrgId,
+        subscription_id: &SubscriptionId,
+        since: i64,
+        until: i64,
+    ) -> Result<Vec<StatsRow>, StoreError> {
+        let window = Window {
+            statuses: Vec::new(),
+            since,
+            until,
+        };
+        self.summaries(org_id, subscription_id, &window, true)
+            .await?
+            .iter()
+            .map(|item| {
+                Ok(StatsRow {
+                    created_at: number(item, "createdAt")?,
+                    status: status_of(item)?,
+                    attempts: number(item, "attempts")?.max(0) as u32,
+                    durations_ms: durations(item),
+                })
+            })
+            .collect()
+    }
+
+    async fn claims(
+        &self,
+        org_id: &OrgId,
+        subscription_id: &SubscriptionId,
+        window: &Window,
+        max: usize,
+    ) -> Result<Vec<Claim>, StoreError> {
+        let mut summaries = self
+            .summaries(org_id, subscription_id, window, true)
+            .await?;
+        summaries.truncate(max);
+        let mut claims = Vec::with_capacity(summaries.len());
+        for chunk in summaries.chunks(GET_BATCH) {
+            let keys: Vec<Item> = chunk
+                .iter()
+                .map(|item| {
+                    Ok(key(
+                        notification_pk(org_id, &text(item, "uuid")?.into()),
+                        NOTIFICATION_SK.into(),
+                    ))
+                })
+                .collect::<Result<_, StoreError>>()?;
+            let payloads = self.payloads(keys).await?;
+            for item in chunk {
+                let id: NotificationId = text(item, "uuid")?.into();
+                let Some(body) = payloads.get(id.as_str()) else {
+                    continue; // expired between the two reads
+                };
+                claims.push(Claim {
+                    job: DeliveryJob {
+                        org_id: org_id.clone(),
+                        subscription_id: subscription_id.clone(),
+                        body: body.clone(),
+                        created_at: number(item, "createdAt")?,
+                        trigger: Trigger::Manual,
+                        id,
+                    },
+                    status: status_of(item)?,
+                    attempts: number(item, "attempts")?.max(0) as u32,
+                });
+            }
+        }
+        Ok(claims)
+    }
+
+    async fn mark_pending(&self, claims: &[Claim], now: i64) -> Result<usize, StoreError> {
+        let marks: Vec<_> = claims.iter().map(|c| self.mark_one(c, now)).collect();
+        stream::iter(marks)
+            .buffer_unordered(MARKS_IN_FLIGHT)
+            .try_fold(0, |total, n| async move { Ok(total + n) })
+            .await
+    }
+
+    async fn purge(&self, _before: i64) -> Result<u64, StoreError> {
+        Ok(0) // DynamoDB's TTL removes expired history by itself.
+    }
+}
+
+impl DynamoStore {
+    /// Marks one claimed summary PENDING if it is still as read: 1 if it was.
+    async fn mark_one(&self, claim: &Claim, now: i64) -> Result<usize, StoreError> {
+        let job = &claim.job;
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.tables.messages)
+            .set_key(Some(key(
+                history_pk(&job.org_id, &job.subscription_id),
+                summary_sk(job.created_at, &job.id),
+            )))
+            .condition_expression("#st = :was AND attempts = :n")
+            .update_expression("SET #st = :pending, nextAttemptAt = :now")
+            .expression_attribute_names("#st", "status")
+            .expression_attribute_values(":was", s(claim.status.as_str().into()))
+            .expression_attribute_values(":n", n(i64::from(claim.attempts)))
+            .expression_attribute_values(":pending", s(NotificationStatus::Pending.as_str().into()))
+            .expression_attribute_values(":now", n(now))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(1),
+            Err(e) if condition_failed(&e) => Ok(0),
+            Err(e) => Err(backend(e)),
+        }
+    }
+
+    /// Payloads of notification items by uuid (`BatchGetItem`, strongly consistent).
+    async fn payloads(&self, mut keys: Vec<Item>) -> Result<HashMap<String, String>, StoreError> {
+        let mut found = HashMap::new();
+        let mut backoff = Backoff::default();
+        while !keys.is_empty() {
+            let request = KeysAndAttributes::builder()
+                .set_keys(Some(keys))
+                .consistent_read(true)
+                .build()
+                .map_err(backend_build)?;
+            let out = self
+                .client
+                .batch_get_item()
+                .request_items(&self.tables.messages, request)
+                .send()
+                .await
+                .map_err(backend)?;
+            for item in out
+                .responses()
+                .and_then(|r| r.get(&self.tables.messages))
+                .into_iter()
+                .flatten()
+            {
+                let pk = text(item, "pk")?;
+                if let Some(uuid) = pk.rsplit('#').next() {
+                    found.insert(uuid.to_owned(), text(item, "payload")?);
+                }
+            }
+            keys = out
+                .unprocessed_keys()
+                .and_then(|m| m.get(&self.tables.messages))
+                .map(|k| k.keys().to_vec())
+                .unwrap_or_default();
+            if !keys.is_empty() {
+                backoff.wait("history batch read").await?;
+            }
+        }
+        Ok(found)
+    }
+}

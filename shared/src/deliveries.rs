@@ -1,0 +1,415 @@
+//! Handlers of a subscription's delivery history: its notifications (a page,
+//! or one with its attempts), resend, recover and stats. Every call first
+//! finds the subscription in the caller's organization (another
+//! organization's is 404), and reads history no older than the retention.
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::app::App;
+use crate::auth::Caller;
+use crate::clock::{iso_millis, millis};
+use crate::error::{ApiError, FieldError};
+use crate::history::stats::{self, Stats};
+use crate::history::{
+    AttemptRecord, Claim, NotificationStatus, NotificationSummary, Trigger, Window, SORTABLE,
+};
+use crate::ids::NotificationId;
+use crate::model::{Page, SubscriptionStatus};
+use crate::page::PageRequest;
+use crate::queue::{DeliveryJob, DeliveryQueue};
+use crate::store::StoredSubscription;
+use crate::subscription::{find, render, store_failure};
+
+/// At most this many notifications are sent again by one recover call.
+pub const MAX_RECOVER: usize = 10_000;
+/// The stats window is at most this long.
+pub const MAX_STATS_WINDOW_MS: i64 = 31 * 24 * 3_600_000;
+const DAY_MS: i64 = 24 * 3_600_000;
+
+/// A notification as listed.
+#[derive(Debug, Serialize)]
+pub struct NotificationView {
+    pub uuid: String,
+    #[serde(rename = "eventId")]
+    pub event_id: String,
+    pub event: String,
+    #[serde(rename = "subscriptionId")]
+    pub subscription_id: String,
+    #[serde(rename = "createdDateTime")]
+    pub created_date_time: String,
+    pub status: NotificationStatus,
+    pub attempts: u32,
+    #[serde(rename = "lastAttemptTime")]
+    pub last_attempt_time: Option<String>,
+    #[serde(rename = "nextAttemptTime")]
+    pub next_attempt_time: Option<String>,
+    #[serde(rename = "lastHttpStatus")]
+    pub last_http_status: Option<u16>,
+    #[serde(rename = "lastCode")]
+    pub last_code: Option<String>,
+}
+
+/// A notification with its payload and attempts.
+#[derive(Debug, Serialize)]
+pub struct NotificationDetailView {
+    #[serde(flatten)]
+    pub summary: NotificationView,
+    /// Replaces the summary's count.
+    pub attempts: Vec<AttemptView>,
+    /// The exact JSON body that was sent.
+    pub payload: Box<RawValue>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct AttemptView {
+    pub attempt: u32,
+    pub timestamp: String,
+    #[serde(rename = "durationMs")]
+    pub duration_ms: u64,
+    pub outcome: &'static str,
+    #[serde(rename = "httpStatus")]
+    pub http_status: Option<u16>,
+    pub code: Option<String>,
+    #[serde(rename = "responseBody")]
+    pub response_body: String,
+    pub trigger: Trigger,
+}
+
+/// Answer of a resend.
+#[derive(Debug, Serialize)]
+pub struct Resent {
+    pub uuid: String,
+    pub status: NotificationStatus,
+}
+
+/// Body of a recover.
+#[derive(Debug, Deserialize)]
+pub struct RecoverRequest {
+    #[serde(default, deserialize_with = "crate::model::epoch_millis")]
+    pub since: Option<i64>,
+    #[serde(default, deserialize_with = "crate::model::epoch_millis")]
+    pub until: Option<i64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Recovered {
+    /// How many FAILED notifications are sent again.
+    pub notifications: usize,
+    /// More FAILED notifications are in the window: call again.
+    pub more: bool,
+}
+
+fn view(s: &NotificationSummary) -> NotificationView {
+    NotificationView {
+        uuid: s.id.to_string(),
+        event_id: s.event_id.clone(),
+        event: s.event.clone(),
+        subscription_id: s.subscription_id.to_string(),
+        created_date_time: iso_millis(s.created_at),
+        status: s.status,
+        attempts: s.attempts,
+        last_attempt_time: s.last_attempt_at.map(iso_millis),
+        next_attempt_time: s.next_attempt_at.map(iso_millis),
+        last_http_status: s.last_http_status,
+        last_code: s.last_code.clone(),
+    }
+}
+
+fn attempt_view(n: usize, a: &AttemptRecord) -> AttemptView {
+    AttemptView {
+        attempt: u32::try_from(n + 1).unwrap_or(u32::MAX),
+        timestamp: iso_millis(a.at),
+        duration_ms: a.duration_ms,
+        outcome: if a.succeeded() { "SUCCEEDED" } else { "FAILED" },
+        http_status: a.http_status,
+        code: a.code.clone(),
+        response_body: a.response_body.clone(),
+        trigger: a.trigger,
+    }
+}
+
+/// The oldest creation time still kept.
+fn retained_since(app: &App) -> i64 {
+    app.now_ms() - millis(app.config.delivery_retention)
+}
+
+/// `GET /webhooksubscription/{id}/notifications?page&size&sort&status&since&until`.
+pub async fn list_notifications(
+    app: &App,
+    caller: &Caller,
+    id: &str,
+    query: Option<&str>,
+) -> Result<Page<NotificationView>, ApiError> {
+    let page = PageRequest::from_query(query, SORTABLE)?;
+    let filters = ListQuery::parse(query)?;
+    let subscription = find(app, caller, id).await?;
+    let window = Window {
+        statuses: filters.statuses,
+        since: filters.since.unwrap_or(0).max(retained_since(app)),
+        until: filters.until.unwrap_or(i64::MAX),
+    };
+    let page = app
+        .history
+        .list(&caller.org_id, &subscription.id, &window, &page)
+        .await
+        .map_err(store_failure)?;
+    Ok(page.map(|s| view(&s)))
+}
+
+/// `GET /webhooksubscription/{id}/notifications/{uuid}`.
+pub async fn get_notification(
+    app: &App,
+    caller: &Caller,
+    id: &str,
+    uuid: &str,
+) -> Result<NotificationDetailView, ApiError> {
+    let subscription = find(app, caller, id).await?;
+    let detail = app
+        .history
+        .get(
+            &caller.org_id,
+            &subscription.id,
+            &NotificationId::from(uuid),
+        )
+        .await
+        .map_err(store_failure)?
+        .filter(|d| d.summary.created_at >= retained_since(app))
+        .ok_or_else(|| notification_not_found(uuid))?;
+    let payload = RawValue::from_string(detail.payload.clone())
+        .or_else(|_| serde_json::value::to_raw_value(&detail.payload))
+        .map_err(|_| ApiError::internal())?;
+    Ok(NotificationDetailView {
+        summary: view(&detail.summary),
+        attempts: detail
+            .attempts
+            .iter()
+            .enumerate()
+            .map(|(n, a)| attempt_view(n, a))
+            .collect(),
+        payload,
+    })
+}
+
+/// `POST /webhooksubscription/{id}/notifications/{uuid}/resend`: enqueued
+/// due now (a PENDING one is sent now instead of at its scheduled time).
+pub async fn resend_notification(
+    app: &App,
+    queue: &dyn DeliveryQueue,
+    caller: &Caller,
+    id: &str,
+    uuid: &str,
+) -> Result<Resent, ApiError> {
+    let subscription = active(app, caller, id).await?;
+    let detail = app
+        .history
+        .get(
+            &caller.org_id,
+            &subscription.id,
+            &NotificationId::from(uuid),
+        )
+        .await
+        .map_err(store_failure)?
+        .filter(|d| d.summary.created_at >= retained_since(app))
+        .ok_or_else(|| notification_not_found(uuid))?;
+    let claim = Claim {
+        job: DeliveryJob {
+            id: detail.summary.id.clone(),
+            org_id: caller.org_id.clone(),
+            subscription_id: subscription.id.clone(),
+            body: detail.payload,
+            created_at: detail.summary.created_at,
+            trigger: Trigger::Manual,
+        },
+        status: detail.summary.status,
+        attempts: detail.summary.attempts,
+    };
+    send_again(app, queue, std::slice::from_ref(&claim)).await?;
+    tracing::info!(org_id = %caller.org_id, subscription_id = %subscription.id, notification = %claim.job.id, "notification resent");
+    Ok(Resent {
+        uuid: claim.job.id.to_string(),
+        status: NotificationStatus::Pending,
+    })
+}
+
+/// `POST /webhooksubscription/{id}/recover`: every FAILED notification
+/// created in the window is sent again, up to [`MAX_RECOVER`] per call.
+pub async fn recover_notifications(
+    app: &App,
+    queue: &dyn DeliveryQueue,
+    caller: &Caller,
+    id: &str,
+    request: RecoverRequest,
+) -> Result<Recovered, ApiError> {
+    let now = app.now_ms();
+    let Some(since) = request.since else {
+        return Err(ApiError::field("since", "is required (epoch milliseconds)"));
+    };
+    let until = request.until.unwrap_or(now);
+    if until <= since {
+        return Err(ApiError::field("until", "must be after since"));
+    }
+    if since < retained_since(app) {
+        return Err(ApiError::field(
+            "since",
+            format!(
+                "reaches back past the delivery history's retention: the oldest kept is from {}",
+                iso_millis(retained_since(app))
+            ),
+        ));
+    }
+    let subscription = active(app, caller, id).await?;
+    let window = Window {
+        statuses: vec![NotificationStatus::Failed],
+        since,
+        until,
+    };
+    let mut claims = app
+        .history
+        .claims(&caller.org_id, &subscription.id, &window, MAX_RECOVER + 1)
+        .await
+        .map_err(store_failure)?;
+    let more = claims.len() > MAX_RECOVER;
+    claims.truncate(MAX_RECOVER);
+    send_again(app, queue, &claims).await?;
+    tracing::info!(org_id = %caller.org_id, subscription_id = %subscription.id, notifications = claims.len(), more, "failed notifications recovered");
+    Ok(Recovered {
+        notifications: claims.len(),
+        more,
+    })
+}
+
+/// `GET /webhooksubscription/{id}/stats?since&until` (default: the last 24 hours).
+pub async fn delivery_stats(
+    app: &App,
+    caller: &Caller,
+    id: &str,
+    query: Option<&str>,
+) -> Result<Stats, ApiError> {
+    let q = ListQuery::parse(query)?;
+    let until = q.until.unwrap_or_else(|| app.now_ms());
+    let since = q.since.unwrap_or(until - DAY_MS);
+    if until <= since {
+        return Err(ApiError::field("until", "must be after since"));
+    }
+    if until - since > MAX_STATS_WINDOW_MS {
+        return Err(ApiError::field("since", "the window is at most 31 days"));
+    }
+    let subscription = find(app, caller, id).await?;
+    let since = since.max(retained_since(app));
+    let rows = app
+        .history
+        .stats_rows(&caller.org_id, &subscription.id, since, until.max(since))
+        .await
+        .map_err(store_failure)?;
+    Ok(stats::compute(&rows, since, until.max(since)))
+}
+
+/// Enqueues the claims, then marks them PENDING (in that order: a crash
+/// between the two leaves a notification sent and recorded, never one
+/// marked PENDING that no job will send).
+async fn send_again(
+    app: &App,
+    queue: &dyn DeliveryQueue,
+    claims: &[Claim],
+) -> Result<(), ApiError> {
+    if claims.is_empty() {
+        return Ok(());
+    }
+    let jobs = claims.iter().map(|c| c.job.clone()).collect();
+    queue.enqueue(jobs).await.map_err(|e| {
+        tracing::error!(error = %e, "delivery queue failure");
+        ApiError::internal()
+    })?;
+    app.delivery_wake.notify_one();
+    app.history
+        .mark_pending(claims, app.now_ms())
+        .await
+        .map_err(store_failure)?;
+    Ok(())
+}
+
+/// The caller's subscription, which must be ACTIVE to send to.
+async fn active(app: &App, caller: &Caller, id: &str) -> Result<StoredSubscription, ApiError> {
+    let subscription = find(app, caller, id).await?;
+    let status = render(&subscription, app.now_ms()).status;
+    if status != SubscriptionStatus::Active {
+        return Err(ApiError::new(
+            http::StatusCode::CONFLICT,
+            "SUBSCRIPTION_NOT_ACTIVE",
+            format!(
+                "the subscription is {}: post its uri again to reactivate it",
+                status.as_str()
+            ),
+        ));
+    }
+    Ok(subscription)
+}
+
+fn notification_not_found(uuid: &str) -> ApiError {
+    let shown: String = uuid.chars().take(100).collect();
+    ApiError::not_found(
+        "NOTIFICATION_NOT_FOUND",
+        format!("no notification '{shown}' of this subscription"),
+    )
+}
+
+/// The filters of a list or stats query: `status` (repeatable, or
+/// comma-separated), `since` and `until` (epoch milliseconds).
+#[derive(Debug, Default)]
+struct ListQuery {
+    statuses: Vec<NotificationStatus>,
+    since: Option<i64>,
+    until: Option<i64>,
+}
+
+impl ListQuery {
+    fn parse(query: Option<&str>) -> Result<Self, ApiError> {
+        let mut q = ListQuery::default();
+        let mut errors = Vec::new();
+        for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+            let value = value.trim();
+            match key.as_ref() {
+                "status" => {
+                    for s in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                        match NotificationStatus::parse(s) {
+                            Some(status) if !q.statuses.contains(&status) => {
+                                q.statuses.push(status)
+                            }
+                            Some(_) => {}
+                            None => errors.push(FieldError::new(
+                                "status",
+                                format!("'{}' is not PENDING, DELIVERED or FAILED", short(s)),
+                            )),
+                        }
+                    }
+                }
+                "since" | "until" if !value.is_empty() => match value.parse::<i64>() {
+                    Ok(ms) if ms >= 0 => {
+                        if key == "since" {
+                            q.since = Some(ms)
+                        } else {
+                            q.until = Some(ms)
+                        }
+                    }
+                    _ => errors.push(FieldError::new(
+                        if key == "since" { "since" } else { "until" },
+                        format!("must be epoch milliseconds, got '{}'", short(value)),
+                    )),
+                },
+                _ => {}
+            }
+        }
+        let mut reported = std::collections::HashSet::new();
+        errors.retain(|e| reported.insert(e.field.clone()));
+        if errors.is_empty() {
+            Ok(q)
+        } else {
+            Err(ApiError::validation(errors))
+        }
+    }
+}
+
+fn short(s: &str) -> String {
+    s.chars().take(40).collect()
+}

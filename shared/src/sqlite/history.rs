@@ -1,0 +1,410 @@
+//! The [`DeliveryHistory`] port on SQLite: a `notifications` row per
+//! notification (written in the outbox's transaction) and a
+//! `delivery_attempts` row per attempt. Outcomes are group-committed like
+//! queue completions: many deliveries, one transaction.
+
+use async_trait::async_trait;
+use rusqlite::{params, params_from_iter, OptionalExtension, Row, Transaction};
+
+use super::{backend, SqliteDb};
+use crate::history::{
+    AttemptRecord, Claim, DeliveryHistory, NotificationDetail, NotificationStatus,
+    NotificationSummary, Outcome, StatsRow, Trigger, Window,
+};
+use crate::ids::{NotificationId, OrgId, SubscriptionId};
+use crate::model::Page;
+use crate::page::{Order, PageRequest};
+use crate::queue::DeliveryJob;
+use crate::store::StoreError;
+
+/// Inserts PENDING notifications in the caller's transaction (the outbox's).
+pub(super) fn insert_notifications(
+    tx: &Transaction<'_>,
+    event_id: &str,
+    jobs: &[DeliveryJob],
+) -> Result<(), StoreError> {
+    let mut stmt = tx
+        .prepare_cached(
+            "INSERT OR IGNORE INTO notifications \
+             (id, org_id, subscription_id, event_id, event, created_at, status, next_attempt_at, body) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'PENDING', ?6, ?7)",
+        )
+        .map_err(backend)?;
+    for job in jobs {
+        stmt.execute(params![
+            job.id,
+            job.org_id,
+            job.subscription_id,
+            event_id,
+            crate::history::event_of(&job.body),
+            job.created_at,
+            job.body
+        ])
+        .map_err(backend)?;
+    }
+    Ok(())
+}
+
+/// Writes outcomes in the caller's transaction.
+fn write_outcomes(
+    tx: &Transaction<'_>,
+    batch: &[(NotificationId, Outcome)],
+) -> rusqlite::Result<()> {
+    let mut update = tx.prepare_cached(
+        "UPDATE notifications SET status = ?2, next_attempt_at = ?3, \
+         attempts = attempts + ?4, \
+         last_attempt_at = coalesce(?5, last_attempt_at), \
+         last_http_status = CASE WHEN ?4 = 1 THEN ?6 ELSE last_http_status END, \
+         last_code = CASE WHEN ?4 = 1 THEN ?7 ELSE ?8 END \
+         WHERE id = ?1",
+    )?;
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO delivery_attempts \
+         (notification_id, at, duration_ms, http_status, code, response_body, manual) \
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE EXISTS (SELECT 1 FROM notifications WHERE id = ?1)",
+    )?;
+    for (id, outcome) in batch {
+        let a = outcome.attempt.as_ref();
+        update.execute(params![
+            id,
+            outcome.status.as_str(),
+            outcome.next_attempt_at,
+            i64::from(a.is_some()),
+            a.map(|a| a.at),
+            a.and_then(|a| a.http_status),
+            a.and_then(|a| a.code.clone()),
+            outcome.code,
+        ])?;
+        if let Some(a) = a {
+            insert.execute(params![
+                id,
+                a.at,
+                a.duration_ms as i64,
+                a.http_status,
+                a.code,
+                a.response_body,
+                i64::from(a.trigger == Trigger::Manual),
+            ])?;
+        }
+    }
+    Ok(())
+}
+
+const SUMMARY: &str = "id, subscription_id, event_id, event, created_at, status, attempts, \
+                       last_attempt_at, next_attempt_at, last_http_status, last_code";
+
+fn summary(row: &Row<'_>) -> rusqlite::Result<NotificationSummary> {
+    let status: String = row.get(5)?;
+    Ok(NotificationSummary {
+        id: row.get(0)?,
+        subscription_id: row.get(1)?,
+        event_id: row.get(2)?,
+        event: row.get(3)?,
+        created_at: row.get(4)?,
+        status: NotificationStatus::parse(&status).unwrap_or(NotificationStatus::Pending),
+        attempts: row.get(6)?,
+        last_attempt_at: row.get(7)?,
+        next_attempt_at: row.get(8)?,
+        last_http_status: row.get(9)?,
+        last_code: row.get(10)?,
+    })
+}
+
+/// `WHERE` for a subscription's notifications in a window; parameters
+/// ?1 org, ?2 subscription, ?3 since, ?4 until, then the statuses.
+fn window_clause(window: &Window) -> String {
+    let mut clause =
+        "org_id = ?1 AND subscription_id = ?2 AND created_at >= ?3 AND created_at < ?4".to_owned();
+    if !window.statuses.is_empty() {
+        let marks: Vec<String> = (0..window.statuses.len())
+            .map(|i| format!("?{}", i + 5))
+            .collect();
+        clause.push_str(&format!(" AND status IN ({})", marks.join(", ")));
+    }
+    clause
+}
+
+fn window_params(
+    org_id: &OrgId,
+    subscription_id: &SubscriptionId,
+    window: &Window,
+) -> Vec<rusqlite::types::Value> {
+    use rusqlite::types::Value;
+    let mut values = vec![
+        Value::Text(org_id.to_string()),
+        Value::Text(subscription_id.to_string()),
+        Value::Integer(window.since),
+        Value::Integer(window.until),
+    ];
+    values.extend(
+        window
+            .statuses
+            .iter()
+            .map(|s| Value::Text(s.as_str().to_owned())),
+    );
+    values
+}
+
+/// `ORDER BY` for the API's sort properties (newest first by default).
+fn order_by(sort: &[Order]) -> String {
+    let mut terms: Vec<String> = sort
+        .iter()
+        .map(|o| {
+            let column = match o.property {
+                "status" => "status",
+                "attempts" => "attempts",
+                "lastAttemptTime" => "last_attempt_at",
+                "nextAttemptTime" => "next_attempt_at",
+                _ => "created_at",
+            };
+            format!("{column} {}", if o.ascending { "ASC" } else { "DESC" })
+        })
+        .collect();
+    terms.push("created_at DESC".into());
+    terms.push("id DESC".into());
+    terms.join(", ")
+}
+
+#[async_trait]
+impl DeliveryHistory for SqliteDb {
+    async fn record_enqueued(
+        &self,
+        event_id: &str,
+        jobs: &[DeliveryJob],
+    ) -> Result<(), StoreError> {
+        let (event_id, jobs) = (event_id.to_owned(), jobs.to_vec());
+        self.with(move |conn| {
+            let tx = conn.transaction().map_err(backend)?;
+            insert_notifications(&tx, &event_id, &jobs)?;
+            tx.commit().map_err(backend)
+        })
+        .await
+    }
+
+    async fn record_outcome(&self, job: &DeliveryJob, outcome: &Outcome) -> Result<(), StoreError> {
+        let (committed, start_writer) = self.outcomes.push((job.id.clone(), outcome.clone()));
+        if start_writer {
+            let db = self.clone();
+            tokio::task::spawn_blocking(move || {
+                db.outcomes.flush(|batch| {
+                    db.with_writer(|conn| {
+                        let tx = conn.transaction().map_err(backend)?;
+                        write_outcomes(&tx, batch).map_err(backend)?;
+                        tx.commit().map_err(backend)
+                    })
+                    .map_err(|e| e.to_string())
+                })
+            });
+        }
+        committed
+            .await
+            .map_err(|_| StoreError::Backend("the outcome was not written".into()))?
+            .map_err(StoreError::Backend)
+    }
+
+    async fn list(
+        &self,
+        org_id: &OrgId,
+        subscription_id: &SubscriptionId,
+        window: &Window,
+        page: &PageRequest,
+    ) -> Result<Page<NotificationSummary>, StoreError> {
+        let clause = window_clause(window);
+        let values = window_params(org_id, subscription_id, window);
+        let (size, offset) = (page.size as i64, page.offset().min(i64::MAX as u64) as i64);
+        let order = order_by(&page.sort);
+        let request = page.clone();
+        self.read(move |conn| {
+            let total: u64 = conn
+                .query_row(
+                    &format!("SELECT count(*) FROM notifications WHERE {clause}"),
+                    params_from_iter(values.iter()),
+                    |r| r.get(0),
+                )
+                .map_err(backend)?;
+            let mut stmt = conn
+                .prepare_cached(&format!(
+                    "SELECT {SUMMARY} FROM notifications WHERE {clause} ORDER BY {order} LIMIT {size} OFFSET {offset}"
+                ))
+                .map_err(backend)?;
+            let content = stmt
+                .query_map(params_from_iter(values.iter()), summary)
+                .map_err(backend)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(backend)?;
+            Ok(request.page_of(content, total))
+        })
+        .await
+    }
+
+    async fn get(
+        &self,
+        org_id: &OrgId,
+        subscription_id: &SubscriptionId,
+        id: &NotificationId,
+    ) -> Result<Option<NotificationDetail>, StoreError> {
+        let (org_id, subscription_id, id) = (org_id.clone(), subscription_id.clone(), id.clone());
+        self.read(move |conn| {
+            let found = conn
+                .query_row(
+                    &format!(
+                        "SELECT {SUMMARY}, body FROM notifications \
+                         WHERE id = ?1 AND org_id = ?2 AND subscription_id = ?3"
+                    ),
+                    params![id, org_id, subscription_id],
+                    |r| Ok((summary(r)?, r.get::<_, String>(11)?)),
+                )
+                .optional()
+                .map_err(backend)?;
+            let Some((summary, payload)) = found else {
+                return Ok(None);
+            };
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT at, duration_ms, http_status, code, response_body, manual \
+                     FROM delivery_attempts WHERE notification_id = ?1 ORDER BY seq",
+                )
+                .map_err(backend)?;
+            let attempts = stmt
+                .query_map([&id], |r| {
+                    Ok(AttemptRecord {
+                        at: r.get(0)?,
+                        duration_ms: r.get::<_, i64>(1)?.max(0) as u64,
+                        http_status: r.get(2)?,
+                        code: r.get(3)?,
+                        response_body: r.get(4)?,
+                        trigger: if r.get::<_, i64>(5)? == 1 {
+                            Trigger::Manual
+                        } else {
+                            Trigger::Scheduled
+                        },
+                    })
+                })
+                .map_err(backend)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(backend)?;
+            Ok(Some(NotificationDetail {
+                summary,
+                payload,
+                attempts,
+            }))
+        })
+        .await
+    }
+
+    async fn stats_rows(
+        &self,
+        org_id: &OrgId,
+        subscription_id: &SubscriptionId,
+        since: i64,
+        until: i64,
+    ) -> Result<Vec<StatsRow>, StoreError> {
+        let (org_id, subscription_id) = (org_id.clone(), subscription_id.clone());
+        self.read(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT n.created_at, n.status, n.attempts, \
+                     (SELECT group_concat(a.duration_ms) FROM delivery_attempts a WHERE a.notification_id = n.id) \
+                     FROM notifications n \
+                     WHERE n.org_id = ?1 AND n.subscription_id = ?2 AND n.created_at >= ?3 AND n.created_at < ?4",
+                )
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map(params![org_id, subscription_id, since, until], |r| {
+                    let status: String = r.get(1)?;
+                    let durations: Option<String> = r.get(3)?;
+                    Ok(StatsRow {
+                        created_at: r.get(0)?,
+                        status: NotificationStatus::parse(&status)
+                            .unwrap_or(NotificationStatus::Pending),
+                        attempts: r.get(2)?,
+                        durations_ms: durations
+                            .unwrap_or_default()
+                            .split(',')
+                            .filter_map(|d| d.parse().ok())
+                            .collect(),
+                    })
+                })
+                .map_err(backend)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+        })
+        .await
+    }
+
+    async fn claims(
+        &self,
+        org_id: &OrgId,
+        subscription_id: &SubscriptionId,
+        window: &Window,
+        max: usize,
+    ) -> Result<Vec<Claim>, StoreError> {
+        let clause = window_clause(window);
+        let values = window_params(org_id, subscription_id, window);
+        self.read(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(&format!(
+                    "SELECT id, org_id, subscription_id, body, created_at, status, attempts \
+                     FROM notifications WHERE {clause} ORDER BY created_at, id LIMIT {max}"
+                ))
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map(params_from_iter(values.iter()), |r| {
+                    let status: String = r.get(5)?;
+                    Ok(Claim {
+                        job: DeliveryJob {
+                            id: r.get(0)?,
+                            org_id: r.get(1)?,
+                            subscription_id: r.get(2)?,
+                            body: r.get(3)?,
+                            created_at: r.get(4)?,
+                            trigger: Trigger::Manual,
+                        },
+                        status: NotificationStatus::parse(&status)
+                            .unwrap_or(NotificationStatus::Pending),
+                        attempts: r.get(6)?,
+                    })
+                })
+                .map_err(backend)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+        })
+        .await
+    }
+
+    async fn mark_pending(&self, claims: &[Claim], now: i64) -> Result<usize, StoreError> {
+        let marks: Vec<(NotificationId, &'static str, u32)> = claims
+            .iter()
+            .map(|c| (c.job.id.clone(), c.status.as_str(), c.attempts))
+            .collect();
+        self.with(move |conn| {
+            let tx = conn.transaction().map_err(backend)?;
+            let mut changed = 0;
+            {
+                let mut stmt = tx
+                    .prepare_cached(
+                        "UPDATE notifications SET status = 'PENDING', next_attempt_at = ?4 \
+                         WHERE id = ?1 AND status = ?2 AND attempts = ?3",
+                    )
+                    .map_err(backend)?;
+                for (id, status, attempts) in &marks {
+                    changed += stmt
+                        .execute(params![id, status, attempts, now])
+                        .map_err(backend)?;
+                }
+            }
+            tx.commit().map_err(backend)?;
+            Ok(changed)
+        })
+        .await
+    }
+
+    async fn purge(&self, before: i64) -> Result<u64, StoreError> {
+        self.with(move |conn| {
+            // Attempts go with their notification (ON DELETE CASCADE).
+            let n = conn
+                .execute("DELETE FROM notifications WHERE created_at < ?1", [before])
+                .map_err(backend)?;
+            Ok(n as u64)
+        })
+        .await
+    }
+}
