@@ -19,6 +19,13 @@ async fn store() -> Arc<dyn webhook_core::store::Store> {
 
 conformance_tests!(store());
 
+async fn history() -> Arc<dyn webhook_core::history::DeliveryHistory> {
+    let (client, tables) = dynamodb_local::tables_for_this_run().await;
+    Arc::new(DynamoStore::new(client, tables))
+}
+
+history_conformance_tests!(history());
+
 #[tokio::test]
 async fn creating_tables_twice_is_harmless() {
     let (client, tables) = dynamodb_local::tables_for_this_run().await;

@@ -17,6 +17,15 @@ async fn store() -> Arc<dyn webhook_core::store::Store> {
 
 conformance_tests!(store());
 
+async fn history() -> Arc<dyn webhook_core::history::DeliveryHistory> {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteDb::open(&dir.path().join("history.db")).unwrap();
+    std::mem::forget(dir);
+    Arc::new(store)
+}
+
+history_conformance_tests!(history());
+
 #[tokio::test]
 async fn reopening_a_file_keeps_its_data_and_schema() {
     use webhook_core::store::Store;

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod history;
+
 use std::collections::HashSet;
 use std::sync::Arc;
 
