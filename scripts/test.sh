@@ -31,7 +31,7 @@ step "unit, property, conformance, sample-event and end-to-end tests"
 cargo test --workspace --locked
 
 step "end-to-end tests of the API, delivery and tenancy on the AWS backend (DynamoDB Local, moto SQS)"
-WEBHOOKS_TEST_BACKEND=aws cargo test --locked -p webhooks-local --test subscriptions_api --test delivery \
+WEBHOOKS_TEST_BACKEND=aws cargo test --locked -p webhooks-local --test subscriptions_api --test delivery --test history \
   --test security_tenancy
 
 step "template lint (cfn-lint, sam validate --lint)"

@@ -519,4 +519,27 @@ async fn nothing_is_lost_when_the_server_is_killed() {
     let duplicates: usize = counts.values().map(|c| c - 1).sum();
     println!("crash test: {before} delivered before kill -9, {} unique uuids after restart, {duplicates} duplicates", counts.len());
     assert_eq!(counts.len(), total, "every notification arrived");
+    // And the history of every one ends DELIVERED (its outcome is recorded
+    // before its job is completed, so a kill cannot lose it).
+    let (_, subs) = _server.get("/webhooksubscription/all", "org-1").await;
+    let sub_id = subs["content"][0]["id"].as_str().unwrap().to_owned();
+    let started = std::time::Instant::now();
+    loop {
+        let (status, page) = _server
+            .get(
+                &format!("/webhooksubscription/{sub_id}/notifications?status=DELIVERED&size=1"),
+                "org-1",
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        if page["totalElements"] == total {
+            break;
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "history: {} of {total} DELIVERED",
+            page["totalElements"]
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

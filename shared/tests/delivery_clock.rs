@@ -187,3 +187,68 @@ async fn an_expired_subscription_is_shown_expired_and_not_delivered() {
         "dropped, not kept"
     );
 }
+
+/// History through the pipeline: ingestion records PENDING, each attempt is
+/// kept; past `WEBHOOKS_DELIVERY_RETENTION` (30 days by default) it is no
+/// longer shown, and the purge deletes it.
+#[tokio::test]
+async fn history_is_kept_for_the_retention_then_purged() {
+    use webhook_core::auth::Caller;
+    use webhook_core::deliveries;
+    use webhook_core::history::purge::purge_once;
+    use webhook_core::ingest::{self, EventEnvelope};
+
+    let w = world();
+    let sub = subscribe(&w, &refusing_uri(), 90 * 24 * HOUR).await;
+    let envelope: EventEnvelope = serde_json::from_value(serde_json::json!({
+        "eventId": "evt-1", "type": "contact.created", "organizationId": ORG,
+        "departmentId": "d", "contact": {"id": "c-1"}
+    }))
+    .unwrap();
+    let event = envelope.validate(w.clock.now_ms()).unwrap();
+    let ingested = ingest::ingest(&w.app, w.db.as_ref(), event).await.unwrap();
+    assert_eq!(ingested.notifications, 1);
+    let caller = Caller {
+        org_id: org(),
+        subject: None,
+        scopes: vec![],
+    };
+    let list = |w: &World| {
+        let (app, caller, sub) = (&w.app, caller.clone(), sub.to_string());
+        async move {
+            deliveries::list_notifications(app, &caller, &sub, None)
+                .await
+                .unwrap()
+        }
+    };
+    let listed = list(&w).await;
+    assert_eq!(listed.total_elements, 1);
+    assert_eq!(listed.content[0].status.as_str(), "PENDING");
+    let uuid = listed.content[0].uuid.clone();
+
+    let lease = due(&w).await.pop().expect("the notification is due");
+    let verdict = delivery::deliver(&w.app, w.db.as_ref(), &lease)
+        .await
+        .unwrap();
+    assert!(matches!(verdict, Verdict::Retry { .. }), "{verdict:?}");
+    let detail = deliveries::get_notification(&w.app, &caller, sub.as_str(), &uuid)
+        .await
+        .unwrap();
+    assert_eq!(detail.attempts.len(), 1);
+    assert_eq!(detail.attempts[0].code.as_deref(), Some("CONNECT_FAILED"));
+    assert_eq!(detail.attempts[0].http_status, None);
+
+    // 29 days on: still there, and the purge keeps it.
+    w.clock.advance(29 * 24 * HOUR);
+    assert_eq!(purge_once(&w.app).await, 0);
+    assert_eq!(list(&w).await.total_elements, 1);
+    // Past 30 days: not shown even before the purge, then deleted.
+    w.clock.advance(2 * 24 * HOUR);
+    assert_eq!(list(&w).await.total_elements, 0);
+    let gone = deliveries::get_notification(&w.app, &caller, sub.as_str(), &uuid).await;
+    assert_eq!(gone.unwrap_err().code, "NOTIFICATION_NOT_FOUND");
+    assert_eq!(purge_once(&w.app).await, 1);
+    use webhook_core::history::DeliveryHistory;
+    let kept = w.db.get(&org(), &sub, &uuid.as_str().into()).await.unwrap();
+    assert_eq!(kept, None, "purged from the file");
+}

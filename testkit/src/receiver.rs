@@ -58,6 +58,8 @@ struct Inner {
     received: Mutex<Vec<Received>>,
     /// Answers for the next POSTs: (status, Retry-After); then 200.
     script: Mutex<VecDeque<(u16, Option<String>)>>,
+    /// When set, every POST answers this status and body (a broken receiver).
+    broken: Mutex<Option<(u16, String)>>,
     delay: Mutex<Duration>,
 }
 
@@ -86,6 +88,7 @@ impl Receiver {
             hits: AtomicUsize::new(0),
             received: Mutex::default(),
             script: Mutex::default(),
+            broken: Mutex::default(),
             delay: Mutex::default(),
         });
         let app = axum::Router::new()
@@ -114,6 +117,16 @@ impl Receiver {
     pub fn script(&self, answers: &[(u16, Option<&str>)]) {
         let mut s = self.inner.script.lock().unwrap();
         s.extend(answers.iter().map(|(c, r)| (*c, r.map(str::to_owned))));
+    }
+
+    /// Every POST answers `status` with `body` (as `text/html`) until [`Receiver::fix`].
+    pub fn break_with(&self, status: u16, body: &str) {
+        *self.inner.broken.lock().unwrap() = Some((status, body.to_owned()));
+    }
+
+    /// Back to answering 200 (or the script).
+    pub fn fix(&self) {
+        *self.inner.broken.lock().unwrap() = None;
     }
 
     /// Every POST waits this long before answering.
@@ -186,6 +199,13 @@ async fn answer(State(inner): State<Arc<Inner>>, request: Request) -> Response<B
         body,
         at: Instant::now(),
     });
+    if let Some((status, body)) = inner.broken.lock().unwrap().clone() {
+        return Response::builder()
+            .status(status)
+            .header("content-type", "text/html")
+            .body(Body::from(body))
+            .unwrap();
+    }
     let (status, retry_after) = inner
         .script
         .lock()

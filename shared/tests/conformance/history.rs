@@ -103,7 +103,12 @@ async fn fail(h: &dyn DeliveryHistory, j: &DeliveryJob, at: i64, next: Option<i6
     let outcome = Outcome {
         status,
         next_attempt_at: next,
-        attempt: Some(attempt(at, Some(500), Some("BAD_STATUS"), Trigger::Scheduled)),
+        attempt: Some(attempt(
+            at,
+            Some(500),
+            Some("BAD_STATUS"),
+            Trigger::Scheduled,
+        )),
         code: None,
     };
     h.record_outcome(j, &outcome).await.unwrap();
@@ -130,20 +135,31 @@ pub async fn enqueued_notifications_are_listed_pending_newest_first(h: Arc<dyn D
         .unwrap();
     assert_eq!(listed.total_elements, 3);
     let ids: Vec<_> = listed.content.iter().map(|s| s.id.clone()).collect();
-    assert_eq!(ids, vec![jobs[2].id.clone(), jobs[1].id.clone(), jobs[0].id.clone()]);
+    assert_eq!(
+        ids,
+        vec![jobs[2].id.clone(), jobs[1].id.clone(), jobs[0].id.clone()]
+    );
     let first = &listed.content[2];
     assert_eq!(first.status, NotificationStatus::Pending);
     assert_eq!((first.attempts, first.created_at), (0, T0));
     assert_eq!(first.event_id, "event-1");
-    assert_eq!(first.event, format!("/orgId/{}/department/d/contact", f.org));
+    assert_eq!(
+        first.event,
+        format!("/orgId/{}/department/d/contact", f.org)
+    );
     assert_eq!(first.subscription_id, f.sub);
-    assert_eq!((first.last_attempt_at, first.last_http_status), (None, None));
+    assert_eq!(
+        (first.last_attempt_at, first.last_http_status),
+        (None, None)
+    );
 }
 
 pub async fn outcomes_update_the_summary_and_keep_every_attempt(h: Arc<dyn DeliveryHistory>) {
     let f = fixture();
     let j = job(&f, 0);
-    h.record_enqueued("e", std::slice::from_ref(&j)).await.unwrap();
+    h.record_enqueued("e", std::slice::from_ref(&j))
+        .await
+        .unwrap();
     fail(h.as_ref(), &j, T0 + 10, Some(T0 + 5_000)).await;
     let d = h.get(&f.org, &f.sub, &j.id).await.unwrap().unwrap();
     assert_eq!(d.summary.status, NotificationStatus::Pending);
@@ -153,7 +169,10 @@ pub async fn outcomes_update_the_summary_and_keep_every_attempt(h: Arc<dyn Deliv
     assert_eq!(d.summary.last_code.as_deref(), Some("BAD_STATUS"));
     fail(h.as_ref(), &j, T0 + 5_000, None).await;
     let d = h.get(&f.org, &f.sub, &j.id).await.unwrap().unwrap();
-    assert_eq!((d.summary.status, d.summary.attempts), (NotificationStatus::Failed, 2));
+    assert_eq!(
+        (d.summary.status, d.summary.attempts),
+        (NotificationStatus::Failed, 2)
+    );
     assert_eq!(d.summary.next_attempt_at, None);
 
     deliver(h.as_ref(), &j, T0 + 9_000, Trigger::Manual).await;
@@ -165,14 +184,19 @@ pub async fn outcomes_update_the_summary_and_keep_every_attempt(h: Arc<dyn Deliv
     assert_eq!(d.summary.last_http_status, Some(204));
     assert_eq!(d.summary.last_code, None);
     assert_eq!(d.attempts.len(), 3);
-    assert_eq!(d.attempts[0], attempt(T0 + 10, Some(500), Some("BAD_STATUS"), Trigger::Scheduled));
+    assert_eq!(
+        d.attempts[0],
+        attempt(T0 + 10, Some(500), Some("BAD_STATUS"), Trigger::Scheduled)
+    );
     assert_eq!(d.attempts[0].response_body, "<h1>broken</h1>");
     assert_eq!(d.attempts[2].trigger, Trigger::Manual);
     assert!(d.attempts[2].succeeded());
 
     // An outcome without an attempt (not sent: the subscription is not active).
     let k = job(&f, 1);
-    h.record_enqueued("e", std::slice::from_ref(&k)).await.unwrap();
+    h.record_enqueued("e", std::slice::from_ref(&k))
+        .await
+        .unwrap();
     let not_sent = Outcome {
         status: NotificationStatus::Failed,
         next_attempt_at: None,
@@ -181,8 +205,14 @@ pub async fn outcomes_update_the_summary_and_keep_every_attempt(h: Arc<dyn Deliv
     };
     h.record_outcome(&k, &not_sent).await.unwrap();
     let d = h.get(&f.org, &f.sub, &k.id).await.unwrap().unwrap();
-    assert_eq!((d.summary.status, d.summary.attempts), (NotificationStatus::Failed, 0));
-    assert_eq!(d.summary.last_code.as_deref(), Some("SUBSCRIPTION_NOT_ACTIVE"));
+    assert_eq!(
+        (d.summary.status, d.summary.attempts),
+        (NotificationStatus::Failed, 0)
+    );
+    assert_eq!(
+        d.summary.last_code.as_deref(),
+        Some("SUBSCRIPTION_NOT_ACTIVE")
+    );
     assert!(d.attempts.is_empty());
 
     // An outcome for a notification the history does not have is ignored.
@@ -194,7 +224,9 @@ pub async fn outcomes_update_the_summary_and_keep_every_attempt(h: Arc<dyn Deliv
 pub async fn reads_are_scoped_to_organization_and_subscription(h: Arc<dyn DeliveryHistory>) {
     let f = fixture();
     let j = job(&f, 0);
-    h.record_enqueued("e", std::slice::from_ref(&j)).await.unwrap();
+    h.record_enqueued("e", std::slice::from_ref(&j))
+        .await
+        .unwrap();
     let other_org: OrgId = super::unique("org").into();
     let other_sub: SubscriptionId = uuid::Uuid::now_v7().to_string().into();
     assert_eq!(h.get(&other_org, &f.sub, &j.id).await.unwrap(), None);
@@ -203,8 +235,16 @@ pub async fn reads_are_scoped_to_organization_and_subscription(h: Arc<dyn Delive
     for (org, sub) in [(&other_org, &f.sub), (&f.org, &other_sub)] {
         let listed = h.list(org, sub, &everything(), &page("")).await.unwrap();
         assert_eq!(listed.total_elements, 0);
-        assert!(h.claims(org, sub, &everything(), 10).await.unwrap().is_empty());
-        assert!(h.stats_rows(org, sub, 0, i64::MAX).await.unwrap().is_empty());
+        assert!(h
+            .claims(org, sub, &everything(), 10)
+            .await
+            .unwrap()
+            .is_empty());
+        assert!(h
+            .stats_rows(org, sub, 0, i64::MAX)
+            .await
+            .unwrap()
+            .is_empty());
     }
 }
 
@@ -221,7 +261,12 @@ pub async fn lists_filter_by_status_and_window_and_page(h: Arc<dyn DeliveryHisto
         until,
     };
     let failed = h
-        .list(&f.org, &f.sub, &with(vec![NotificationStatus::Failed], 0, i64::MAX), &page(""))
+        .list(
+            &f.org,
+            &f.sub,
+            &with(vec![NotificationStatus::Failed], 0, i64::MAX),
+            &page(""),
+        )
         .await
         .unwrap();
     assert_eq!(failed.content.len(), 1);
@@ -231,23 +276,45 @@ pub async fn lists_filter_by_status_and_window_and_page(h: Arc<dyn DeliveryHisto
         0,
         i64::MAX,
     );
-    assert_eq!(h.list(&f.org, &f.sub, &done, &page("")).await.unwrap().total_elements, 2);
+    assert_eq!(
+        h.list(&f.org, &f.sub, &done, &page(""))
+            .await
+            .unwrap()
+            .total_elements,
+        2
+    );
     // since is inclusive, until exclusive.
     let window = with(vec![], T0 + 1_000, T0 + 3_000);
     let listed = h.list(&f.org, &f.sub, &window, &page("")).await.unwrap();
     let ids: Vec<_> = listed.content.iter().map(|s| s.id.clone()).collect();
     assert_eq!(ids, vec![jobs[2].id.clone(), jobs[1].id.clone()]);
     // Pages, and another order.
-    let p = h.list(&f.org, &f.sub, &everything(), &page("size=2&page=1")).await.unwrap();
-    assert_eq!((p.total_elements, p.total_pages, p.content.len()), (5, 3, 2));
+    let p = h
+        .list(&f.org, &f.sub, &everything(), &page("size=2&page=1"))
+        .await
+        .unwrap();
+    assert_eq!(
+        (p.total_elements, p.total_pages, p.content.len()),
+        (5, 3, 2)
+    );
     assert_eq!(p.content[0].id, jobs[2].id);
     let oldest = h
-        .list(&f.org, &f.sub, &everything(), &page("sort=createdDateTime,asc&size=1"))
+        .list(
+            &f.org,
+            &f.sub,
+            &everything(),
+            &page("sort=createdDateTime,asc&size=1"),
+        )
         .await
         .unwrap();
     assert_eq!(oldest.content[0].id, jobs[0].id);
     let by_attempts = h
-        .list(&f.org, &f.sub, &everything(), &page("sort=attempts,desc&size=3"))
+        .list(
+            &f.org,
+            &f.sub,
+            &everything(),
+            &page("sort=attempts,desc&size=3"),
+        )
         .await
         .unwrap();
     assert!(by_attempts.content.iter().all(|s| s.attempts == 1));
@@ -271,12 +338,23 @@ pub async fn claims_are_marked_pending_once(h: Arc<dyn DeliveryHistory>) {
     assert_eq!(claims[0].job.body, jobs[0].body);
     assert_eq!(claims[0].job.created_at, jobs[0].created_at);
     assert_eq!(claims[0].job.trigger, Trigger::Manual);
-    assert_eq!((claims[0].status, claims[0].attempts), (NotificationStatus::Failed, 1));
+    assert_eq!(
+        (claims[0].status, claims[0].attempts),
+        (NotificationStatus::Failed, 1)
+    );
     assert_eq!(h.claims(&f.org, &f.sub, &failed, 1).await.unwrap().len(), 1);
 
     assert_eq!(h.mark_pending(&claims, T0 + 50).await.unwrap(), 2);
-    assert_eq!(h.mark_pending(&claims, T0 + 60).await.unwrap(), 0, "not twice");
-    assert!(h.claims(&f.org, &f.sub, &failed, 10).await.unwrap().is_empty());
+    assert_eq!(
+        h.mark_pending(&claims, T0 + 60).await.unwrap(),
+        0,
+        "not twice"
+    );
+    assert!(h
+        .claims(&f.org, &f.sub, &failed, 10)
+        .await
+        .unwrap()
+        .is_empty());
     let d = h.get(&f.org, &f.sub, &jobs[0].id).await.unwrap().unwrap();
     assert_eq!(d.summary.status, NotificationStatus::Pending);
     assert_eq!(d.summary.next_attempt_at, Some(T0 + 50));
@@ -299,9 +377,19 @@ pub async fn stats_rows_carry_attempt_durations(h: Arc<dyn DeliveryHistory>) {
     let mut rows = h.stats_rows(&f.org, &f.sub, T0, T0 + 10).await.unwrap();
     rows.sort_by_key(|r| r.created_at);
     assert_eq!(rows.len(), 2);
-    assert_eq!((rows[0].status, rows[0].attempts), (NotificationStatus::Delivered, 2));
+    assert_eq!(
+        (rows[0].status, rows[0].attempts),
+        (NotificationStatus::Delivered, 2)
+    );
     assert_eq!(rows[0].durations_ms, vec![40, 40]);
-    assert_eq!((rows[1].status, rows[1].attempts), (NotificationStatus::Pending, 0));
+    assert_eq!(
+        (rows[1].status, rows[1].attempts),
+        (NotificationStatus::Pending, 0)
+    );
     assert!(rows[1].durations_ms.is_empty());
-    assert!(h.stats_rows(&f.org, &f.sub, T0 + 2, T0 + 10).await.unwrap().is_empty());
+    assert!(h
+        .stats_rows(&f.org, &f.sub, T0 + 2, T0 + 10)
+        .await
+        .unwrap()
+        .is_empty());
 }

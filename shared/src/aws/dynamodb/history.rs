@@ -357,9 +357,10 @@ impl DeliveryHistory for DynamoStore {
                 None => Ok(()),
             }
         };
-        let (updated, put) = tokio::join!(update, put);
-        put?;
-        match updated {
+        // The attempt first: a reader never sees a state without the
+        // attempt that led to it.
+        put.await?;
+        match update.await {
             Ok(_) => Ok(()),
             Err(e) if condition_failed(&e) => Ok(()),
             Err(e) => Err(backend(e)),
