@@ -14,7 +14,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-for port in 3000 4000; do
+for port in 3000 4000 4001; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
     echo "walkthrough: port $port is in use; the README walkthrough needs it free" >&2
     exit 1
@@ -59,6 +59,7 @@ wait_for_line() { # log file, pid, text
 }
 wait_for_line "$work/bg1.sh.log" "${pids[0]}" "webhooks-local listening on"
 wait_for_line "$work/bg2.sh.log" "${pids[1]}" "receiving callbacks on"
+wait_for_line "$work/bg3.sh.log" "${pids[2]}" "receiving callbacks on"
 
 cat "$work"/fg*.sh >"$work/all.sh"
 if ! (cd . && bash -euo pipefail "$work/all.sh") >"$work/out.log" 2>&1; then
@@ -68,7 +69,8 @@ if ! (cd . && bash -euo pipefail "$work/all.sh") >"$work/out.log" 2>&1; then
   exit 1
 fi
 cat "$work/out.log"
-for expected in '"notifications":1' '"text":"Hello!"' '"status":"ACTIVE"' '"totalElements":1' '"key":"whsec_' 'HTTP/1.1 204' '"code":"SUBSCRIPTION_NOT_FOUND"'; do
+for expected in '"notifications":1' '"text":"Hello!"' '"status":"ACTIVE"' '"totalElements":1' '"key":"whsec_' 'HTTP/1.1 204' '"code":"SUBSCRIPTION_NOT_FOUND"' \
+  '"httpStatus":500' '"trigger":"MANUAL"' '"status":"DELIVERED"' '"buckets":'; do
   grep -qF "$expected" "$work/out.log" || { echo "walkthrough: expected output $expected not seen" >&2; exit 1; }
 done
 grep -q "handshake: answered validation-token" "$work/bg2.sh.log" ||

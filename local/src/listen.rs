@@ -3,10 +3,13 @@
 //! notification it receives, one JSON line each, on stdout. With `--secret`
 //! it verifies each notification's Standard Webhooks signature and timestamp
 //! (with the `standardwebhooks` crate, independent of the sender's code),
-//! says so on stderr, and answers 401 to a bad one.
+//! says so on stderr, and answers 401 to a bad one. With `--fail-first N`
+//! it answers the first N notifications `500` (to see failed deliveries in
+//! the history, and resend them).
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -27,17 +30,28 @@ pub struct ListenArgs {
     /// The subscription's signing secret (`whsec_...`): verify every notification.
     #[arg(long, env = "WEBHOOKS_LISTEN_SECRET")]
     secret: Option<String>,
+    /// Answer the first N notifications `500 Internal Server Error`.
+    #[arg(long, default_value_t = 0)]
+    fail_first: u64,
 }
 
-type Verifier = Option<Arc<standardwebhooks::Webhook>>;
+struct Listener {
+    verifier: Option<standardwebhooks::Webhook>,
+    /// Notifications still to answer 500.
+    failures_left: AtomicU64,
+}
 
 pub fn run(args: ListenArgs) -> Result<(), String> {
-    let verifier: Verifier = match &args.secret {
-        Some(secret) => Some(Arc::new(
+    let verifier = match &args.secret {
+        Some(secret) => Some(
             standardwebhooks::Webhook::new(secret).map_err(|e| format!("--secret: {e}"))?,
-        )),
+        ),
         None => None,
     };
+    let listener_state = Arc::new(Listener {
+        verifier,
+        failures_left: AtomicU64::new(args.fail_first),
+    });
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     runtime.block_on(async move {
         let addr = SocketAddr::new(args.host, args.port);
@@ -46,14 +60,16 @@ pub fn run(args: ListenArgs) -> Result<(), String> {
             .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         eprintln!("webhooks-local listen: receiving callbacks on http://{addr}/");
-        let router = axum::Router::new().fallback(receive).with_state(verifier);
+        let router = axum::Router::new()
+            .fallback(receive)
+            .with_state(listener_state);
         axum::serve(listener, router)
             .await
             .map_err(|e| e.to_string())
     })
 }
 
-async fn receive(State(verifier): State<Verifier>, request: Request) -> Response<Body> {
+async fn receive(State(state): State<Arc<Listener>>, request: Request) -> Response<Body> {
     let (parts, body) = request.into_parts();
     if parts.method == http::Method::GET {
         if let Some(token) = parts.headers.get("validation-token") {
@@ -75,7 +91,7 @@ async fn receive(State(verifier): State<Verifier>, request: Request) -> Response
         .and_then(|v| v.to_str().ok())
         .unwrap_or("-")
         .to_owned();
-    if let Some(verifier) = &verifier {
+    if let Some(verifier) = &state.verifier {
         if let Err(e) = verifier.verify(&bytes, &parts.headers) {
             eprintln!("notification {id}: signature INVALID ({e}); answered 401");
             return respond(StatusCode::UNAUTHORIZED, None);
@@ -89,6 +105,14 @@ async fn receive(State(verifier): State<Verifier>, request: Request) -> Response
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{line}");
     let _ = out.flush();
+    let fail = state
+        .failures_left
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok();
+    if fail {
+        eprintln!("notification {id}: answered 500 (--fail-first)");
+        return respond(StatusCode::INTERNAL_SERVER_ERROR, None);
+    }
     respond(StatusCode::OK, None)
 }
 

@@ -213,15 +213,7 @@ async fn history_is_kept_for_the_retention_then_purged() {
         subject: None,
         scopes: vec![],
     };
-    let list = |w: &World| {
-        let (app, caller, sub) = (&w.app, caller.clone(), sub.to_string());
-        async move {
-            deliveries::list_notifications(app, &caller, &sub, None)
-                .await
-                .unwrap()
-        }
-    };
-    let listed = list(&w).await;
+    let listed = list(&w, &caller, &sub).await;
     assert_eq!(listed.total_elements, 1);
     assert_eq!(listed.content[0].status.as_str(), "PENDING");
     let uuid = listed.content[0].uuid.clone();
@@ -241,14 +233,24 @@ async fn history_is_kept_for_the_retention_then_purged() {
     // 29 days on: still there, and the purge keeps it.
     w.clock.advance(29 * 24 * HOUR);
     assert_eq!(purge_once(&w.app).await, 0);
-    assert_eq!(list(&w).await.total_elements, 1);
+    assert_eq!(list(&w, &caller, &sub).await.total_elements, 1);
     // Past 30 days: not shown even before the purge, then deleted.
     w.clock.advance(2 * 24 * HOUR);
-    assert_eq!(list(&w).await.total_elements, 0);
+    assert_eq!(list(&w, &caller, &sub).await.total_elements, 0);
     let gone = deliveries::get_notification(&w.app, &caller, sub.as_str(), &uuid).await;
     assert_eq!(gone.unwrap_err().code, "NOTIFICATION_NOT_FOUND");
     assert_eq!(purge_once(&w.app).await, 1);
     use webhook_core::history::DeliveryHistory;
     let kept = w.db.get(&org(), &sub, &uuid.as_str().into()).await.unwrap();
     assert_eq!(kept, None, "purged from the file");
+}
+
+async fn list(
+    w: &World,
+    caller: &webhook_core::auth::Caller,
+    sub: &SubscriptionId,
+) -> webhook_core::model::Page<webhook_core::deliveries::NotificationView> {
+    webhook_core::deliveries::list_notifications(&w.app, caller, sub.as_str(), None)
+        .await
+        .unwrap()
 }
