@@ -18,6 +18,7 @@ use crate::ids::{NotificationId, OrgId, SubscriptionId};
 use crate::model::Page;
 use crate::page::{Order, PageRequest};
 use crate::queue::DeliveryJob;
+pub use crate::queue::Trigger;
 use crate::store::StoreError;
 
 /// At most this much of a callback's answer is kept with an attempt.
@@ -48,36 +49,6 @@ impl NotificationStatus {
         [Self::Pending, Self::Delivered, Self::Failed]
             .into_iter()
             .find(|v| v.as_str().eq_ignore_ascii_case(s))
-    }
-}
-
-/// Who asked for an attempt: the retry schedule, or a person (resend, recover).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum Trigger {
-    #[default]
-    Scheduled,
-    Manual,
-}
-
-impl Trigger {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Scheduled => "SCHEDULED",
-            Self::Manual => "MANUAL",
-        }
-    }
-
-    pub fn parse(s: &str) -> Self {
-        if s == "MANUAL" {
-            Self::Manual
-        } else {
-            Self::Scheduled
-        }
-    }
-
-    pub fn is_scheduled(&self) -> bool {
-        *self == Self::Scheduled
     }
 }
 

@@ -10,7 +10,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::history::Trigger;
 use crate::ids::{NotificationId, OrgId, SubscriptionId};
 use crate::model::Message;
 use crate::store::StoreError;
@@ -34,6 +33,36 @@ pub struct DeliveryJob {
     /// MANUAL for a resend or recover: its first attempt is recorded so.
     #[serde(default, skip_serializing_if = "Trigger::is_scheduled")]
     pub trigger: Trigger,
+}
+
+/// Who asked for an attempt: the retry schedule, or a person (resend, recover).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Trigger {
+    #[default]
+    Scheduled,
+    Manual,
+}
+
+impl Trigger {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Scheduled => "SCHEDULED",
+            Self::Manual => "MANUAL",
+        }
+    }
+
+    pub fn parse(s: &str) -> Self {
+        if s == "MANUAL" {
+            Self::Manual
+        } else {
+            Self::Scheduled
+        }
+    }
+
+    pub fn is_scheduled(&self) -> bool {
+        *self == Self::Scheduled
+    }
 }
 
 /// A job taken from the queue, invisible to other consumers until its lease

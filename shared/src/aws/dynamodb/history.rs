@@ -7,18 +7,19 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, PutRequest, WriteRequest};
 use futures_util::{stream, StreamExt, TryStreamExt};
 
-use aws_sdk_dynamodb::error::SdkError;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-
 use super::backoff::Backoff;
 use super::codec::{n, number, s, text};
+use super::history_items::{
+    attempt_item, condition_failed, durations, notification_item, parse_attempt, parse_summary,
+    status_of, summary_item,
+};
 use super::keys::{
-    attempt_sk, history_pk, key, millis_key, notification_pk, summary_sk, ATTEMPT, NOTIFICATION_SK,
+    history_pk, key, millis_key, notification_pk, summary_sk, ATTEMPT, NOTIFICATION_SK,
 };
 use super::{backend, backend_build, DynamoStore, Item};
 use crate::history::{
-    self, AttemptRecord, Claim, DeliveryHistory, NotificationDetail, NotificationStatus,
-    NotificationSummary, Outcome, StatsRow, Trigger, Window,
+    self, Claim, DeliveryHistory, NotificationDetail, NotificationStatus, NotificationSummary,
+    Outcome, StatsRow, Trigger, Window,
 };
 use crate::ids::{NotificationId, OrgId, SubscriptionId};
 use crate::model::Page;
@@ -141,125 +142,6 @@ impl DynamoStore {
             }
         }
         Ok(())
-    }
-}
-
-fn summary_item(event_id: &str, job: &DeliveryJob, ttl: AttributeValue) -> Item {
-    let mut item = key(
-        history_pk(&job.org_id, &job.subscription_id),
-        summary_sk(job.created_at, &job.id),
-    );
-    item.insert("uuid".into(), s(job.id.to_string()));
-    item.insert("subscriptionId".into(), s(job.subscription_id.to_string()));
-    item.insert("eventId".into(), s(event_id.to_owned()));
-    item.insert("event".into(), s(history::event_of(&job.body)));
-    item.insert("createdAt".into(), n(job.created_at));
-    item.insert(
-        "status".into(),
-        s(NotificationStatus::Pending.as_str().into()),
-    );
-    item.insert("attempts".into(), n(0));
-    item.insert("nextAttemptAt".into(), n(job.created_at));
-    item.insert("ttl".into(), ttl);
-    item
-}
-
-fn notification_item(job: &DeliveryJob, ttl: AttributeValue) -> Item {
-    let mut item = key(
-        notification_pk(&job.org_id, &job.id),
-        NOTIFICATION_SK.into(),
-    );
-    item.insert("subscriptionId".into(), s(job.subscription_id.to_string()));
-    item.insert("createdAt".into(), n(job.created_at));
-    item.insert("payload".into(), s(job.body.clone()));
-    item.insert("ttl".into(), ttl);
-    item
-}
-
-fn attempt_item(job: &DeliveryJob, a: &AttemptRecord, ttl: AttributeValue) -> Item {
-    let random = u32::from_le_bytes(crate::secret::random_bytes::<4>());
-    let mut item = key(
-        notification_pk(&job.org_id, &job.id),
-        attempt_sk(a.at, random),
-    );
-    item.insert("at".into(), n(a.at));
-    item.insert("durationMs".into(), n(a.duration_ms as i64));
-    if let Some(status) = a.http_status {
-        item.insert("httpStatus".into(), n(i64::from(status)));
-    }
-    if let Some(code) = &a.code {
-        item.insert("code".into(), s(code.clone()));
-    }
-    if !a.response_body.is_empty() {
-        item.insert("responseBody".into(), s(a.response_body.clone()));
-    }
-    item.insert("trigger".into(), s(a.trigger.as_str().into()));
-    item.insert("ttl".into(), ttl);
-    item
-}
-
-fn condition_failed<R>(e: &SdkError<UpdateItemError, R>) -> bool {
-    matches!(
-        e.as_service_error(),
-        Some(UpdateItemError::ConditionalCheckFailedException(_))
-    )
-}
-
-fn opt_number(item: &Item, name: &str) -> Result<Option<i64>, StoreError> {
-    match item.get(name) {
-        None | Some(AttributeValue::Null(_)) => Ok(None),
-        Some(_) => number(item, name).map(Some),
-    }
-}
-
-fn opt_text(item: &Item, name: &str) -> Option<String> {
-    match item.get(name) {
-        Some(AttributeValue::S(v)) => Some(v.clone()),
-        _ => None,
-    }
-}
-
-fn status_of(item: &Item) -> Result<NotificationStatus, StoreError> {
-    NotificationStatus::parse(&text(item, "status")?).ok_or_else(|| super::codec::corrupt("status"))
-}
-
-fn parse_summary(item: &Item) -> Result<NotificationSummary, StoreError> {
-    Ok(NotificationSummary {
-        id: text(item, "uuid")?.into(),
-        subscription_id: text(item, "subscriptionId")?.into(),
-        event_id: text(item, "eventId")?,
-        event: text(item, "event")?,
-        created_at: number(item, "createdAt")?,
-        status: status_of(item)?,
-        attempts: number(item, "attempts")?.max(0) as u32,
-        last_attempt_at: opt_number(item, "lastAttemptAt")?,
-        next_attempt_at: opt_number(item, "nextAttemptAt")?,
-        last_http_status: opt_number(item, "lastHttpStatus")?.map(|v| v as u16),
-        last_code: opt_text(item, "lastCode"),
-    })
-}
-
-fn parse_attempt(item: &Item) -> Result<AttemptRecord, StoreError> {
-    Ok(AttemptRecord {
-        at: number(item, "at")?,
-        duration_ms: number(item, "durationMs")?.max(0) as u64,
-        http_status: opt_number(item, "httpStatus")?.map(|v| v as u16),
-        code: opt_text(item, "code"),
-        response_body: opt_text(item, "responseBody").unwrap_or_default(),
-        trigger: Trigger::parse(&text(item, "trigger")?),
-    })
-}
-
-fn durations(item: &Item) -> Vec<u64> {
-    match item.get("durations") {
-        Some(AttributeValue::L(values)) => values
-            .iter()
-            .filter_map(|v| match v {
-                AttributeValue::N(d) => d.parse().ok(),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
     }
 }
 

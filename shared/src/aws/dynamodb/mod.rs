@@ -7,12 +7,13 @@
 //! One concern a file: [`keys`] (key shapes and the schema), [`codec`]
 //! (items), [`write`] (conditional writes and transactions), [`backoff`],
 //! [`store`] (the port), [`events`] (the outbox's event records),
-//! [`history`] (the delivery history port), [`tables`] (provisioning).
+//! [`history`] (the delivery history port) and [`history_items`], [`tables`] (provisioning).
 
 mod backoff;
 mod codec;
 mod events;
 mod history;
+mod history_items;
 mod keys;
 mod store;
 mod tables;
