@@ -43,9 +43,9 @@ struct Listener {
 
 pub fn run(args: ListenArgs) -> Result<(), String> {
     let verifier = match &args.secret {
-        Some(secret) => Some(
-            standardwebhooks::Webhook::new(secret).map_err(|e| format!("--secret: {e}"))?,
-        ),
+        Some(secret) => {
+            Some(standardwebhooks::Webhook::new(secret).map_err(|e| format!("--secret: {e}"))?)
+        }
         None => None,
     };
     let listener_state = Arc::new(Listener {
