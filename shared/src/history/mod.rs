@@ -4,7 +4,7 @@
 //! delivery pipeline (`delivery::deliver`), read by the history endpoints
 //! (`deliveries.rs`).
 //!
-//! Adapters: [`crate::sqlite`] (tables `notifications`, `delivery_attempts`)
+//! Adapters: [`crate::sqlite`] (table `notifications`, attempts inline)
 //! and [`crate::aws::dynamodb`] (items in the messages table). Both pass the
 //! conformance suite (`shared/tests/conformance/history.rs`).
 

@@ -1,12 +1,13 @@
 //! The [`DeliveryHistory`] port on SQLite: a `notifications` row per
-//! notification (written in the outbox's transaction) and a
-//! `delivery_attempts` row per attempt. Outcomes are group-committed like
-//! queue completions: many deliveries, one transaction.
+//! notification (written in the outbox's transaction) whose `attempt_log`
+//! holds its attempts (a JSON array: one row write per attempt, no second
+//! table). Outcomes are group-committed with queue completions: many
+//! deliveries, one transaction.
 
 use async_trait::async_trait;
 use rusqlite::{params, params_from_iter, OptionalExtension, Row, Transaction};
 
-use super::{backend, SqliteDb};
+use super::{backend, DeliveryWrite, SqliteDb};
 use crate::history::{
     AttemptRecord, Claim, DeliveryHistory, NotificationDetail, NotificationStatus,
     NotificationSummary, Outcome, StatsRow, Trigger, Window,
@@ -17,11 +18,20 @@ use crate::page::{Order, PageRequest};
 use crate::queue::DeliveryJob;
 use crate::store::StoreError;
 
-/// Inserts PENDING notifications in the caller's transaction (the outbox's).
+/// The matched filter of each job, read before the writer is taken.
+pub(super) fn events_of(jobs: &[DeliveryJob]) -> Vec<String> {
+    jobs.iter()
+        .map(|j| crate::history::event_of(&j.body))
+        .collect()
+}
+
+/// Inserts PENDING notifications in the caller's transaction (the outbox's);
+/// `events` are [`events_of`] the jobs.
 pub(super) fn insert_notifications(
     tx: &Transaction<'_>,
     event_id: &str,
     jobs: &[DeliveryJob],
+    events: &[String],
 ) -> Result<(), StoreError> {
     let mut stmt = tx
         .prepare_cached(
@@ -30,13 +40,13 @@ pub(super) fn insert_notifications(
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'PENDING', ?6, ?7)",
         )
         .map_err(backend)?;
-    for job in jobs {
+    for (job, event) in jobs.iter().zip(events) {
         stmt.execute(params![
             job.id,
             job.org_id,
             job.subscription_id,
             event_id,
-            crate::history::event_of(&job.body),
+            event,
             job.created_at,
             job.body
         ])
@@ -45,26 +55,29 @@ pub(super) fn insert_notifications(
     Ok(())
 }
 
-/// Writes outcomes in the caller's transaction.
-fn write_outcomes(
+/// Writes the batch's outcomes in the group commit's transaction.
+pub(super) fn write_outcomes(
     tx: &Transaction<'_>,
-    batch: &[(NotificationId, Outcome)],
+    batch: &[DeliveryWrite],
 ) -> rusqlite::Result<()> {
     let mut update = tx.prepare_cached(
         "UPDATE notifications SET status = ?2, next_attempt_at = ?3, \
          attempts = attempts + ?4, \
          last_attempt_at = coalesce(?5, last_attempt_at), \
          last_http_status = CASE WHEN ?4 = 1 THEN ?6 ELSE last_http_status END, \
-         last_code = CASE WHEN ?4 = 1 THEN ?7 ELSE ?8 END \
+         last_code = CASE WHEN ?4 = 1 THEN ?7 ELSE ?8 END, \
+         attempt_log = CASE WHEN ?4 = 1 THEN json_insert(attempt_log, '$[#]', json(?9)) ELSE attempt_log END \
          WHERE id = ?1",
     )?;
-    let mut insert = tx.prepare_cached(
-        "INSERT INTO delivery_attempts \
-         (notification_id, at, duration_ms, http_status, code, response_body, manual) \
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE EXISTS (SELECT 1 FROM notifications WHERE id = ?1)",
-    )?;
-    for (id, outcome) in batch {
+    for write in batch {
+        let DeliveryWrite::Outcome { id, outcome } = write else {
+            continue;
+        };
         let a = outcome.attempt.as_ref();
+        let logged = a
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
         update.execute(params![
             id,
             outcome.status.as_str(),
@@ -74,20 +87,14 @@ fn write_outcomes(
             a.and_then(|a| a.http_status),
             a.and_then(|a| a.code.clone()),
             outcome.code,
+            logged,
         ])?;
-        if let Some(a) = a {
-            insert.execute(params![
-                id,
-                a.at,
-                a.duration_ms as i64,
-                a.http_status,
-                a.code,
-                a.response_body,
-                i64::from(a.trigger == Trigger::Manual),
-            ])?;
-        }
     }
     Ok(())
+}
+
+fn attempt_log(json: &str) -> Vec<AttemptRecord> {
+    serde_json::from_str(json).unwrap_or_default()
 }
 
 const SUMMARY: &str = "id, subscription_id, event_id, event, created_at, status, attempts, \
@@ -173,33 +180,21 @@ impl DeliveryHistory for SqliteDb {
         jobs: &[DeliveryJob],
     ) -> Result<(), StoreError> {
         let (event_id, jobs) = (event_id.to_owned(), jobs.to_vec());
+        let events = events_of(&jobs);
         self.with(move |conn| {
             let tx = conn.transaction().map_err(backend)?;
-            insert_notifications(&tx, &event_id, &jobs)?;
+            insert_notifications(&tx, &event_id, &jobs, &events)?;
             tx.commit().map_err(backend)
         })
         .await
     }
 
     async fn record_outcome(&self, job: &DeliveryJob, outcome: &Outcome) -> Result<(), StoreError> {
-        let (committed, start_writer) = self.outcomes.push((job.id.clone(), outcome.clone()));
-        if start_writer {
-            let db = self.clone();
-            tokio::task::spawn_blocking(move || {
-                db.outcomes.flush(|batch| {
-                    db.with_writer(|conn| {
-                        let tx = conn.transaction().map_err(backend)?;
-                        write_outcomes(&tx, batch).map_err(backend)?;
-                        tx.commit().map_err(backend)
-                    })
-                    .map_err(|e| e.to_string())
-                })
-            });
-        }
-        committed
-            .await
-            .map_err(|_| StoreError::Backend("the outcome was not written".into()))?
-            .map_err(StoreError::Backend)
+        self.commit_delivery_write(DeliveryWrite::Outcome {
+            id: job.id.clone(),
+            outcome: outcome.clone(),
+        })
+        .await
     }
 
     async fn list(
@@ -248,41 +243,24 @@ impl DeliveryHistory for SqliteDb {
             let found = conn
                 .query_row(
                     &format!(
-                        "SELECT {SUMMARY}, body FROM notifications \
+                        "SELECT {SUMMARY}, body, attempt_log FROM notifications \
                          WHERE id = ?1 AND org_id = ?2 AND subscription_id = ?3"
                     ),
                     params![id, org_id, subscription_id],
-                    |r| Ok((summary(r)?, r.get::<_, String>(11)?)),
+                    |r| {
+                        Ok((
+                            summary(r)?,
+                            r.get::<_, String>(11)?,
+                            r.get::<_, String>(12)?,
+                        ))
+                    },
                 )
                 .optional()
                 .map_err(backend)?;
-            let Some((summary, payload)) = found else {
+            let Some((summary, payload, log)) = found else {
                 return Ok(None);
             };
-            let mut stmt = conn
-                .prepare_cached(
-                    "SELECT at, duration_ms, http_status, code, response_body, manual \
-                     FROM delivery_attempts WHERE notification_id = ?1 ORDER BY seq",
-                )
-                .map_err(backend)?;
-            let attempts = stmt
-                .query_map([&id], |r| {
-                    Ok(AttemptRecord {
-                        at: r.get(0)?,
-                        duration_ms: r.get::<_, i64>(1)?.max(0) as u64,
-                        http_status: r.get(2)?,
-                        code: r.get(3)?,
-                        response_body: r.get(4)?,
-                        trigger: if r.get::<_, i64>(5)? == 1 {
-                            Trigger::Manual
-                        } else {
-                            Trigger::Scheduled
-                        },
-                    })
-                })
-                .map_err(backend)?
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(backend)?;
+            let attempts = attempt_log(&log);
             Ok(Some(NotificationDetail {
                 summary,
                 payload,
@@ -303,26 +281,20 @@ impl DeliveryHistory for SqliteDb {
         self.read(move |conn| {
             let mut stmt = conn
                 .prepare_cached(
-                    "SELECT n.created_at, n.status, n.attempts, \
-                     (SELECT group_concat(a.duration_ms) FROM delivery_attempts a WHERE a.notification_id = n.id) \
-                     FROM notifications n \
-                     WHERE n.org_id = ?1 AND n.subscription_id = ?2 AND n.created_at >= ?3 AND n.created_at < ?4",
+                    "SELECT created_at, status, attempts, attempt_log FROM notifications \
+                     WHERE org_id = ?1 AND subscription_id = ?2 AND created_at >= ?3 AND created_at < ?4",
                 )
                 .map_err(backend)?;
             let rows = stmt
                 .query_map(params![org_id, subscription_id, since, until], |r| {
                     let status: String = r.get(1)?;
-                    let durations: Option<String> = r.get(3)?;
+                    let log: String = r.get(3)?;
                     Ok(StatsRow {
                         created_at: r.get(0)?,
                         status: NotificationStatus::parse(&status)
                             .unwrap_or(NotificationStatus::Pending),
                         attempts: r.get(2)?,
-                        durations_ms: durations
-                            .unwrap_or_default()
-                            .split(',')
-                            .filter_map(|d| d.parse().ok())
-                            .collect(),
+                        durations_ms: attempt_log(&log).iter().map(|a| a.duration_ms).collect(),
                     })
                 })
                 .map_err(backend)?;
@@ -399,7 +371,6 @@ impl DeliveryHistory for SqliteDb {
 
     async fn purge(&self, before: i64) -> Result<u64, StoreError> {
         self.with(move |conn| {
-            // Attempts go with their notification (ON DELETE CASCADE).
             let n = conn
                 .execute("DELETE FROM notifications WHERE created_at < ?1", [before])
                 .map_err(backend)?;

@@ -39,6 +39,17 @@ pub struct QueueStats {
     pub dead_letters: u64,
 }
 
+/// One small write of a delivery, group-committed.
+enum DeliveryWrite {
+    /// The queue job is done (`queue.rs`): delete it if the lease is current.
+    Complete { id: String, receipt: String },
+    /// The history's record of an attempt (`history.rs`).
+    Outcome {
+        id: crate::ids::NotificationId,
+        outcome: crate::history::Outcome,
+    },
+}
+
 /// Read connections beside the writer: at least one per runtime worker,
 /// so in-place point lookups find one free.
 const READERS: usize = 4;
@@ -47,10 +58,9 @@ const READERS: usize = 4;
 pub struct SqliteDb {
     conn: Arc<Mutex<Connection>>,
     readers: Arc<Readers>,
-    /// Queue completions written together (see `group_commit.rs`).
-    completions: Arc<GroupCommit<(String, String)>>,
-    /// Delivery outcomes written together (see `history.rs`).
-    outcomes: Arc<GroupCommit<(crate::ids::NotificationId, crate::history::Outcome)>>,
+    /// The small writes of every delivery (its outcome, its completion),
+    /// written together: many deliveries, one transaction (`group_commit.rs`).
+    deliveries: Arc<GroupCommit<DeliveryWrite>>,
     clock: Arc<dyn Clock>,
 }
 
@@ -100,8 +110,7 @@ impl SqliteDb {
         Ok(SqliteDb {
             conn: Arc::new(Mutex::new(conn)),
             readers: Arc::default(),
-            completions: Arc::default(),
-            outcomes: Arc::default(),
+            deliveries: Arc::default(),
             clock: crate::clock::system(),
         })
     }
@@ -172,6 +181,32 @@ impl SqliteDb {
         })
         .await
         .map_err(backend)?
+    }
+}
+
+impl SqliteDb {
+    /// Queues a delivery write and waits until it is committed; the first
+    /// writer of a batch starts the flush on the blocking pool.
+    async fn commit_delivery_write(&self, write: DeliveryWrite) -> Result<(), StoreError> {
+        let (committed, start_writer) = self.deliveries.push(write);
+        if start_writer {
+            let db = self.clone();
+            tokio::task::spawn_blocking(move || {
+                db.deliveries.flush(|batch| {
+                    db.with_writer(|conn| {
+                        let tx = conn.transaction().map_err(backend)?;
+                        queue::write_completions(&tx, batch).map_err(backend)?;
+                        history::write_outcomes(&tx, batch).map_err(backend)?;
+                        tx.commit().map_err(backend)
+                    })
+                    .map_err(|e| e.to_string())
+                })
+            });
+        }
+        committed
+            .await
+            .map_err(|_| StoreError::Backend("the write was not committed".into()))?
+            .map_err(StoreError::Backend)
     }
 }
 

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use rusqlite::params;
 
-use super::history::insert_notifications;
+use super::history::{events_of, insert_notifications};
 use super::queue::insert_jobs;
 use super::{backend, SqliteDb};
 use crate::ids::OrgId;
@@ -27,6 +27,7 @@ impl Outbox for SqliteDb {
             .transpose()
             .map_err(backend)?;
         let now = self.now_ms();
+        let events = events_of(&jobs);
         self.with(move |conn| {
             let tx = conn.transaction().map_err(backend)?;
             let new = tx
@@ -47,7 +48,7 @@ impl Outbox for SqliteDb {
                 )
                 .map_err(backend)?;
             }
-            insert_notifications(&tx, &event_id, &jobs)?;
+            insert_notifications(&tx, &event_id, &jobs, &events)?;
             insert_jobs(&tx, &jobs, now)?;
             tx.commit().map_err(backend)?;
             Ok(true)

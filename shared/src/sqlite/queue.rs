@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension};
 
-use super::{backend, QueueStats, SqliteDb};
+use super::{backend, DeliveryWrite, QueueStats, SqliteDb};
 use crate::clock::millis;
 use crate::history::Trigger;
 use crate::queue::{DeliveryJob, DeliveryQueue, Lease, QueueError};
@@ -45,6 +45,22 @@ pub(super) fn insert_jobs(
             i64::from(job.trigger == Trigger::Manual),
         ])
         .map_err(backend)?;
+    }
+    Ok(())
+}
+
+/// Deletes completed jobs in the group commit's transaction; only the
+/// current lease may complete a job (the receipt is the attempt number).
+pub(super) fn write_completions(
+    tx: &rusqlite::Transaction<'_>,
+    batch: &[DeliveryWrite],
+) -> rusqlite::Result<()> {
+    let mut delete =
+        tx.prepare_cached("DELETE FROM delivery_queue WHERE id = ?1 AND attempts = ?2")?;
+    for write in batch {
+        if let DeliveryWrite::Complete { id, receipt } = write {
+            delete.execute(params![id, receipt])?;
+        }
     }
     Ok(())
 }
@@ -96,17 +112,12 @@ impl DeliveryQueue for SqliteDb {
     }
 
     async fn complete(&self, lease: &Lease) -> Result<(), QueueError> {
-        let (committed, start_writer) = self
-            .completions
-            .push((lease.job.id.to_string(), lease.receipt.clone()));
-        if start_writer {
-            let db = self.clone();
-            tokio::task::spawn_blocking(move || db.write_completions());
-        }
-        committed
-            .await
-            .map_err(|_| QueueError("the completion was not written".into()))?
-            .map_err(QueueError)
+        self.commit_delivery_write(DeliveryWrite::Complete {
+            id: lease.job.id.to_string(),
+            receipt: lease.receipt.clone(),
+        })
+        .await
+        .map_err(queue_err)
     }
 
     async fn retry_after(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError> {
@@ -150,28 +161,6 @@ impl DeliveryQueue for SqliteDb {
 }
 
 impl SqliteDb {
-    /// Writes pending completions until none is left (on the blocking pool).
-    fn write_completions(&self) {
-        self.completions.flush(|batch| {
-            self.with_writer(|conn| {
-                let tx = conn.transaction().map_err(backend)?;
-                {
-                    // Only the current lease may complete it (the receipt is the attempt number).
-                    let mut delete = tx
-                        .prepare_cached(
-                            "DELETE FROM delivery_queue WHERE id = ?1 AND attempts = ?2",
-                        )
-                        .map_err(backend)?;
-                    for (id, receipt) in batch {
-                        delete.execute(params![id, receipt]).map_err(backend)?;
-                    }
-                }
-                tx.commit().map_err(backend)
-            })
-            .map_err(|e| e.to_string())
-        });
-    }
-
     /// Makes every leased job due now. Called at start by the one process
     /// that owns the data dir: jobs a killed process had leased are retried
     /// at once instead of after their lease.

@@ -88,21 +88,11 @@ CREATE TABLE notifications (
     next_attempt_at  INTEGER,
     last_http_status INTEGER,
     last_code        TEXT,
-    body             TEXT NOT NULL      -- the payload, as sent
+    body             TEXT NOT NULL,     -- the payload, as sent
+    attempt_log      TEXT NOT NULL DEFAULT '[]'  -- JSON array of the attempts, oldest first
 );
+-- Lists, stats and recover read a subscription's window; the hourly purge scans.
 CREATE INDEX notifications_by_subscription ON notifications (subscription_id, created_at);
-CREATE INDEX notifications_by_age ON notifications (created_at);
-CREATE TABLE delivery_attempts (
-    seq             INTEGER PRIMARY KEY,
-    notification_id TEXT NOT NULL REFERENCES notifications (id) ON DELETE CASCADE,
-    at              INTEGER NOT NULL,
-    duration_ms     INTEGER NOT NULL,
-    http_status     INTEGER,
-    code            TEXT,
-    response_body   TEXT NOT NULL,
-    manual          INTEGER NOT NULL
-);
-CREATE INDEX delivery_attempts_by_notification ON delivery_attempts (notification_id, seq);
 "#,
 ];
 
