@@ -6,7 +6,9 @@
 #      credentials, inside a network namespace of its own that has only a loopback
 #      interface: generated callback URIs make the service try handshakes to arbitrary
 #      hosts, and none of that traffic may leave the machine;
-#   3. runs schemathesis against it with valid credentials, a bounded number of examples
+#   3. seeds a delivery history (subscriptions whose notifications end DELIVERED, FAILED, and
+#      one that has EXPIRED since) for the history endpoints to read and act on;
+#   4. runs schemathesis against it with valid credentials, a bounded number of examples
 #      per operation and every check (no 5xx, status codes, content types, headers and
 #      bodies conform to openapi.yaml, invalid input is rejected, auth is enforced, every
 #      undeclared method answers 405); any failure fails this script.
@@ -53,9 +55,11 @@ bin="$WEBHOOKS_LOCAL_BIN"
 work=$(mktemp -d)
 server_pid=""
 listen_pid=""
+failing_pid=""
+feeder_pid=""
 cleanup() {
     local pid
-    for pid in "$server_pid" "$listen_pid"; do
+    for pid in "$feeder_pid" "$server_pid" "$listen_pid" "$failing_pid"; do
         [ -n "$pid" ] || continue
         kill "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
@@ -86,6 +90,75 @@ done
 "$bin" listen --port 4000 >"$work/listen.out" 2>"$work/listen.log" &
 listen_pid=$!
 token=$("$bin" token --org org-1 --ttl 1h --data-dir "$work/data")
+
+# A delivery history for the history endpoints (list, detail, resend, recover, stats) to
+# read and act on, in three subscriptions of org-1: the `local` example's own (same uri and
+# filter, so the example's create answers its id and the stateful phase follows it through
+# the links), whose receiver answers (its notifications end DELIVERED); one whose receiver
+# answers 500 (FAILED after the retry); and one that has EXPIRED since (resend and recover
+# answer 409 there). listSubscriptions' links lead to the other two; listNotifications'
+# links lead to the notifications' uuids.
+"$bin" listen --port 4001 --fail-first 1000000 >"$work/failing.out" 2>"$work/failing.log" &
+failing_pid=$!
+for log in listen.log failing.log; do
+    for _ in $(seq 100); do
+        grep -q 'receiving callbacks' "$work/$log" && break
+        sleep 0.1
+    done
+done
+api() { # METHOD PATH [JSON BODY]: the answer's body; fails unless 2xx
+    curl -sS --fail-with-body --max-time 10 -X "$1" -H "x-api-key: $api_key" \
+        -H "Authorization: Bearer $token" -H 'content-type: application/json' \
+        ${3:+--data "$3"} "$base$2"
+}
+field() { "$venv/bin/python" -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
+subscribe() { # URI FILTER EXPIRES: the subscription's id
+    api POST /webhooksubscription \
+        "{\"uri\": \"$1\", \"eventFilters\": [\"$2\"], \"expiresDateInMillies\": $3}" | field id
+}
+message_event() { # DEPARTMENT: one message.inbound event of org-1
+    api POST /events "{\"type\": \"message.inbound\", \"organizationId\": \"org-1\",
+        \"departmentId\": \"$1\", \"message\": {\"id\": \"seed-$1\", \"text\": \"seed\"}}" >/dev/null
+}
+seed_failed() { echo "contract: seeding the delivery history failed: $*" >&2; cat "$work/server.log" >&2; exit 1; }
+expires=$(($(date +%s%3N) + 3000))
+delivered=$(subscribe http://127.0.0.1:4000/hook \
+    '/orgId/org-1/department/dep-1/message?direction=inbound' 0) || seed_failed "subscribe (delivered)"
+failed=$(subscribe http://127.0.0.1:4001/history /orgId/org-1/department/dep-2/contact 0) ||
+    seed_failed "subscribe (failed)"
+expired=$(subscribe http://127.0.0.1:4000/expiring \
+    '/orgId/org-1/department/dep-3/message?direction=inbound' "$expires") ||
+    seed_failed "subscribe (expired)"
+message_event dep-1 && message_event dep-3 || seed_failed "message event"
+api POST /events '{"type": "contact.created", "organizationId": "org-1", "departmentId": "dep-2",
+    "contact": {"id": "seed-dep-2"}}' >/dev/null || seed_failed "contact event"
+# Until every seeded notification has ended and the third subscription has expired.
+settled=""
+for _ in $(seq 200); do
+    pending=0
+    for id in "$delivered" "$failed" "$expired"; do
+        n=$(api GET "/webhooksubscription/$id/notifications?status=PENDING" | field totalElements) ||
+            seed_failed "list"
+        pending=$((pending + n))
+    done
+    status=$(api GET "/webhooksubscription/$expired" | field status) || seed_failed "get"
+    if [ "$pending" = 0 ] && [ "$status" = EXPIRED ]; then
+        settled=1
+        break
+    fi
+    sleep 0.1
+done
+[ -n "$settled" ] || seed_failed "notifications still PENDING or subscription not EXPIRED after 20 s"
+# While schemathesis runs (at most 15 minutes), one more event a second for the `local`
+# example's filter: a subscription the stateful phase deletes and creates again from that
+# example starts with no history, and gets some.
+(
+    for _ in $(seq 900); do
+        message_event dep-1 >/dev/null 2>&1 || true
+        sleep 1
+    done
+) >/dev/null 2>&1 &
+feeder_pid=$!
 
 seed="${CONTRACT_SEED:-20261122}"
 seed_args=(--seed "$seed")

@@ -23,13 +23,16 @@ use crate::subscription::{find, render, store_failure};
 
 /// At most this many notifications are sent again by one recover call.
 pub const MAX_RECOVER: usize = 10_000;
+/// Times are ISO 8601 with a 4-digit year: epoch ms up to the end of 9999.
+pub const MAX_EPOCH_MS: i64 = 253_402_300_799_999;
 /// The stats window is at most this long.
 pub const MAX_STATS_WINDOW_MS: i64 = 31 * 24 * 3_600_000;
 const DAY_MS: i64 = 24 * 3_600_000;
 
-/// A notification as listed.
+/// A notification as listed (`A` = the attempt count), or in detail (`A` =
+/// its attempts: the detail's `attempts` is the list, not the count).
 #[derive(Debug, Serialize)]
-pub struct NotificationView {
+pub struct NotificationView<A = u32> {
     pub uuid: String,
     #[serde(rename = "eventId")]
     pub event_id: String,
@@ -39,7 +42,7 @@ pub struct NotificationView {
     #[serde(rename = "createdDateTime")]
     pub created_date_time: String,
     pub status: NotificationStatus,
-    pub attempts: u32,
+    pub attempts: A,
     #[serde(rename = "lastAttemptTime")]
     pub last_attempt_time: Option<String>,
     #[serde(rename = "nextAttemptTime")]
@@ -50,13 +53,11 @@ pub struct NotificationView {
     pub last_code: Option<String>,
 }
 
-/// A notification with its payload and attempts.
+/// A notification with its attempts and payload.
 #[derive(Debug, Serialize)]
 pub struct NotificationDetailView {
     #[serde(flatten)]
-    pub summary: NotificationView,
-    /// Replaces the summary's count.
-    pub attempts: Vec<AttemptView>,
+    pub notification: NotificationView<Vec<AttemptView>>,
     /// The exact JSON body that was sent.
     pub payload: Box<RawValue>,
 }
@@ -83,13 +84,33 @@ pub struct Resent {
     pub status: NotificationStatus,
 }
 
-/// Body of a recover.
+/// Body of a recover: an object (a JSON array is refused, though serde
+/// would read one into the struct).
 #[derive(Debug, Deserialize)]
+#[serde(try_from = "serde_json::Map<String, serde_json::Value>")]
 pub struct RecoverRequest {
-    #[serde(default, deserialize_with = "crate::model::epoch_millis")]
     pub since: Option<i64>,
-    #[serde(default, deserialize_with = "crate::model::epoch_millis")]
     pub until: Option<i64>,
+}
+
+#[derive(Deserialize)]
+struct RecoverFields {
+    #[serde(default, deserialize_with = "crate::model::epoch_millis")]
+    since: Option<i64>,
+    #[serde(default, deserialize_with = "crate::model::epoch_millis")]
+    until: Option<i64>,
+}
+
+impl TryFrom<serde_json::Map<String, serde_json::Value>> for RecoverRequest {
+    type Error = serde_json::Error;
+
+    fn try_from(object: serde_json::Map<String, serde_json::Value>) -> Result<Self, Self::Error> {
+        let fields: RecoverFields = serde_json::from_value(serde_json::Value::Object(object))?;
+        Ok(RecoverRequest {
+            since: fields.since,
+            until: fields.until,
+        })
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -100,7 +121,7 @@ pub struct Recovered {
     pub more: bool,
 }
 
-fn view(s: &NotificationSummary) -> NotificationView {
+fn view<A>(s: &NotificationSummary, attempts: A) -> NotificationView<A> {
     NotificationView {
         uuid: s.id.to_string(),
         event_id: s.event_id.clone(),
@@ -108,7 +129,7 @@ fn view(s: &NotificationSummary) -> NotificationView {
         subscription_id: s.subscription_id.to_string(),
         created_date_time: iso_millis(s.created_at),
         status: s.status,
-        attempts: s.attempts,
+        attempts,
         last_attempt_time: s.last_attempt_at.map(iso_millis),
         next_attempt_time: s.next_attempt_at.map(iso_millis),
         last_http_status: s.last_http_status,
@@ -154,7 +175,7 @@ pub async fn list_notifications(
         .list(&caller.org_id, &subscription.id, &window, &page)
         .await
         .map_err(store_failure)?;
-    Ok(page.map(|s| view(&s)))
+    Ok(page.map(|s| view(&s, s.attempts)))
 }
 
 /// `GET /webhooksubscription/{id}/notifications/{uuid}`.
@@ -179,14 +200,14 @@ pub async fn get_notification(
     let payload = RawValue::from_string(detail.payload.clone())
         .or_else(|_| serde_json::value::to_raw_value(&detail.payload))
         .map_err(|_| ApiError::internal())?;
+    let attempts = detail
+        .attempts
+        .iter()
+        .enumerate()
+        .map(|(n, a)| attempt_view(n, a))
+        .collect();
     Ok(NotificationDetailView {
-        summary: view(&detail.summary),
-        attempts: detail
-            .attempts
-            .iter()
-            .enumerate()
-            .map(|(n, a)| attempt_view(n, a))
-            .collect(),
+        notification: view(&detail.summary, attempts),
         payload,
     })
 }
@@ -246,6 +267,14 @@ pub async fn recover_notifications(
         return Err(ApiError::field("since", "is required (epoch milliseconds)"));
     };
     let until = request.until.unwrap_or(now);
+    for (field, ms) in [("since", since), ("until", until)] {
+        if !(0..=MAX_EPOCH_MS).contains(&ms) {
+            return Err(ApiError::field(
+                field,
+                format!("must be epoch milliseconds from 0 to {MAX_EPOCH_MS}"),
+            ));
+        }
+    }
     if until <= since {
         return Err(ApiError::field("until", "must be after since"));
     }
@@ -385,7 +414,7 @@ impl ListQuery {
                     }
                 }
                 "since" | "until" if !value.is_empty() => match value.parse::<i64>() {
-                    Ok(ms) if ms >= 0 => {
+                    Ok(ms) if (0..=MAX_EPOCH_MS).contains(&ms) => {
                         if key == "since" {
                             q.since = Some(ms)
                         } else {
@@ -394,7 +423,10 @@ impl ListQuery {
                     }
                     _ => errors.push(FieldError::new(
                         if key == "since" { "since" } else { "until" },
-                        format!("must be epoch milliseconds, got '{}'", short(value)),
+                        format!(
+                            "must be epoch milliseconds from 0 to {MAX_EPOCH_MS}, got '{}'",
+                            short(value)
+                        ),
                     )),
                 },
                 _ => {}

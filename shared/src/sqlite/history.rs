@@ -25,36 +25,6 @@ pub(super) fn events_of(jobs: &[DeliveryJob]) -> Vec<String> {
         .collect()
 }
 
-/// Inserts PENDING notifications in the caller's transaction (the outbox's);
-/// `events` are [`events_of`] the jobs.
-pub(super) fn insert_notifications(
-    tx: &Transaction<'_>,
-    event_id: &str,
-    jobs: &[DeliveryJob],
-    events: &[String],
-) -> Result<(), StoreError> {
-    let mut stmt = tx
-        .prepare_cached(
-            "INSERT OR IGNORE INTO notifications \
-             (id, org_id, subscription_id, event_id, event, created_at, status, next_attempt_at, body) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'PENDING', ?6, ?7)",
-        )
-        .map_err(backend)?;
-    for (job, event) in jobs.iter().zip(events) {
-        stmt.execute(params![
-            job.id,
-            job.org_id,
-            job.subscription_id,
-            event_id,
-            event,
-            job.created_at,
-            job.body
-        ])
-        .map_err(backend)?;
-    }
-    Ok(())
-}
-
 /// Writes the batch's outcomes in the group commit's transaction.
 pub(super) fn write_outcomes(
     tx: &Transaction<'_>,
@@ -179,11 +149,14 @@ impl DeliveryHistory for SqliteDb {
         event_id: &str,
         jobs: &[DeliveryJob],
     ) -> Result<(), StoreError> {
+        // The history is the queue here: recording is queueing (the outbox
+        // does both in its transaction).
         let (event_id, jobs) = (event_id.to_owned(), jobs.to_vec());
         let events = events_of(&jobs);
+        let now = self.now_ms();
         self.with(move |conn| {
             let tx = conn.transaction().map_err(backend)?;
-            insert_notifications(&tx, &event_id, &jobs, &events)?;
+            super::queue::insert_jobs(&tx, &event_id, &jobs, &events, now)?;
             tx.commit().map_err(backend)
         })
         .await
@@ -371,8 +344,12 @@ impl DeliveryHistory for SqliteDb {
 
     async fn purge(&self, before: i64) -> Result<u64, StoreError> {
         self.with(move |conn| {
+            // Not while queued: a notification still to deliver stays.
             let n = conn
-                .execute("DELETE FROM notifications WHERE created_at < ?1", [before])
+                .execute(
+                    "DELETE FROM notifications WHERE created_at < ?1 AND due_at IS NULL",
+                    [before],
+                )
                 .map_err(backend)?;
             Ok(n as u64)
         })

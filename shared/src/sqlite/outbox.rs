@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use rusqlite::params;
 
-use super::history::{events_of, insert_notifications};
+use super::history::events_of;
 use super::queue::insert_jobs;
 use super::{backend, SqliteDb};
 use crate::ids::OrgId;
@@ -48,8 +48,7 @@ impl Outbox for SqliteDb {
                 )
                 .map_err(backend)?;
             }
-            insert_notifications(&tx, &event_id, &jobs, &events)?;
-            insert_jobs(&tx, &jobs, now)?;
+            insert_jobs(&tx, &event_id, &jobs, &events, now)?;
             tx.commit().map_err(backend)?;
             Ok(true)
         })

@@ -1,6 +1,9 @@
-//! The [`DeliveryQueue`] port on SQLite: a job is due at `due_at`; a lease
+//! The [`DeliveryQueue`] port on SQLite: the queue is the delivery history's
+//! `notifications` table (one row per notification, written once at
+//! ingestion). A notification is queued while its `due_at` is set; a lease
 //! pushes `due_at` to the end of the lease, so a crashed consumer's jobs
 //! come back by themselves, and nothing leased is lost if the process dies.
+//! Completing or dead-lettering clears `due_at`; the row stays as history.
 
 use std::time::Duration;
 
@@ -17,31 +20,38 @@ fn queue_err(e: StoreError) -> QueueError {
     QueueError(e.to_string())
 }
 
-/// Inserts jobs in the caller's transaction (enqueue, and the outbox's
-/// commit). A job already queued stays as it is, unless the new one is a
-/// MANUAL resend: then it is due now, with a fresh schedule (a lease in
-/// flight can no longer complete it, so the resend goes out too).
+/// Queues jobs in the caller's transaction (enqueue, and the outbox's
+/// commit, which records the event they come from): each becomes a PENDING
+/// notification due now. A notification already recorded stays as it is,
+/// unless the new job is a MANUAL resend: then it is due now, with a fresh
+/// schedule (a lease in flight can no longer settle it, so the resend goes
+/// out too). `events` are the jobs' matched filters (`history::events_of`).
 pub(super) fn insert_jobs(
     tx: &rusqlite::Transaction<'_>,
+    event_id: &str,
     jobs: &[DeliveryJob],
+    events: &[String],
     now: i64,
 ) -> Result<(), StoreError> {
     let mut stmt = tx
         .prepare_cached(
-            "INSERT INTO delivery_queue (id, org_id, subscription_id, body, due_at, enqueued_at, created_at, manual) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7) \
-             ON CONFLICT (id) DO UPDATE SET due_at = excluded.due_at, attempts = 0, leased = 0, manual = 1 \
+            "INSERT INTO notifications (id, org_id, subscription_id, event_id, event, created_at, \
+                                        status, next_attempt_at, body, due_at, manual) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'PENDING', ?7, ?8, ?7, ?9) \
+             ON CONFLICT (id) DO UPDATE SET due_at = excluded.due_at, lease = 0, leased = 0, manual = 1 \
              WHERE excluded.manual = 1",
         )
         .map_err(backend)?;
-    for job in jobs {
+    for (job, event) in jobs.iter().zip(events) {
         stmt.execute(params![
             job.id,
             job.org_id,
             job.subscription_id,
-            job.body,
-            now,
+            event_id,
+            event,
             job.created_at,
+            now,
+            job.body,
             i64::from(job.trigger == Trigger::Manual),
         ])
         .map_err(backend)?;
@@ -49,14 +59,15 @@ pub(super) fn insert_jobs(
     Ok(())
 }
 
-/// Deletes completed jobs in the group commit's transaction; only the
-/// current lease may complete a job (the receipt is the attempt number).
+/// Takes completed jobs off the queue in the group commit's transaction;
+/// only the current lease may complete a job (the receipt is its number).
 pub(super) fn write_completions(
     tx: &rusqlite::Transaction<'_>,
     batch: &[DeliveryWrite],
 ) -> rusqlite::Result<()> {
-    let mut delete =
-        tx.prepare_cached("DELETE FROM delivery_queue WHERE id = ?1 AND attempts = ?2")?;
+    let mut delete = tx.prepare_cached(
+        "UPDATE notifications SET due_at = NULL, leased = 0 WHERE id = ?1 AND lease = ?2",
+    )?;
     for write in batch {
         if let DeliveryWrite::Complete { id, receipt } = write {
             delete.execute(params![id, receipt])?;
@@ -69,9 +80,10 @@ pub(super) fn write_completions(
 impl DeliveryQueue for SqliteDb {
     async fn enqueue(&self, jobs: Vec<DeliveryJob>) -> Result<(), QueueError> {
         let now = self.now_ms();
+        let events = super::history::events_of(&jobs);
         self.with(move |conn| {
             let tx = conn.transaction().map_err(backend)?;
-            insert_jobs(&tx, &jobs, now)?;
+            insert_jobs(&tx, "", &jobs, &events, now)?;
             tx.commit().map_err(backend)
         })
         .await
@@ -83,9 +95,9 @@ impl DeliveryQueue for SqliteDb {
         self.with(move |conn| {
             let mut stmt = conn
                 .prepare_cached(
-                    "UPDATE delivery_queue SET attempts = attempts + 1, due_at = ?1 + ?2, leased = 1 \
-                     WHERE id IN (SELECT id FROM delivery_queue WHERE due_at <= ?1 ORDER BY due_at LIMIT ?3) \
-                     RETURNING id, org_id, subscription_id, body, attempts, created_at, manual",
+                    "UPDATE notifications SET lease = lease + 1, due_at = ?1 + ?2, leased = 1 \
+                     WHERE rowid IN (SELECT rowid FROM notifications WHERE due_at <= ?1 ORDER BY due_at LIMIT ?3) \
+                     RETURNING id, org_id, subscription_id, body, lease, created_at, manual",
                 )
                 .map_err(backend)?;
             let rows = stmt
@@ -125,7 +137,7 @@ impl DeliveryQueue for SqliteDb {
         let due = self.now_ms() + millis(delay);
         self.with(move |conn| {
             conn.prepare_cached(
-                "UPDATE delivery_queue SET due_at = ?3, leased = 0 WHERE id = ?1 AND attempts = ?2",
+                "UPDATE notifications SET due_at = ?3, leased = 0 WHERE id = ?1 AND lease = ?2",
             )
             .and_then(|mut s| s.execute(params![id, receipt, due]))
             .map_err(backend)?;
@@ -149,7 +161,7 @@ impl DeliveryQueue for SqliteDb {
             .map_err(backend)?;
             // Only the current lease: a resend queued meanwhile stays.
             tx.execute(
-                "DELETE FROM delivery_queue WHERE id = ?1 AND attempts = ?2",
+                "UPDATE notifications SET due_at = NULL, leased = 0 WHERE id = ?1 AND lease = ?2",
                 params![job.id, receipt],
             )
             .map_err(backend)?;
@@ -168,7 +180,11 @@ impl SqliteDb {
         let now = self.now_ms();
         self.with(move |conn| {
             let n = conn
-                .execute("UPDATE delivery_queue SET due_at = min(due_at, ?1), leased = 0 WHERE leased = 1", [now])
+                .execute(
+                    "UPDATE notifications SET due_at = min(due_at, ?1), leased = 0 \
+                     WHERE leased = 1 AND due_at IS NOT NULL",
+                    [now],
+                )
                 .map_err(backend)?;
             Ok(n as u64)
         })
@@ -183,7 +199,8 @@ impl SqliteDb {
                     .map(Option::unwrap_or_default)
             };
             Ok(QueueStats {
-                pending: count("SELECT count(*) FROM delivery_queue").map_err(backend)?,
+                pending: count("SELECT count(*) FROM notifications WHERE due_at IS NOT NULL")
+                    .map_err(backend)?,
                 dead_letters: count("SELECT count(*) FROM dead_letters").map_err(backend)?,
             })
         })
@@ -193,8 +210,12 @@ impl SqliteDb {
     /// When the next job is due (epoch ms), if any.
     pub async fn next_due(&self) -> Result<Option<i64>, StoreError> {
         self.with(|conn| {
-            conn.query_row("SELECT min(due_at) FROM delivery_queue", [], |r| r.get(0))
-                .map_err(backend)
+            conn.query_row(
+                "SELECT min(due_at) FROM notifications WHERE due_at IS NOT NULL",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(backend)
         })
         .await
     }

@@ -71,10 +71,9 @@ CREATE TABLE events (
 ) WITHOUT ROWID;
 "#,
     r#"
--- Delivery history (history/mod.rs): every notification from enqueue to its
--- end, and each attempt. Kept for WEBHOOKS_DELIVERY_RETENTION, then purged.
-ALTER TABLE delivery_queue ADD COLUMN created_at INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE delivery_queue ADD COLUMN manual INTEGER NOT NULL DEFAULT 0;
+-- Delivery history (history/mod.rs), which is also the delivery queue: a
+-- notification is a job while `due_at` is set (PENDING, or in a lease); its
+-- attempts are kept in `attempt_log`. Kept for WEBHOOKS_DELIVERY_RETENTION.
 CREATE TABLE notifications (
     id               TEXT PRIMARY KEY,  -- the notification uuid
     org_id           TEXT NOT NULL,
@@ -89,10 +88,23 @@ CREATE TABLE notifications (
     last_http_status INTEGER,
     last_code        TEXT,
     body             TEXT NOT NULL,     -- the payload, as sent
-    attempt_log      TEXT NOT NULL DEFAULT '[]'  -- JSON array of the attempts, oldest first
+    attempt_log      TEXT NOT NULL DEFAULT '[]',  -- JSON array of the attempts, oldest first
+    -- The queue: due at due_at (NULL: not queued); a lease pushes due_at to
+    -- its end and counts `lease` (the receipt); `manual` for a resend.
+    due_at           INTEGER,
+    lease            INTEGER NOT NULL DEFAULT 0,
+    leased           INTEGER NOT NULL DEFAULT 0,
+    manual           INTEGER NOT NULL DEFAULT 0
 );
 -- Lists, stats and recover read a subscription's window; the hourly purge scans.
 CREATE INDEX notifications_by_subscription ON notifications (subscription_id, created_at);
+CREATE INDEX notifications_due ON notifications (due_at) WHERE due_at IS NOT NULL;
+-- Jobs queued before the history existed become notifications without an event.
+INSERT INTO notifications (id, org_id, subscription_id, event_id, event, created_at, status,
+                           next_attempt_at, body, due_at, lease)
+    SELECT id, org_id, subscription_id, '', '', enqueued_at, 'PENDING', due_at, body, due_at, attempts
+    FROM delivery_queue;
+DROP TABLE delivery_queue;
 "#,
 ];
 
