@@ -25,7 +25,10 @@ pub(super) fn events_of(jobs: &[DeliveryJob]) -> Vec<String> {
         .collect()
 }
 
-/// Writes the batch's outcomes in the group commit's transaction.
+/// Writes the batch's outcomes in the group commit's transaction. A final
+/// outcome (DELIVERED, FAILED) also takes the leased notification off the
+/// queue, so the completion that follows finds nothing left to write: one
+/// row write per delivery. (A resend queued meanwhile is not leased: it stays.)
 pub(super) fn write_outcomes(
     tx: &Transaction<'_>,
     batch: &[DeliveryWrite],
@@ -36,7 +39,9 @@ pub(super) fn write_outcomes(
          last_attempt_at = coalesce(?5, last_attempt_at), \
          last_http_status = CASE WHEN ?4 = 1 THEN ?6 ELSE last_http_status END, \
          last_code = CASE WHEN ?4 = 1 THEN ?7 ELSE ?8 END, \
-         attempt_log = CASE WHEN ?4 = 1 THEN json_insert(attempt_log, '$[#]', json(?9)) ELSE attempt_log END \
+         attempt_log = CASE WHEN ?4 = 1 THEN json_insert(attempt_log, '$[#]', json(?9)) ELSE attempt_log END, \
+         due_at = CASE WHEN ?2 <> 'PENDING' AND leased = 1 THEN NULL ELSE due_at END, \
+         leased = CASE WHEN ?2 <> 'PENDING' THEN 0 ELSE leased END \
          WHERE id = ?1",
     )?;
     for write in batch {

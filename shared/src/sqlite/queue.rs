@@ -65,8 +65,10 @@ pub(super) fn write_completions(
     tx: &rusqlite::Transaction<'_>,
     batch: &[DeliveryWrite],
 ) -> rusqlite::Result<()> {
+    // Usually a no-op: the delivery's final outcome took it off the queue.
     let mut delete = tx.prepare_cached(
-        "UPDATE notifications SET due_at = NULL, leased = 0 WHERE id = ?1 AND lease = ?2",
+        "UPDATE notifications SET due_at = NULL, leased = 0 \
+         WHERE id = ?1 AND lease = ?2 AND due_at IS NOT NULL",
     )?;
     for write in batch {
         if let DeliveryWrite::Complete { id, receipt } = write {
