@@ -227,7 +227,10 @@ async fn history_is_kept_for_the_retention_then_purged() {
         .await
         .unwrap();
     assert_eq!(detail.notification.attempts.len(), 1);
-    assert_eq!(detail.notification.attempts[0].code.as_deref(), Some("CONNECT_FAILED"));
+    assert_eq!(
+        detail.notification.attempts[0].code.as_deref(),
+        Some("CONNECT_FAILED")
+    );
     assert_eq!(detail.notification.attempts[0].http_status, None);
 
     // The schedule runs out within hours: FAILED, no longer queued.
@@ -235,7 +238,9 @@ async fn history_is_kept_for_the_retention_then_purged() {
     while !matches!(verdict, Verdict::Dead(_) | Verdict::Blacklist(_)) {
         w.clock.advance(2 * HOUR);
         let lease = due(&w).await.pop().expect("the retry is due");
-        verdict = delivery::deliver(&w.app, w.db.as_ref(), &lease).await.unwrap();
+        verdict = delivery::deliver(&w.app, w.db.as_ref(), &lease)
+            .await
+            .unwrap();
     }
     // 29 days on: still there, and the purge keeps it.
     w.clock.advance(29 * 24 * HOUR);
