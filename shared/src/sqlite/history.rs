@@ -18,13 +18,6 @@ use crate::page::{Order, PageRequest};
 use crate::queue::DeliveryJob;
 use crate::store::StoreError;
 
-/// The matched filter of each job, read before the writer is taken.
-pub(super) fn events_of(jobs: &[DeliveryJob]) -> Vec<String> {
-    jobs.iter()
-        .map(|j| crate::history::event_of(&j.body))
-        .collect()
-}
-
 /// Writes the batch's outcomes in the group commit's transaction. A final
 /// outcome (DELIVERED, FAILED) also takes the leased notification off the
 /// queue, so the completion that follows finds nothing left to write: one
@@ -157,7 +150,7 @@ impl DeliveryHistory for SqliteDb {
         // The history is the queue here: recording is queueing (the outbox
         // does both in its transaction).
         let (event_id, jobs) = (event_id.to_owned(), jobs.to_vec());
-        let events = events_of(&jobs);
+        let events = super::queue::events_of(&jobs);
         let now = self.now_ms();
         self.with(move |conn| {
             let tx = conn.transaction().map_err(backend)?;

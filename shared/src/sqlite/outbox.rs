@@ -4,8 +4,7 @@
 use async_trait::async_trait;
 use rusqlite::params;
 
-use super::history::events_of;
-use super::queue::insert_jobs;
+use super::queue::{events_of, insert_jobs};
 use super::{backend, SqliteDb};
 use crate::ids::OrgId;
 use crate::model::Message;

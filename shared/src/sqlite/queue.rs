@@ -20,12 +20,19 @@ fn queue_err(e: StoreError) -> QueueError {
     QueueError(e.to_string())
 }
 
+/// The matched filter of each job, read before the writer is taken.
+pub(super) fn events_of(jobs: &[DeliveryJob]) -> Vec<String> {
+    jobs.iter()
+        .map(|j| crate::history::event_of(&j.body))
+        .collect()
+}
+
 /// Queues jobs in the caller's transaction (enqueue, and the outbox's
 /// commit, which records the event they come from): each becomes a PENDING
 /// notification due now. A notification already recorded stays as it is,
 /// unless the new job is a MANUAL resend: then it is due now, with a fresh
 /// schedule (a lease in flight can no longer settle it, so the resend goes
-/// out too). `events` are the jobs' matched filters (`history::events_of`).
+/// out too). `events` are the jobs' matched filters ([`events_of`]).
 pub(super) fn insert_jobs(
     tx: &rusqlite::Transaction<'_>,
     event_id: &str,
@@ -82,7 +89,7 @@ pub(super) fn write_completions(
 impl DeliveryQueue for SqliteDb {
     async fn enqueue(&self, jobs: Vec<DeliveryJob>) -> Result<(), QueueError> {
         let now = self.now_ms();
-        let events = super::history::events_of(&jobs);
+        let events = events_of(&jobs);
         self.with(move |conn| {
             let tx = conn.transaction().map_err(backend)?;
             insert_jobs(&tx, "", &jobs, &events, now)?;
