@@ -37,7 +37,7 @@ if [ "${_CONTRACT_IN_NETNS:-0}" != 1 ]; then
     bin="${WEBHOOKS_LOCAL_BIN:-}"
     if [ -z "$bin" ]; then
         cargo build --release --locked -p webhooks-local # a no-op when up to date
-        bin=target/release/webhooks-local
+        bin="${CARGO_TARGET_DIR:-target}/release/webhooks-local"
     fi
     if ! unshare --net true 2>/dev/null; then
         echo "contract: cannot create a network namespace (unshare --net); refusing to fuzz" \
