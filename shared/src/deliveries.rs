@@ -12,7 +12,8 @@ use crate::clock::{iso_millis, millis};
 use crate::error::{ApiError, FieldError};
 use crate::history::stats::{self, Stats};
 use crate::history::{
-    AttemptRecord, Claim, NotificationStatus, NotificationSummary, Trigger, Window, SORTABLE,
+    AttemptRecord, Claim, NotificationDetail, NotificationStatus, NotificationSummary, Trigger,
+    Window, SORTABLE,
 };
 use crate::ids::NotificationId;
 use crate::model::{Page, SubscriptionStatus};
@@ -186,17 +187,7 @@ pub async fn get_notification(
     uuid: &str,
 ) -> Result<NotificationDetailView, ApiError> {
     let subscription = find(app, caller, id).await?;
-    let detail = app
-        .history
-        .get(
-            &caller.org_id,
-            &subscription.id,
-            &NotificationId::from(uuid),
-        )
-        .await
-        .map_err(store_failure)?
-        .filter(|d| d.summary.created_at >= retained_since(app))
-        .ok_or_else(|| notification_not_found(uuid))?;
+    let detail = notification(app, &subscription, uuid).await?;
     let payload = RawValue::from_string(detail.payload.clone())
         .or_else(|_| serde_json::value::to_raw_value(&detail.payload))
         .map_err(|_| ApiError::internal())?;
@@ -222,17 +213,7 @@ pub async fn resend_notification(
     uuid: &str,
 ) -> Result<Resent, ApiError> {
     let subscription = active(app, caller, id).await?;
-    let detail = app
-        .history
-        .get(
-            &caller.org_id,
-            &subscription.id,
-            &NotificationId::from(uuid),
-        )
-        .await
-        .map_err(store_failure)?
-        .filter(|d| d.summary.created_at >= retained_since(app))
-        .ok_or_else(|| notification_not_found(uuid))?;
+    let detail = notification(app, &subscription, uuid).await?;
     let claim = Claim {
         job: DeliveryJob {
             id: detail.summary.id.clone(),
@@ -373,6 +354,24 @@ async fn active(app: &App, caller: &Caller, id: &str) -> Result<StoredSubscripti
         ));
     }
     Ok(subscription)
+}
+
+/// One notification of the subscription, within the retention.
+async fn notification(
+    app: &App,
+    subscription: &StoredSubscription,
+    uuid: &str,
+) -> Result<NotificationDetail, ApiError> {
+    app.history
+        .get(
+            &subscription.org_id,
+            &subscription.id,
+            &NotificationId::from(uuid),
+        )
+        .await
+        .map_err(store_failure)?
+        .filter(|d| d.summary.created_at >= retained_since(app))
+        .ok_or_else(|| notification_not_found(uuid))
 }
 
 fn notification_not_found(uuid: &str) -> ApiError {

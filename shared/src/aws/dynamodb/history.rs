@@ -11,7 +11,7 @@ use super::backoff::Backoff;
 use super::codec::{n, number, s, text};
 use super::history_items::{
     attempt_item, condition_failed, durations, notification_item, parse_attempt, parse_summary,
-    status_of, summary_item,
+    status_of, summary_item, summary_key,
 };
 use super::keys::{
     history_pk, key, millis_key, notification_pk, summary_sk, ATTEMPT, NOTIFICATION_SK,
@@ -215,10 +215,7 @@ impl DeliveryHistory for DynamoStore {
             .client
             .update_item()
             .table_name(&self.tables.messages)
-            .set_key(Some(key(
-                history_pk(&job.org_id, &job.subscription_id),
-                summary_sk(job.created_at, &job.id),
-            )))
+            .set_key(Some(summary_key(job)))
             // No summary (purged, or a job from before the history): nothing to update.
             .condition_expression("attribute_exists(pk)")
             .update_expression(expression)
@@ -405,10 +402,7 @@ impl DynamoStore {
             .client
             .update_item()
             .table_name(&self.tables.messages)
-            .set_key(Some(key(
-                history_pk(&job.org_id, &job.subscription_id),
-                summary_sk(job.created_at, &job.id),
-            )))
+            .set_key(Some(summary_key(job)))
             .condition_expression("#st = :was AND attempts = :n")
             .update_expression("SET #st = :pending, nextAttemptAt = :now")
             .expression_attribute_names("#st", "status")

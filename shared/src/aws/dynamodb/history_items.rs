@@ -12,11 +12,16 @@ use crate::history::{self, AttemptRecord, NotificationStatus, NotificationSummar
 use crate::queue::DeliveryJob;
 use crate::store::StoreError;
 
-pub(super) fn summary_item(event_id: &str, job: &DeliveryJob, ttl: AttributeValue) -> Item {
-    let mut item = key(
+/// The key of a job's notification summary.
+pub(super) fn summary_key(job: &DeliveryJob) -> Item {
+    key(
         history_pk(&job.org_id, &job.subscription_id),
         summary_sk(job.created_at, &job.id),
-    );
+    )
+}
+
+pub(super) fn summary_item(event_id: &str, job: &DeliveryJob, ttl: AttributeValue) -> Item {
+    let mut item = summary_key(job);
     item.insert("uuid".into(), s(job.id.to_string()));
     item.insert("subscriptionId".into(), s(job.subscription_id.to_string()));
     item.insert("eventId".into(), s(event_id.to_owned()));
