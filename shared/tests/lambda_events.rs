@@ -78,6 +78,11 @@ async fn expect_problem(
     );
 }
 
+/// Asserts an answer is the problem with this status and code.
+fn assert_code(got: StatusCode, body: &Value, status: StatusCode, code: &str) {
+    assert_eq!((got, body["code"].as_str()), (status, Some(code)), "{body}");
+}
+
 /// Status and JSON body; checks every error is problem+json with its status.
 fn split(response: Response<Body>) -> (StatusCode, Value) {
     let status = response.status();
@@ -623,10 +628,11 @@ async fn list_notifications() {
     let list = || request("list-notifications-ok");
     // An unknown id, then another organization's subscription with that id.
     let (status, body) = h.invoke(Endpoint::ListNotifications, list()).await;
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (StatusCode::NOT_FOUND, Some("SUBSCRIPTION_NOT_FOUND")),
-        "{body}"
+    assert_code(
+        status,
+        &body,
+        StatusCode::NOT_FOUND,
+        "SUBSCRIPTION_NOT_FOUND",
     );
     seed(
         &h.store,
@@ -637,10 +643,11 @@ async fn list_notifications() {
     )
     .await;
     let (status, body) = h.invoke(Endpoint::ListNotifications, list()).await;
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (StatusCode::NOT_FOUND, Some("SUBSCRIPTION_NOT_FOUND")),
-        "{body}"
+    assert_code(
+        status,
+        &body,
+        StatusCode::NOT_FOUND,
+        "SUBSCRIPTION_NOT_FOUND",
     );
 
     seed(
@@ -699,11 +706,7 @@ async fn list_notifications() {
             edited_request("list-notifications-ok", |e| set_query(e, "status", "LOST")),
         )
         .await;
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("VALIDATION_FAILED")),
-        "{body}"
-    );
+    assert_code(status, &body, StatusCode::BAD_REQUEST, "VALIDATION_FAILED");
 }
 
 #[tokio::test]
@@ -711,10 +714,11 @@ async fn get_notification_after_ingestion() {
     let h = history().await;
     let get = || request("get-notification-ok");
     let (status, body) = h.invoke(Endpoint::GetNotification, get()).await;
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (StatusCode::NOT_FOUND, Some("SUBSCRIPTION_NOT_FOUND")),
-        "{body}"
+    assert_code(
+        status,
+        &body,
+        StatusCode::NOT_FOUND,
+        "SUBSCRIPTION_NOT_FOUND",
     );
     seed(
         &h.store,
@@ -770,10 +774,11 @@ async fn get_notification_after_ingestion() {
             }),
         )
         .await;
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (StatusCode::NOT_FOUND, Some("SUBSCRIPTION_NOT_FOUND")),
-        "{body}"
+    assert_code(
+        status,
+        &body,
+        StatusCode::NOT_FOUND,
+        "SUBSCRIPTION_NOT_FOUND",
     );
 }
 
@@ -833,10 +838,11 @@ async fn recover_notifications() {
     let (status, body) = h
         .invoke(Endpoint::RecoverNotifications, recover_request(HOUR_MS))
         .await;
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (StatusCode::NOT_FOUND, Some("SUBSCRIPTION_NOT_FOUND")),
-        "{body}"
+    assert_code(
+        status,
+        &body,
+        StatusCode::NOT_FOUND,
+        "SUBSCRIPTION_NOT_FOUND",
     );
     seed(
         &h.store,
@@ -908,11 +914,7 @@ async fn recover_notifications() {
             request("recover-notifications-ok"),
         )
         .await;
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("VALIDATION_FAILED")),
-        "{body}"
-    );
+    assert_code(status, &body, StatusCode::BAD_REQUEST, "VALIDATION_FAILED");
     let (status, body) = h
         .invoke(
             Endpoint::RecoverNotifications,
@@ -930,10 +932,11 @@ async fn recover_notifications() {
 async fn get_delivery_stats() {
     let h = history().await;
     let (status, body) = h.invoke(Endpoint::GetDeliveryStats, stats_request(2)).await;
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (StatusCode::NOT_FOUND, Some("SUBSCRIPTION_NOT_FOUND")),
-        "{body}"
+    assert_code(
+        status,
+        &body,
+        StatusCode::NOT_FOUND,
+        "SUBSCRIPTION_NOT_FOUND",
     );
     seed(
         &h.store,

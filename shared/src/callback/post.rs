@@ -7,11 +7,10 @@ use std::time::{Duration, Instant};
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
 
 use super::{CallFailure, CallbackClient, CallbackTarget};
+use crate::history::MAX_KEPT_RESPONSE;
 
 /// At most this much of a callback's response body is read.
 pub const MAX_RESPONSE_BODY: usize = 16 * 1024;
-/// The start of the body kept for the delivery history.
-pub const KEPT_BODY: usize = crate::history::MAX_KEPT_RESPONSE;
 
 /// A notification ready to send: its body and the Standard Webhooks headers.
 pub struct SignedNotification<'a> {
@@ -32,7 +31,7 @@ pub enum Posted {
         status: u16,
         /// The raw `Retry-After` header, if any.
         retry_after: Option<String>,
-        /// The start of the answer's body (at most [`KEPT_BODY`] bytes), as text.
+        /// The start of the answer's body (at most [`MAX_KEPT_RESPONSE`] bytes), as text.
         body: String,
         elapsed: Duration,
     },
@@ -86,7 +85,7 @@ impl CallbackClient {
             match tokio::time::timeout(Duration::from_secs(1), response.chunk()).await {
                 Ok(Ok(Some(chunk))) => {
                     read += chunk.len();
-                    let room = KEPT_BODY.saturating_sub(kept.len());
+                    let room = MAX_KEPT_RESPONSE.saturating_sub(kept.len());
                     kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
                 }
                 _ => break,

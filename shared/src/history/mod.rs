@@ -123,14 +123,6 @@ pub struct Window {
     pub until: i64,
 }
 
-impl Window {
-    pub fn admits(&self, status: NotificationStatus, created_at: i64) -> bool {
-        (self.statuses.is_empty() || self.statuses.contains(&status))
-            && created_at >= self.since
-            && created_at < self.until
-    }
-}
-
 /// A notification to send again (resend, recover): its job, MANUAL, and
 /// its state as read, which [`DeliveryHistory::mark_pending`] checks.
 #[derive(Debug, Clone, PartialEq, Eq)]
