@@ -5,7 +5,9 @@
 //! (with the `standardwebhooks` crate, independent of the sender's code),
 //! says so on stderr, and answers 401 to a bad one. With `--fail-first N`
 //! it answers the first N notifications `500` (to see failed deliveries in
-//! the history, and resend them).
+//! the history, and resend them); with `--fail-all`, every one until it gets
+//! `SIGUSR1`, which switches failing off (and on again, the next time).
+//! `--fail-body` is the body of those answers, as `text/html`.
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
@@ -33,12 +35,19 @@ pub struct ListenArgs {
     /// Answer the first N notifications `500 Internal Server Error`.
     #[arg(long, default_value_t = 0)]
     fail_first: u64,
+    /// Answer every notification `500` until SIGUSR1 (each SIGUSR1 switches failing off or on).
+    #[arg(long)]
+    fail_all: bool,
+    /// The body of the `500` answers (sent as text/html; charset=utf-8).
+    #[arg(long, default_value = "")]
+    fail_body: String,
 }
 
 struct Listener {
     verifier: Option<standardwebhooks::Webhook>,
-    /// Notifications still to answer 500.
+    /// Notifications still to answer 500 (`u64::MAX` with `--fail-all`).
     failures_left: AtomicU64,
+    fail_body: String,
 }
 
 pub fn run(args: ListenArgs) -> Result<(), String> {
@@ -50,8 +59,14 @@ pub fn run(args: ListenArgs) -> Result<(), String> {
     };
     let listener_state = Arc::new(Listener {
         verifier,
-        failures_left: AtomicU64::new(args.fail_first),
+        failures_left: AtomicU64::new(if args.fail_all {
+            FAIL_ALL
+        } else {
+            args.fail_first
+        }),
+        fail_body: args.fail_body,
     });
+    let toggled = listener_state.clone();
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     runtime.block_on(async move {
         let addr = SocketAddr::new(args.host, args.port);
@@ -60,6 +75,8 @@ pub fn run(args: ListenArgs) -> Result<(), String> {
             .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         eprintln!("webhooks-local listen: receiving callbacks on http://{addr}/");
+        #[cfg(unix)]
+        tokio::spawn(toggle_on_sigusr1(toggled));
         let router = axum::Router::new()
             .fallback(receive)
             .with_state(listener_state);
@@ -107,13 +124,51 @@ async fn receive(State(state): State<Arc<Listener>>, request: Request) -> Respon
     let _ = out.flush();
     let fail = state
         .failures_left
-        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| match n {
+            FAIL_ALL => Some(FAIL_ALL),
+            n => n.checked_sub(1),
+        })
         .is_ok();
     if fail {
-        eprintln!("notification {id}: answered 500 (--fail-first)");
-        return respond(StatusCode::INTERNAL_SERVER_ERROR, None);
+        eprintln!("notification {id}: answered 500 (--fail-first or --fail-all)");
+        let mut response = respond(StatusCode::INTERNAL_SERVER_ERROR, None);
+        if !state.fail_body.is_empty() {
+            response.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("text/html; charset=utf-8"),
+            );
+            *response.body_mut() = Body::from(state.fail_body.clone());
+        }
+        return response;
     }
     respond(StatusCode::OK, None)
+}
+
+/// `failures_left` of `--fail-all`: never counts down.
+const FAIL_ALL: u64 = u64::MAX;
+
+/// Each SIGUSR1 switches failing off (when it fails) or on (every
+/// notification, as `--fail-all`): a receiver to break and fix by hand.
+#[cfg(unix)]
+async fn toggle_on_sigusr1(state: Arc<Listener>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Ok(mut signals) = signal(SignalKind::user_defined1()) else {
+        eprintln!("webhooks-local listen: cannot handle SIGUSR1");
+        return;
+    };
+    while signals.recv().await.is_some() {
+        let failing = state.failures_left.load(Ordering::SeqCst) > 0;
+        let now = if failing { 0 } else { FAIL_ALL };
+        state.failures_left.store(now, Ordering::SeqCst);
+        eprintln!(
+            "SIGUSR1: {}",
+            if failing {
+                "answering 200 from now on"
+            } else {
+                "answering 500 from now on"
+            }
+        );
+    }
 }
 
 fn respond(status: StatusCode, token: Option<http::HeaderValue>) -> Response<Body> {

@@ -11,6 +11,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
 use webhook_core::auth::jwt::{self, Verifier, ALL_SCOPES};
 use webhook_core::auth::Authenticator;
+use webhook_core::console::{self, Console, ConsoleConfig};
 use webhook_core::delivery;
 use webhook_core::history::purge::run_purges;
 use webhook_core::http::{error_response, payload_too_large, MAX_BODY};
@@ -23,6 +24,7 @@ use crate::ServeArgs;
 struct Server {
     services: Services,
     auth: Authenticator,
+    console: Console,
 }
 
 pub fn run(args: ServeArgs) -> Result<(), String> {
@@ -43,6 +45,7 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
             config.jwt.hs256_secret = Some(creds.jwt_secret.clone());
         }
     }
+    let console = Console::new(&ConsoleConfig::from_env().map_err(|e| e.to_string())?);
     let concurrency = config.delivery_concurrency;
     let auth = Authenticator::new(
         config.api_keys.clone(),
@@ -71,7 +74,11 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         std::future::pending(),
     );
     let purges = run_purges(services.app.clone(), std::future::pending());
-    let server = Arc::new(Server { services, auth });
+    let server = Arc::new(Server {
+        services,
+        auth,
+        console,
+    });
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(args.addr)
             .await
@@ -103,11 +110,47 @@ impl Banner {
             println!("Bearer token for org-1:   {token}");
             println!("More tokens:              webhooks-local token --org <ORG>");
         }
+        println!("{}", self.console_line(addr));
     }
+
+    /// The console's address; with the generated key and the token, a link
+    /// that signs in at once. They ride in the fragment, which the browser
+    /// never sends to a server (and the page removes from the address bar).
+    fn console_line(&self, addr: std::net::SocketAddr) -> String {
+        let page = format!("http://{addr}/prod{}", console::PATH);
+        match (&self.api_key, &self.token) {
+            (Some(key), Some(token)) => format!(
+                "Console (signed in):      {page}#key={}&token={}",
+                form_urlencoded(key),
+                form_urlencoded(token)
+            ),
+            _ => format!("Console:                  {page}"),
+        }
+    }
+}
+
+/// A value for an `application/x-www-form-urlencoded` fragment.
+fn form_urlencoded(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 async fn handle(State(server): State<Arc<Server>>, request: Request) -> Response<Body> {
     let (parts, body) = request.into_parts();
+    if let Some(rest) = console::rest_of_path(parts.uri.path()) {
+        // The console's page and files: no API key, no token.
+        return server
+            .console
+            .serve(&parts.method, rest, &parts.headers)
+            .map(Body::from);
+    }
     if let Some(response) = openapi_document(&parts) {
         return response;
     }

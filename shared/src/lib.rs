@@ -5,6 +5,7 @@
 //! - [`filter`]: the event filter grammar
 //! - [`subscription`], [`message`], [`deliveries`]: the handlers
 //! - [`routes`]: the endpoints, described once for both runtimes
+//! - [`console`]: the web console's embedded page and files, with their headers
 //! - [`http`]: dispatch, parsing and problem+json rendering shared by runtimes
 //! - [`auth`]: API keys, bearer tokens, organization and scopes
 //! - [`callback`]: SSRF policy, handshake (and delivery) to client callbacks
@@ -23,6 +24,7 @@ pub mod aws;
 pub mod callback;
 pub mod clock;
 pub mod config;
+pub mod console;
 pub mod deliveries;
 pub mod delivery;
 pub mod error;

@@ -10,6 +10,7 @@
 //! a custom domain's base path) is not parsed.
 
 pub mod authorizer;
+pub mod console;
 pub mod pre_token;
 pub mod queues;
 
@@ -143,7 +144,7 @@ pub fn caller(request: &Request) -> Result<Caller, ApiError> {
 
 /// A response for API Gateway: JSON bodies as text (REST APIs pass base64
 /// bodies through undecoded unless binary media types are configured).
-fn into_lambda(response: Response<Bytes>) -> Response<Body> {
+pub(crate) fn into_lambda(response: Response<Bytes>) -> Response<Body> {
     response.map(|bytes| {
         if bytes.is_empty() {
             Body::Empty

@@ -1,0 +1,80 @@
+// How values from the API are shown: times, durations, and the failure
+// codes of handshakes and deliveries in words.
+
+const pad = (n) => String(n).padStart(2, '0');
+
+/** ISO 8601 → local "YYYY-MM-DD HH:MM:SS"; '—' when absent. */
+export function time(iso) {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return String(iso);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} `
+    + `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+/** A span of milliseconds in the largest sensible unit. */
+export function span(ms) {
+  const abs = Math.abs(ms);
+  if (abs < 1000) return `${Math.round(abs)} ms`;
+  if (abs < 60_000) return `${Math.round(abs / 1000)} s`;
+  if (abs < 3_600_000) return `${Math.round(abs / 60_000)} min`;
+  if (abs < 2 * 86_400_000) return `${Math.round(abs / 3_600_000)} h`;
+  return `${Math.round(abs / 86_400_000)} days`;
+}
+
+/** "in 5 min" / "3 h ago" relative to now. */
+export function relative(iso, now = Date.now()) {
+  if (!iso) return '';
+  const ms = new Date(iso).getTime() - now;
+  if (Number.isNaN(ms)) return '';
+  return ms >= 0 ? `in ${span(ms)}` : `${span(ms)} ago`;
+}
+
+/** A local datetime-local input value for a time. */
+export function inputValue(ms) {
+  const d = new Date(ms);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+/** What a failing step means (handshake and delivery codes). */
+export const CODES = {
+  DNS_FAILED: 'the callback\'s host name could not be resolved',
+  ADDRESS_FORBIDDEN: 'the callback\'s address is not allowed (loopback, private, link-local or reserved)',
+  CONNECT_FAILED: 'the service could not connect to the callback',
+  TLS_FAILED: 'the TLS handshake with the callback failed',
+  TIMEOUT: 'the callback did not answer in time',
+  BAD_STATUS: 'the callback answered with a status other than the one expected',
+  TOKEN_MISSING: 'the callback\'s answer did not echo the validation-token header',
+  TOKEN_MISMATCH: 'the callback echoed a different validation-token than the one sent',
+  REDIRECT: 'the callback answered with a redirect, which is never followed',
+  SUBSCRIPTION_NOT_ACTIVE: 'the subscription was deleted, not ACTIVE or expired, so it was not sent',
+  UNSENDABLE: 'the notification can never be sent (unusable secret or uri)',
+};
+
+/** A code in words, with the code itself. */
+export function code(value) {
+  if (!value) return '—';
+  const words = CODES[value];
+  return words ? `${words} (${value})` : String(value);
+}
+
+/** The failing step of a handshake, as a sentence. */
+export function handshakeFailure(value) {
+  const words = CODES[value];
+  return words ? `Handshake failed: ${words}.` : null;
+}
+
+/** Subscription statuses in words. */
+export const STATUS_HELP = {
+  ACTIVE: 'receives notifications',
+  BLACKLISTED: 'deliveries kept failing: reactivate it once the callback works',
+  EXPIRED: 'past its expiry: reactivate it to receive notifications again',
+};
+
+/** Filter paths in words. */
+export function filterWords(filter) {
+  const m = /^\/orgId\/([^/]+)\/department\/([^/]+)\/(message\?direction=(inbound|outbound)|contact)$/.exec(filter);
+  if (!m) return String(filter);
+  const what = m[4] ? `${m[4]} messages` : 'contact changes';
+  return `${what} of department ${m[2]}`;
+}

@@ -1,0 +1,85 @@
+// Creating a subscription: the callback uri, its filters, an optional
+// expiry. The service calls the callback's handshake before storing it;
+// when that fails, the failing step is said in words.
+
+import { h } from './dom.js';
+import * as api from './api.js';
+import * as auth from './auth.js';
+import { handshakeFailure } from './format.js';
+
+const KINDS = [
+  ['message?direction=inbound', 'Inbound messages'],
+  ['message?direction=outbound', 'Outbound messages'],
+  ['contact', 'Contact changes'],
+];
+
+/** The form; `created(subscription)` is called after a create. */
+export function form({ created, cancel }) {
+  const org = auth.current().organization || '<org>';
+  const uri = h('input', { id: 'new-uri', name: 'uri', type: 'url', required: true, placeholder: 'https://example.com/webhooks', autocomplete: 'off' });
+  const filters = h('textarea', { id: 'new-filters', name: 'filters', rows: 3, spellcheck: 'false', required: true });
+  filters.value = `/orgId/${org}/department/dep-1/message?direction=inbound`;
+  const department = h('input', { id: 'new-department', type: 'text', value: 'dep-1', 'aria-label': 'Department', size: 10 });
+  const kind = h('select', { id: 'new-kind', 'aria-label': 'Event kind' }, KINDS.map(([v, label]) => h('option', { value: v }, label)));
+  const add = h('button', { type: 'button' }, 'Add filter');
+  add.addEventListener('click', () => {
+    const line = `/orgId/${org}/department/${department.value.trim() || 'dep-1'}/${kind.value}`;
+    const lines = filters.value.split('\n').map((l) => l.trim()).filter(Boolean);
+    if (!lines.includes(line)) lines.push(line);
+    filters.value = lines.join('\n');
+  });
+  const expires = h('input', { id: 'new-expires', name: 'expires', type: 'datetime-local' });
+  const error = h('div', { class: 'error', role: 'alert', hidden: true });
+  const submit = h('button', { type: 'submit', class: 'primary' }, 'Create subscription');
+  const close = h('button', { type: 'button' }, 'Cancel');
+  close.addEventListener('click', cancel);
+
+  const el = h('form', { class: 'card create', novalidate: true, 'aria-labelledby': 'create-title' },
+    h('h2', { id: 'create-title' }, 'New subscription'),
+    h('label', { for: 'new-uri' }, 'Callback URI'),
+    uri,
+    h('p', { class: 'hint' }, 'The service first sends it a GET with a validation-token header, which it must echo in a 200 answer.'),
+    h('label', { for: 'new-filters' }, 'Event filters (one per line)'),
+    filters,
+    h('div', { class: 'inline' }, department, kind, add),
+    h('label', { for: 'new-expires' }, 'Expires (optional)'),
+    expires,
+    h('p', { class: 'hint' }, 'Empty: the default lifetime (90 days unless the service is configured otherwise).'),
+    error,
+    h('div', { class: 'actions' }, close, submit));
+
+  el.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    error.hidden = true;
+    const body = {
+      uri: uri.value.trim(),
+      eventFilters: filters.value.split('\n').map((l) => l.trim()).filter(Boolean),
+      expiresDateInMillies: expires.value ? new Date(expires.value).getTime() : 0,
+    };
+    if (!body.uri) {
+      error.replaceChildren('Enter the callback URI.');
+      error.hidden = false;
+      uri.focus();
+      return;
+    }
+    submit.disabled = true;
+    submit.textContent = 'Calling the callback…';
+    try {
+      const subscription = await api.post('webhooksubscription', body);
+      created(subscription);
+    } catch (e) {
+      const words = handshakeFailure(e.code);
+      error.replaceChildren(
+        h('strong', {}, words || 'The subscription was not created.'),
+        h('br'),
+        e.message,
+        e.code ? ` (${e.code})` : '');
+      error.hidden = false;
+    } finally {
+      submit.disabled = false;
+      submit.textContent = 'Create subscription';
+    }
+  });
+  setTimeout(() => uri.focus());
+  return el;
+}

@@ -1,0 +1,178 @@
+// The subscriptions page: every subscription of the organization with its
+// uri, status, filters (disabled ones with their reason) and expiry; create,
+// delete (confirmed), reactivate (post its uri again), reveal and copy the
+// signing secret.
+
+import { h, show, toast, confirmDialog, badge } from './dom.js';
+import * as api from './api.js';
+import { time, relative, filterWords, STATUS_HELP, handshakeFailure } from './format.js';
+import { form } from './subscription-form.js';
+
+const SIZE = 20;
+
+export function render(main, ctx) {
+  let page = 0;
+  const status = h('div', { class: 'status-line', role: 'status', 'aria-live': 'polite' });
+  const list = h('div', { class: 'list' });
+  const formSlot = h('div');
+  const newButton = h('button', { type: 'button', class: 'primary' }, 'New subscription');
+  const pager = h('nav', { class: 'pager', 'aria-label': 'Pages of subscriptions' });
+
+  const openForm = () => {
+    newButton.hidden = true;
+    show(formSlot, form({
+      created: (sub) => {
+        closeForm();
+        toast(`Subscription created: ${sub.uri}`);
+        page = 0;
+        load();
+      },
+      cancel: () => closeForm(),
+    }));
+  };
+  const closeForm = () => { show(formSlot); newButton.hidden = false; newButton.focus(); };
+  newButton.addEventListener('click', openForm);
+
+  show(main,
+    h('div', { class: 'page-head' },
+      h('h1', {}, 'Subscriptions'),
+      newButton),
+    formSlot, status, list, pager);
+
+  async function load() {
+    show(status, h('span', { class: 'spinner', 'aria-hidden': 'true' }), 'Loading subscriptions…');
+    let result;
+    try {
+      result = await api.get('webhooksubscription/all', { page, size: SIZE, sort: 'createdDateTime,desc' });
+    } catch (e) {
+      if (!ctx.alive()) return;
+      show(status, h('p', { class: 'error', role: 'alert' }, `Could not load the subscriptions: ${e.message}`));
+      return;
+    }
+    if (!ctx.alive()) return;
+    show(status);
+    if (result.totalElements === 0) {
+      show(list, h('div', { class: 'empty' },
+        h('h2', {}, 'No subscriptions yet'),
+        h('p', {}, 'Create one with "New subscription": give the URL of your callback and the events it wants. '
+          + 'Locally, "webhooks-local listen --port 4000" runs a callback that answers the handshake.')));
+      show(pager);
+      return;
+    }
+    show(list, h('ul', { class: 'cards', 'aria-label': 'Subscriptions' }, result.content.map((sub) => card(sub))));
+    renderPager(result);
+  }
+
+  function renderPager(result) {
+    if (result.totalPages <= 1) {
+      show(pager, h('span', { class: 'muted' }, `${result.totalElements} subscription${result.totalElements === 1 ? '' : 's'}`));
+      return;
+    }
+    const prev = h('button', { type: 'button', disabled: result.first }, 'Previous');
+    const next = h('button', { type: 'button', disabled: result.last }, 'Next');
+    prev.addEventListener('click', () => { page -= 1; load(); });
+    next.addEventListener('click', () => { page += 1; load(); });
+    show(pager, prev, h('span', {}, `Page ${result.number + 1} of ${result.totalPages} (${result.totalElements} subscriptions)`), next);
+  }
+
+  function card(sub) {
+    const secretSlot = h('div', { class: 'secret' });
+    const actions = h('div', { class: 'actions' });
+    const deliveries = h('a', { class: 'button primary', href: `#/subscriptions/${api.enc(sub.id)}` }, 'Deliveries');
+    const reveal = h('button', { type: 'button' }, 'Reveal secret');
+    const remove = h('button', { type: 'button', class: 'danger' }, 'Delete');
+    actions.append(deliveries, reveal);
+    if (sub.status === 'BLACKLISTED' || sub.status === 'EXPIRED') {
+      const reactivate = h('button', { type: 'button', class: 'secondary' }, 'Reactivate');
+      reactivate.addEventListener('click', () => reactivateSub(sub, reactivate));
+      actions.append(reactivate);
+    }
+    actions.append(remove);
+
+    reveal.addEventListener('click', () => toggleSecret(sub, reveal, secretSlot));
+    remove.addEventListener('click', async () => {
+      const yes = await confirmDialog({
+        title: 'Delete this subscription?',
+        body: `${sub.uri} will receive no more notifications, and its delivery history will no longer be reachable. This cannot be undone.`,
+        confirm: 'Delete',
+        danger: true,
+      });
+      if (!yes) { remove.focus(); return; }
+      remove.disabled = true;
+      try {
+        await api.del(`webhooksubscription/${api.enc(sub.id)}`);
+        toast(`Deleted ${sub.uri}`);
+        load();
+      } catch (e) {
+        remove.disabled = false;
+        show(status, h('p', { class: 'error', role: 'alert' }, `Could not delete: ${e.message}`));
+      }
+    });
+
+    const filters = h('ul', { class: 'filters' },
+      sub.eventFilters.map((f) => h('li', {}, h('code', {}, f), h('span', { class: 'muted' }, ` ${filterWords(f)}`))),
+      (sub.disabledFilters || []).map((d) => h('li', { class: 'disabled-filter' },
+        h('code', {}, d.filter),
+        h('span', { class: 'reason' }, ` disabled: ${d.reason}`),
+        d.message ? h('span', { class: 'muted' }, ` (${d.message})`) : null)));
+
+    return h('li', { class: 'card subscription', 'data-id': sub.id },
+      h('div', { class: 'card-head' },
+        h('h2', { class: 'uri' }, sub.uri),
+        badge(sub.status)),
+      h('p', { class: 'muted' }, STATUS_HELP[sub.status] || ''),
+      h('dl', { class: 'facts' },
+        h('dt', {}, 'Filters'), h('dd', {}, filters),
+        h('dt', {}, 'Expires'), h('dd', {}, `${time(sub.expirationTime)} `, h('span', { class: 'muted' }, `(${relative(sub.expirationTime)})`)),
+        h('dt', {}, 'Created'), h('dd', {}, time(sub.createdDateTime)),
+        h('dt', {}, 'Id'), h('dd', {}, h('code', {}, sub.id))),
+      secretSlot,
+      actions);
+  }
+
+  async function toggleSecret(sub, button, slot) {
+    if (slot.childElementCount) {
+      show(slot);
+      button.textContent = 'Reveal secret';
+      return;
+    }
+    button.disabled = true;
+    try {
+      const { key } = await api.get(`webhooksubscription/${api.enc(sub.id)}/secret`);
+      const copy = h('button', { type: 'button' }, 'Copy');
+      copy.addEventListener('click', async () => {
+        try {
+          await navigator.clipboard.writeText(key);
+          toast('Signing secret copied');
+        } catch {
+          toast('Copying was refused by the browser: select the secret and copy it');
+        }
+      });
+      show(slot, h('label', {}, 'Signing secret'), h('div', { class: 'inline' }, h('code', { class: 'secret-value' }, key), copy));
+      button.textContent = 'Hide secret';
+    } catch (e) {
+      show(slot, h('p', { class: 'error', role: 'alert' }, `Could not read the secret: ${e.message}`));
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  async function reactivateSub(sub, button) {
+    button.disabled = true;
+    button.textContent = 'Calling the callback…';
+    try {
+      // Posting the uri again re-runs the handshake and reactivates it
+      // (a fresh default lifetime: an EXPIRED one's expiry is past).
+      await api.post('webhooksubscription', { uri: sub.uri, eventFilters: sub.eventFilters, expiresDateInMillies: 0 });
+      toast(`Reactivated ${sub.uri}`);
+      load();
+    } catch (e) {
+      button.disabled = false;
+      button.textContent = 'Reactivate';
+      const words = handshakeFailure(e.code);
+      show(status, h('p', { class: 'error', role: 'alert' }, `Could not reactivate: ${words ? `${words} ` : ''}${e.message}`));
+    }
+  }
+
+  load();
+}
