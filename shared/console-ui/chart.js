@@ -15,11 +15,14 @@ function hourLabel(iso) {
   return `${String(d.getHours()).padStart(2, '0')}:00`;
 }
 
-/** A figure with the chart, its legend and the percentiles. */
-export function chart(stats) {
+/**
+ * A figure with the chart, its legend and the percentiles; `width` is the
+ * room it has in CSS pixels, so that its text stays readable on a phone.
+ */
+export function chart(stats, width = 720) {
   const buckets = stats.buckets || [];
-  const width = 720;
-  const height = 220;
+  width = Math.max(300, Math.min(1000, Math.round(width)));
+  const height = width < 500 ? 170 : 220;
   const left = 36;
   const bottom = 28;
   const top = 10;
@@ -42,7 +45,7 @@ export function chart(stats) {
       s('line', { x1: left, x2: width - 8, y1: y(v), y2: y(v), class: 'grid' }),
       s('text', { x: left - 6, y: y(v) + 4, class: 'axis', 'text-anchor': 'end' }, String(v)));
   }
-  const every = Math.max(1, Math.ceil(buckets.length / 8));
+  const every = Math.max(1, Math.ceil(buckets.length / Math.max(3, Math.floor(width / 90))));
   buckets.forEach((b, i) => {
     const x0 = left + i * slot + (slot - barW * SERIES.length) / 2;
     SERIES.forEach(([key, label], j) => {

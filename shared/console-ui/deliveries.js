@@ -85,7 +85,7 @@ export function render(main, ctx) {
   async function loadStats() {
     try {
       const stats = await api.get(`${base}/stats`);
-      if (ctx.alive()) show(statsSlot, chart(stats));
+      if (ctx.alive()) show(statsSlot, chart(stats, statsSlot.clientWidth - 42));
     } catch (e) {
       if (ctx.alive()) show(statsSlot, h('p', { class: 'error', role: 'alert' }, `Could not load the chart: ${e.message}`));
     }

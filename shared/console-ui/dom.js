@@ -1,7 +1,7 @@
 // DOM helpers. Every value is put into the page as text (text nodes,
 // textContent, attribute values): nothing is ever parsed as markup, so a
 // callback that answers with HTML shows as that HTML's text. The page's
-// Content-Security-Policy requires Trusted Types, so innerHTML with a string
+// Content-Security-Policy requires Trusted Types, so assigning markup as a string
 // would throw anyway.
 
 const SVG_NS = 'http://www.w3.org/2000/svg';

@@ -99,6 +99,9 @@ const event = (n) => api('POST', 'events', {
 });
 
 async function shot(name) {
+  // Without the passing toast, which would cover what the screenshot is of.
+  await page.evaluate(() => document.getElementById('toast').classList.remove('visible'));
+  await page.waitForTimeout(250);
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 }
 

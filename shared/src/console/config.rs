@@ -131,7 +131,10 @@ mod tests {
     fn oauth_is_both_variables_or_neither() {
         assert_eq!(config(&[]).unwrap().oauth, None);
         let c = config(&[
-            (OAUTH_DOMAIN_VAR, "https://x.auth.eu-west-1.amazoncognito.com/"),
+            (
+                OAUTH_DOMAIN_VAR,
+                "https://x.auth.eu-west-1.amazoncognito.com/",
+            ),
             (OAUTH_CLIENT_ID_VAR, "abc123"),
         ])
         .unwrap()

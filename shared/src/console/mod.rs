@@ -220,7 +220,9 @@ mod tests {
             assert_eq!(r.headers()[header::CONTENT_TYPE], asset.content_type);
             assert_eq!(r.headers()[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
             assert!(!r.body().is_empty());
-            let csp = r.headers()[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+            let csp = r.headers()[header::CONTENT_SECURITY_POLICY]
+                .to_str()
+                .unwrap();
             assert!(csp.contains("connect-src 'self';"), "{csp}");
             assert!(!csp.contains("unsafe"), "{csp}");
         }
@@ -233,6 +235,29 @@ mod tests {
         let post = console.serve(&Method::POST, "", &HeaderMap::new());
         assert_eq!(post.status(), StatusCode::METHOD_NOT_ALLOWED);
         assert_eq!(post.headers()[header::ALLOW], "GET, HEAD");
+    }
+
+    #[test]
+    fn no_file_turns_text_into_markup_or_code() {
+        for asset in assets::FILES.iter().chain([&assets::INDEX]) {
+            for sink in [
+                "innerHTML",
+                "outerHTML",
+                "insertAdjacentHTML",
+                "document.write",
+                "eval(",
+                "new Function",
+                "style=",
+                "localStorage",
+            ] {
+                assert!(
+                    !asset.body.contains(sink),
+                    "{} uses {sink}: values from the API must be text",
+                    asset.name
+                );
+            }
+        }
+        assert!(!assets::INDEX.body.contains("<script>"), "no inline script");
     }
 
     #[test]
