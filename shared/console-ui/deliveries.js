@@ -82,10 +82,25 @@ export function render(main, ctx) {
     }
   }
 
+  // The chart is drawn for the room it has: again when that changes (a phone turned).
+  let lastStats = null;
+  let drawnFor = 0;
+  const draw = () => {
+    drawnFor = statsSlot.clientWidth;
+    show(statsSlot, chart(lastStats, drawnFor - 42));
+  };
+  const resized = new ResizeObserver(() => {
+    if (!ctx.alive()) { resized.disconnect(); return; }
+    if (lastStats && Math.abs(statsSlot.clientWidth - drawnFor) > 16) draw();
+  });
+  resized.observe(statsSlot);
+
   async function loadStats() {
     try {
       const stats = await api.get(`${base}/stats`);
-      if (ctx.alive()) show(statsSlot, chart(stats, statsSlot.clientWidth - 42));
+      if (!ctx.alive()) return;
+      lastStats = stats;
+      draw();
     } catch (e) {
       if (ctx.alive()) show(statsSlot, h('p', { class: 'error', role: 'alert' }, `Could not load the chart: ${e.message}`));
     }

@@ -14,6 +14,8 @@ import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
+import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -275,6 +277,8 @@ test('recover failed since a time, and the empty state of a filter', async () =>
 test('readable at a phone\'s width', async () => {
   await page.setViewportSize({ width: 390, height: 844 });
   await page.locator('tr[data-status="DELIVERED"]').first().waitFor();
+  // The chart is drawn again for the phone's width, so its text keeps its size.
+  await page.waitForFunction(() => document.querySelector('svg.chart')?.viewBox.baseVal.width < 400);
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `the page is ${overflow}px wider than the phone`);
   await shot('phone-deliveries');
@@ -313,6 +317,70 @@ test('sign out: nothing of the session is left', async () => {
   await page.getByRole('heading', { name: 'Sign in' }).waitFor();
   const stored = await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie);
   assert.ok(!stored.includes(apiKey) && !stored.includes(token), 'credentials in storage');
+});
+
+test('hosted sign-in: authorization code + PKCE, the token refreshed before it expires, revoked on sign-out', async () => {
+  // A stand-in for the Cognito hosted UI and token endpoint on loopback
+  // (the console's configuration allows http for a loopback provider).
+  const calls = [];
+  let challenge;
+  let providerToken;
+  const provider = createHttpServer((req, res) => {
+    const url = new URL(req.url, 'http://x');
+    let body = '';
+    req.on('data', (c) => { body += c; });
+    req.on('end', () => {
+      if (url.pathname === '/oauth2/authorize') {
+        calls.push({ path: url.pathname, query: Object.fromEntries(url.searchParams) });
+        challenge = url.searchParams.get('code_challenge');
+        const back = new URL(url.searchParams.get('redirect_uri'));
+        back.search = new URLSearchParams({ code: 'the-code', state: url.searchParams.get('state') }).toString();
+        res.writeHead(302, { Location: back.toString() }).end();
+        return;
+      }
+      const form = Object.fromEntries(new URLSearchParams(body));
+      calls.push({ path: url.pathname, form });
+      res.setHeader('Access-Control-Allow-Origin', '*');
+      if (url.pathname === '/oauth2/revoke') { res.writeHead(200).end(); return; }
+      const verified = form.grant_type === 'refresh_token'
+        ? form.refresh_token === 'refresh-1'
+        : createHash('sha256').update(form.code_verifier || '').digest('base64url') === challenge && form.code === 'the-code';
+      if (!verified) { res.writeHead(400, { 'Content-Type': 'application/json' }).end('{"error":"invalid_grant"}'); return; }
+      res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({
+        access_token: providerToken, refresh_token: 'refresh-1', expires_in: 62, token_type: 'Bearer',
+      }));
+    });
+  });
+  await new Promise((r) => provider.listen(0, '127.0.0.1', r));
+  const domain = `http://127.0.0.1:${provider.address().port}`;
+  try {
+    const server = await start(['serve', '--addr', '127.0.0.1:0', '--data-dir', join(work, 'data-oauth')], {
+      RUST_LOG: 'warn', WEBHOOKS_API_KEYS: '', WEBHOOKS_JWT_HS256_SECRET: '',
+      WEBHOOKS_CONSOLE_OAUTH_DOMAIN: domain, WEBHOOKS_CONSOLE_OAUTH_CLIENT_ID: 'publicclient',
+    }, /Console \(signed in\): +\S+\n/);
+    const banner = server.output();
+    const consoleUrl = `${/listening on (\S+)/.exec(banner)[1]}/console`;
+    providerToken = /Bearer token for org-1: +(\S+)/.exec(banner)[1];
+    const key = /API key \(x-api-key\): +(\S+)/.exec(banner)[1];
+    await page.goto(consoleUrl);
+    await page.getByRole('button', { name: 'Sign in with your organization account' }).click();
+    await page.getByRole('alert').filter({ hasText: 'Enter the API key first' }).waitFor();
+    await page.getByLabel('API key').fill(key);
+    await page.getByRole('button', { name: 'Sign in with your organization account' }).click();
+    await page.getByRole('heading', { name: 'Subscriptions', level: 1 }).waitFor();
+    const authorize = calls.find((c) => c.path === '/oauth2/authorize').query;
+    assert.equal(authorize.code_challenge_method, 'S256');
+    assert.equal(authorize.client_id, 'publicclient');
+    assert.equal(authorize.redirect_uri, consoleUrl);
+    assert.equal(new URL(page.url()).search, '', 'the code left the address bar');
+    assert.equal(await page.evaluate(() => sessionStorage.length), 0, 'the round trip left nothing behind');
+    // expires_in 62 s: refreshed a minute early, i.e. after 2 s (at least 5 s).
+    await waitFor(() => calls.some((c) => c.form?.grant_type === 'refresh_token'), 'the refresh', 15_000);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await waitFor(() => calls.some((c) => c.path === '/oauth2/revoke' && c.form.token === 'refresh-1'), 'the revocation');
+  } finally {
+    provider.close();
+  }
 });
 
 test('no script error, no CSP violation, no dialog during the whole run', () => {
