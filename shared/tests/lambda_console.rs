@@ -7,10 +7,13 @@ use lambda_http::{Body, Response};
 use webhook_core::console::{Console, ConsoleConfig};
 use webhook_core::lambda::console::handle;
 
-fn request(name: &str) -> lambda_http::Request {
+fn event_text(name: &str) -> String {
     let path = format!("{}/../events/{name}.json", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    lambda_http::request::from_str(&text)
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn request(name: &str) -> lambda_http::Request {
+    lambda_http::request::from_str(&event_text(name))
         .unwrap_or_else(|e| panic!("events/{name}.json is not an API Gateway event: {e}"))
 }
 
@@ -47,6 +50,18 @@ fn the_page_is_served_without_an_authorizer() {
     let csp = header(&response, "content-security-policy");
     assert!(csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"));
     assert_eq!(header(&response, "x-content-type-options"), "nosniff");
+}
+
+#[test]
+fn the_page_with_a_trailing_slash_redirects_to_the_page() {
+    let mut event: serde_json::Value = serde_json::from_str(&event_text("console-page")).unwrap();
+    event["path"] = "/console/".into();
+    event["requestContext"]["path"] = "/prod/console/".into();
+    let request = lambda_http::request::from_str(&event.to_string()).unwrap();
+    let console = Console::new(&ConsoleConfig::default());
+    let response = handle(&console, request).unwrap();
+    assert_eq!(response.status(), StatusCode::PERMANENT_REDIRECT);
+    assert_eq!(header(&response, "location"), "../console");
 }
 
 #[test]

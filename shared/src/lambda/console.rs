@@ -12,11 +12,14 @@ use crate::console::Console;
 
 /// Serves one API Gateway request for the console. Never fails.
 pub fn handle(console: &Console, request: Request) -> Result<Response<Body>, Infallible> {
-    let rest = request
-        .path_parameters_ref()
-        .and_then(|p| p.first("proxy"))
-        .map(|file| format!("/{file}"))
-        .unwrap_or_default();
+    let rest = match request.path_parameters_ref().and_then(|p| p.first("proxy")) {
+        Some(file) => format!("/{file}"),
+        // API Gateway routes `/console/` to the page's route: answer it as
+        // `webhooks-local` does (a redirect to the page, so that its relative
+        // links resolve where they should).
+        None if request.uri().path().ends_with('/') => "/".to_owned(),
+        None => String::new(),
+    };
     Ok(into_lambda(console.serve(
         request.method(),
         &rest,
