@@ -18,7 +18,7 @@ use crate::page::PageRequest;
 use crate::queue::{DeliveryQueue, Outbox};
 use crate::routes::{route_not_found, Route};
 use crate::services::Services;
-use crate::{deliveries, message, subscription};
+use crate::{deliveries, message, rotation, subscription};
 
 /// Request bodies larger than this are refused with 413.
 pub const MAX_BODY: usize = 64 * 1024;
@@ -79,6 +79,18 @@ async fn dispatch(
             StatusCode::OK,
             &subscription::get_subscription_secret(app, caller, &id).await?,
         ),
+        Route::RotateSubscriptionSecret(id) => {
+            // The body is optional: none (or an empty one) takes the defaults.
+            let request = if body.iter().all(u8::is_ascii_whitespace) {
+                Default::default()
+            } else {
+                parse_json(headers, body)?
+            };
+            json(
+                StatusCode::OK,
+                &rotation::rotate_subscription_secret(app, caller, &id, request).await?,
+            )
+        }
         Route::GetMessage(id) => json(
             StatusCode::OK,
             &message::get_message(app, caller, &id).await?,

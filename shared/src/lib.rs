@@ -3,7 +3,7 @@
 //!
 //! - [`model`]: the wire types of the public interface
 //! - [`filter`]: the event filter grammar
-//! - [`subscription`], [`message`], [`deliveries`]: the handlers
+//! - [`subscription`], [`rotation`], [`message`], [`deliveries`]: the handlers
 //! - [`routes`]: the endpoints, described once for both runtimes
 //! - [`console`]: the web console's embedded page and files, with their headers
 //! - [`http`]: dispatch, parsing and problem+json rendering shared by runtimes
@@ -40,6 +40,7 @@ pub mod model;
 pub mod notification;
 pub mod page;
 pub mod queue;
+pub mod rotation;
 pub mod routes;
 pub mod secret;
 pub mod services;

@@ -23,33 +23,41 @@ pub struct SubscriptionRequest {
 /// (`1.7e12`, `5.0`), which JSON (and JSON Schema) count as integers too.
 /// `null` is the same as absent.
 pub fn epoch_millis<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
-    struct Millis;
-    impl serde::de::Visitor<'_> for Millis {
-        type Value = Option<i64>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("an integer number of epoch milliseconds")
-        }
-        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
-            Ok(Some(v))
-        }
-        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
-            i64::try_from(v)
-                .map(Some)
-                .map_err(|_| E::custom(format!("{v} is out of range")))
-        }
-        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
-            // Every integral f64 strictly inside ±2^63 converts exactly.
-            if v.fract() == 0.0 && v.abs() < 9_223_372_036_854_775_808.0 {
-                Ok(Some(v as i64))
-            } else {
-                Err(E::invalid_type(serde::de::Unexpected::Float(v), &self))
-            }
+    d.deserialize_any(Whole("an integer number of epoch milliseconds"))
+}
+
+/// A whole number of seconds, as [`epoch_millis`] reads milliseconds.
+pub fn whole_seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    d.deserialize_any(Whole("an integer number of seconds"))
+}
+
+/// An optional JSON integer (or integral number), described as `.0`.
+struct Whole(&'static str);
+
+impl serde::de::Visitor<'_> for Whole {
+    type Value = Option<i64>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(Some(v))
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        i64::try_from(v)
+            .map(Some)
+            .map_err(|_| E::custom(format!("{v} is out of range")))
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        // Every integral f64 strictly inside ±2^63 converts exactly.
+        if v.fract() == 0.0 && v.abs() < 9_223_372_036_854_775_808.0 {
+            Ok(Some(v as i64))
+        } else {
+            Err(E::invalid_type(serde::de::Unexpected::Float(v), &self))
         }
     }
-    d.deserialize_any(Millis)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -116,6 +124,21 @@ pub struct Subscription {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SigningSecret {
     pub key: String,
+}
+
+/// Body of `POST /webhooksubscription/{id}/secret/rotate` (optional).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct RotateSecretRequest {
+    /// How long the replaced secret stays valid, in seconds (default a day).
+    #[serde(
+        rename = "gracePeriodSeconds",
+        default,
+        deserialize_with = "whole_seconds"
+    )]
+    pub grace_period_seconds: Option<i64>,
+    /// The new secret (`whsec_...`); generated when absent.
+    #[serde(default)]
+    pub key: Option<String>,
 }
 
 /// A stored SMS message, as returned by `getmessagebyid`.

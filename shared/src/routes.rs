@@ -21,6 +21,7 @@ pub enum Endpoint {
     GetSubscription,
     DeleteSubscription,
     GetSubscriptionSecret,
+    RotateSubscriptionSecret,
     GetMessage,
     ListNotifications,
     GetNotification,
@@ -37,7 +38,7 @@ type Entry = (Endpoint, Method, &'static str);
 
 /// Every endpoint: method and path below the stage. `{name}` is a path
 /// parameter (API Gateway's name for it too).
-const TABLE: [Entry; 12] = [
+const TABLE: [Entry; 13] = [
     (
         Endpoint::CreateSubscription,
         Method::POST,
@@ -62,6 +63,11 @@ const TABLE: [Entry; 12] = [
         Endpoint::GetSubscriptionSecret,
         Method::GET,
         "/webhooksubscription/{id}/secret",
+    ),
+    (
+        Endpoint::RotateSubscriptionSecret,
+        Method::POST,
+        "/webhooksubscription/{id}/secret/rotate",
     ),
     (
         Endpoint::GetMessage,
@@ -130,6 +136,7 @@ pub enum Route {
     GetSubscription(String),
     DeleteSubscription(String),
     GetSubscriptionSecret(String),
+    RotateSubscriptionSecret(String),
     GetMessage(String),
     /// Subscription id.
     ListNotifications(String),
@@ -156,6 +163,7 @@ impl Route {
             Endpoint::GetSubscription => Route::GetSubscription(id()?),
             Endpoint::DeleteSubscription => Route::DeleteSubscription(id()?),
             Endpoint::GetSubscriptionSecret => Route::GetSubscriptionSecret(id()?),
+            Endpoint::RotateSubscriptionSecret => Route::RotateSubscriptionSecret(id()?),
             Endpoint::GetMessage => Route::GetMessage(id()?),
             Endpoint::ListNotifications => Route::ListNotifications(id()?),
             Endpoint::GetNotification => Route::GetNotification(id()?, id()?),
@@ -173,6 +181,7 @@ impl Route {
             Route::GetSubscription(_) => Endpoint::GetSubscription,
             Route::DeleteSubscription(_) => Endpoint::DeleteSubscription,
             Route::GetSubscriptionSecret(_) => Endpoint::GetSubscriptionSecret,
+            Route::RotateSubscriptionSecret(_) => Endpoint::RotateSubscriptionSecret,
             Route::GetMessage(_) => Endpoint::GetMessage,
             Route::ListNotifications(_) => Endpoint::ListNotifications,
             Route::GetNotification(..) => Endpoint::GetNotification,
@@ -324,6 +333,13 @@ mod tests {
             assert_eq!(
                 r(Method::GET, &format!("/webhooksubscription/{id}/secret")),
                 Ok(Route::GetSubscriptionSecret(id.clone()))
+            );
+            assert_eq!(
+                r(
+                    Method::POST,
+                    &format!("/webhooksubscription/{id}/secret/rotate")
+                ),
+                Ok(Route::RotateSubscriptionSecret(id.clone()))
             );
             assert_eq!(
                 r(Method::GET, "/message/getmessagebyid/m%201"),

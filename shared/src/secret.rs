@@ -18,6 +18,28 @@ pub fn new_signing_secret() -> String {
     )
 }
 
+/// Bounds of the random part of a signing secret a client supplies, in bytes.
+pub const MIN_SECRET_BYTES: usize = 24;
+pub const MAX_SECRET_BYTES: usize = 64;
+
+/// Checks a signing secret a client supplies: `whsec_` followed by the
+/// standard base64 of 24 to 64 bytes. The message never repeats the value.
+pub fn check_signing_secret(secret: &str) -> Result<(), String> {
+    let Some(encoded) = secret.strip_prefix(SECRET_PREFIX) else {
+        return Err(format!("must start with '{SECRET_PREFIX}'"));
+    };
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|_| format!("must be '{SECRET_PREFIX}' followed by standard base64"))?;
+    if !(MIN_SECRET_BYTES..=MAX_SECRET_BYTES).contains(&raw.len()) {
+        return Err(format!(
+            "must encode {MIN_SECRET_BYTES} to {MAX_SECRET_BYTES} random bytes, not {}",
+            raw.len()
+        ));
+    }
+    Ok(())
+}
+
 /// A fresh `validation-token` for a handshake: 256 random bits, hex.
 pub fn validation_token() -> String {
     random_bytes::<32>()
@@ -32,4 +54,40 @@ pub fn new_api_key() -> String {
         "wk_{}",
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(random_bytes::<24>())
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn supplied_secrets_are_whsec_base64_of_24_to_64_bytes() {
+        let b64 = |n: usize| base64::engine::general_purpose::STANDARD.encode(vec![7u8; n]);
+        assert_eq!(check_signing_secret(&new_signing_secret()), Ok(()));
+        for n in [24, 32, 64] {
+            assert_eq!(
+                check_signing_secret(&format!("whsec_{}", b64(n))),
+                Ok(()),
+                "{n}"
+            );
+        }
+        for bad in [
+            format!("whsec_{}", b64(23)),
+            format!("whsec_{}", b64(65)),
+            b64(32),
+            format!("WHSEC_{}", b64(32)),
+            "whsec_".to_owned(),
+            "whsec_not base64!".to_owned(),
+            format!(
+                "whsec_{}",
+                base64::engine::general_purpose::URL_SAFE_NO_PAD.encode([0xfb; 33])
+            ),
+        ] {
+            let e = check_signing_secret(&bad).unwrap_err();
+            assert!(
+                bad.len() < 10 || !e.contains(&bad),
+                "never echoes the value: {e}"
+            );
+        }
+    }
 }

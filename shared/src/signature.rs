@@ -37,9 +37,31 @@ impl SigningKey {
     }
 }
 
+/// The `webhook-signature` header of a notification signed with every key,
+/// space-separated in the order given (Standard Webhooks: a receiver accepts
+/// the notification if any one of them verifies with a key it holds).
+pub fn signature_header(keys: &[SigningKey], id: &str, timestamp: i64, body: &[u8]) -> String {
+    keys.iter()
+        .map(|key| key.sign(id, timestamp, body))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_key_signs_once_space_separated() {
+        let a = SigningKey::from_secret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
+        let b = SigningKey::from_secret("whsec_c2VsZi10ZXN0LXNlY3JldC0yNC1ieXRlcw==").unwrap();
+        let body = br#"{"test": 2432232314}"#;
+        let header = signature_header(&[a, b], "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body);
+        let parts: Vec<&str> = header.split(' ').collect();
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[0], "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+        assert!(parts[1].starts_with("v1,") && parts[1] != parts[0]);
+    }
 
     #[test]
     fn matches_the_standard_webhooks_reference_vector() {

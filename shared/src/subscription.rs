@@ -294,7 +294,7 @@ pub(crate) async fn find(
         .ok_or_else(|| not_found(id))
 }
 
-fn not_found(id: &str) -> ApiError {
+pub(crate) fn not_found(id: &str) -> ApiError {
     ApiError::not_found(
         "SUBSCRIPTION_NOT_FOUND",
         format!("no subscription '{}'", truncate(id)),

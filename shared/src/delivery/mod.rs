@@ -30,7 +30,7 @@ use crate::callback::post::{Posted, SignedNotification};
 use crate::callback::{CallFailure, CallbackTarget, UriProblem};
 use crate::model::SubscriptionStatus;
 use crate::queue::{DeliveryJob, DeliveryQueue, Lease, QueueError};
-use crate::signature::SigningKey;
+use crate::signature::{signature_header, SigningKey};
 use crate::store::{DeliveryRecord, StoredSubscription};
 
 /// Attempts one delivery, records it and settles the lease with the verdict.
@@ -102,7 +102,9 @@ pub async fn remember(
 /// A notification ready to be sent.
 pub struct Ready {
     pub subscription: StoredSubscription,
-    pub key: SigningKey,
+    /// The current secret's key first, then those of the replaced secrets
+    /// still in their grace period: the notification is signed with each.
+    pub keys: Vec<SigningKey>,
     /// The checked callback, or why the policy refused it (a failed attempt).
     pub target: Result<CallbackTarget, CallFailure>,
 }
@@ -132,6 +134,16 @@ pub async fn prepare(app: &App, job: &DeliveryJob, now: i64) -> Result<Ready, At
             "the subscription's signing secret is unusable".into(),
         ));
     };
+    // A replaced secret that cannot be decoded is left out (it could not
+    // have been verified either); the current one always signs.
+    let keys = std::iter::once(key)
+        .chain(
+            subscription
+                .signing_secrets(now)
+                .skip(1)
+                .filter_map(|secret| SigningKey::from_secret(secret).ok()),
+        )
+        .collect();
     let target = match app.callbacks.policy.check_uri(&subscription.uri) {
         Ok(target) => Ok(target),
         Err(UriProblem::Forbidden(_)) => Err(CallFailure::AddressForbidden),
@@ -143,7 +155,7 @@ pub async fn prepare(app: &App, job: &DeliveryJob, now: i64) -> Result<Ready, At
     };
     Ok(Ready {
         subscription,
-        key,
+        keys,
         target,
     })
 }
@@ -163,9 +175,7 @@ async fn post(app: &App, ready: &Ready, job: &DeliveryJob, now: i64) -> Posted {
     let notification = SignedNotification {
         id: job.id.as_str(),
         timestamp,
-        signature: ready
-            .key
-            .sign(job.id.as_str(), timestamp, job.body.as_bytes()),
+        signature: signature_header(&ready.keys, job.id.as_str(), timestamp, job.body.as_bytes()),
         body: &job.body,
     };
     app.callbacks

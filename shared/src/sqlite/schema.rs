@@ -106,6 +106,11 @@ INSERT INTO notifications (id, org_id, subscription_id, event_id, event, created
     FROM delivery_queue;
 DROP TABLE delivery_queue;
 "#,
+    r#"
+-- Signing-secret rotation: replaced secrets still in their grace period,
+-- a JSON array of PreviousSecret ({"secret", "expiresAt"}), oldest first.
+ALTER TABLE subscriptions ADD COLUMN previous_secrets TEXT NOT NULL DEFAULT '[]';
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

@@ -6,10 +6,13 @@ use rusqlite::{params, OptionalExtension, Row, TransactionBehavior};
 use super::{backend, SqliteDb};
 use crate::ids::{OrgId, SubscriptionId};
 use crate::model::{Message, SubscriptionStatus};
-use crate::store::{DeliveryRecord, DisabledEntry, Store, StoreError, StoredSubscription, Upsert};
+use crate::store::{
+    DeliveryRecord, DisabledEntry, PreviousSecret, SecretRotation, Store, StoreError,
+    StoredSubscription, Upsert,
+};
 
 const COLUMNS: &str =
-    "id, org_id, uri, event_filters, disabled_filters, expires_at, status, created_at, updated_at, secret, failing_since";
+    "id, org_id, uri, event_filters, disabled_filters, expires_at, status, created_at, updated_at, secret, failing_since, previous_secrets";
 
 fn row_to_subscription(row: &Row<'_>) -> rusqlite::Result<StoredSubscription> {
     let json_err = |i: usize, e: serde_json::Error| {
@@ -18,6 +21,7 @@ fn row_to_subscription(row: &Row<'_>) -> rusqlite::Result<StoredSubscription> {
     let filters: String = row.get(3)?;
     let disabled: String = row.get(4)?;
     let status: String = row.get(6)?;
+    let previous: String = row.get(11)?;
     Ok(StoredSubscription {
         id: row.get(0)?,
         org_id: row.get(1)?,
@@ -31,6 +35,8 @@ fn row_to_subscription(row: &Row<'_>) -> rusqlite::Result<StoredSubscription> {
         updated_at: row.get(8)?,
         secret: row.get(9)?,
         failing_since: row.get(10)?,
+        previous_secrets: serde_json::from_str::<Vec<PreviousSecret>>(&previous)
+            .map_err(|e| json_err(11, e))?,
     })
 }
 
@@ -211,6 +217,43 @@ impl Store for SqliteDb {
                 .optional()
                 .map_err(backend)?;
             Ok(status.and_then(|s| SubscriptionStatus::parse(&s)))
+        })
+        .await
+    }
+
+    async fn rotate_secret(
+        &self,
+        org_id: &OrgId,
+        id: &SubscriptionId,
+        rotation: SecretRotation,
+    ) -> Result<Option<StoredSubscription>, StoreError> {
+        let (org_id, id) = (org_id.to_owned(), id.to_owned());
+        self.with(move |conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            let select =
+                format!("SELECT {COLUMNS} FROM subscriptions WHERE id = ?1 AND org_id = ?2");
+            let Some(current) = tx
+                .query_row(&select, params![id, org_id], row_to_subscription)
+                .optional()
+                .map_err(backend)?
+            else {
+                return Ok(None);
+            };
+            let previous = rotation.previous_after(&current)?;
+            let previous = serde_json::to_string(&previous).map_err(backend)?;
+            tx.execute(
+                "UPDATE subscriptions SET secret = ?3, previous_secrets = ?4, updated_at = ?5 \
+                 WHERE id = ?1 AND org_id = ?2",
+                params![id, org_id, rotation.new_secret, previous, rotation.now],
+            )
+            .map_err(backend)?;
+            let stored = tx
+                .query_row(&select, params![id, org_id], row_to_subscription)
+                .map_err(backend)?;
+            tx.commit().map_err(backend)?;
+            Ok(Some(stored))
         })
         .await
     }

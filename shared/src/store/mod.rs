@@ -23,9 +23,85 @@ pub struct StoredSubscription {
     pub status: SubscriptionStatus,
     pub created_at: i64,
     pub updated_at: i64,
+    /// The current signing secret (`whsec_...`).
     pub secret: String,
+    /// Secrets replaced by a rotation whose grace period has not ended yet
+    /// (at most [`MAX_PREVIOUS_SECRETS`]), oldest first: notifications are
+    /// signed with the current secret and with each of these.
+    pub previous_secrets: Vec<PreviousSecret>,
     /// Start of the current run of failed deliveries (epoch ms), if any.
     pub failing_since: Option<i64>,
+}
+
+impl StoredSubscription {
+    /// The secrets notifications are signed with at `now`: the current one
+    /// first, then every previous one whose grace period has not ended.
+    pub fn signing_secrets(&self, now: i64) -> impl Iterator<Item = &str> {
+        std::iter::once(self.secret.as_str()).chain(
+            self.previous_secrets
+                .iter()
+                .filter(move |p| p.expires_at > now)
+                .map(|p| p.secret.as_str()),
+        )
+    }
+}
+
+/// A signing secret replaced by a rotation, still valid until `expires_at`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreviousSecret {
+    pub secret: String,
+    /// Epoch milliseconds: the end of its grace period.
+    #[serde(rename = "expiresAt")]
+    pub expires_at: i64,
+}
+
+/// At most this many replaced secrets are valid at once.
+pub const MAX_PREVIOUS_SECRETS: usize = 10;
+
+/// A signing-secret rotation: `new_secret` becomes the current secret; the
+/// current one stays valid for `grace_ms` more (not at all when 0).
+#[derive(Debug, Clone)]
+pub struct SecretRotation {
+    pub new_secret: String,
+    pub grace_ms: i64,
+    pub now: i64,
+}
+
+impl SecretRotation {
+    /// The previous secrets after this rotation of `sub`: the unexpired ones
+    /// plus the current one (when it gets a grace period). Fails when that
+    /// would be more than [`MAX_PREVIOUS_SECRETS`], or when the new secret is
+    /// one of them or the current one. Every adapter applies this rule.
+    pub fn previous_after(
+        &self,
+        sub: &StoredSubscription,
+    ) -> Result<Vec<PreviousSecret>, StoreError> {
+        let mut kept: Vec<PreviousSecret> = sub
+            .previous_secrets
+            .iter()
+            .filter(|p| p.expires_at > self.now)
+            .cloned()
+            .collect();
+        let reused = std::iter::once(sub.secret.as_str())
+            .chain(kept.iter().map(|p| p.secret.as_str()))
+            .fold(0u8, |acc, old| {
+                acc | subtle::ConstantTimeEq::ct_eq(old.as_bytes(), self.new_secret.as_bytes())
+                    .unwrap_u8()
+            });
+        if reused == 1 {
+            return Err(StoreError::SecretReused);
+        }
+        if self.grace_ms > 0 {
+            kept.push(PreviousSecret {
+                secret: sub.secret.clone(),
+                expires_at: self.now.saturating_add(self.grace_ms),
+            });
+        }
+        if kept.len() > MAX_PREVIOUS_SECRETS {
+            return Err(StoreError::TooManySecrets(MAX_PREVIOUS_SECRETS));
+        }
+        Ok(kept)
+    }
 }
 
 /// What a delivery attempt did, for the subscription's bookkeeping.
@@ -68,6 +144,12 @@ pub struct Upsert {
 pub enum StoreError {
     #[error("the organization already has {0} subscriptions")]
     LimitReached(usize),
+    /// A rotation would leave more than this many previous secrets valid.
+    #[error("{0} replaced signing secrets are still valid")]
+    TooManySecrets(usize),
+    /// A rotation's new secret is the current or a still valid previous one.
+    #[error("the new signing secret is already one of the subscription's")]
+    SecretReused,
     #[error("store failure: {0}")]
     Backend(String),
 }
@@ -117,6 +199,16 @@ pub trait Store: Send + Sync {
         id: &SubscriptionId,
         record: DeliveryRecord,
     ) -> Result<Option<SubscriptionStatus>, StoreError>;
+
+    /// Rotates the signing secret atomically ([`SecretRotation::previous_after`]),
+    /// also setting `updated_at`; None if the organization has no such
+    /// subscription.
+    async fn rotate_secret(
+        &self,
+        org_id: &OrgId,
+        id: &SubscriptionId,
+        rotation: SecretRotation,
+    ) -> Result<Option<StoredSubscription>, StoreError>;
 
     async fn put_message(&self, org_id: &OrgId, message: &Message) -> Result<(), StoreError>;
 

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod history;
+pub mod secrets;
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use super::keys::{filter_pk, key, org_pk, sub_sk};
 use super::Item;
 use crate::model::SubscriptionStatus;
-use crate::store::{DisabledEntry, StoreError, StoredSubscription};
+use crate::store::{DisabledEntry, PreviousSecret, StoreError, StoredSubscription};
 
 pub(super) fn subscription_attributes(sub: &StoredSubscription) -> Item {
     let mut item = Item::new();
@@ -35,10 +35,47 @@ pub(super) fn subscription_attributes(sub: &StoredSubscription) -> Item {
     item.insert("createdAt".into(), n(sub.created_at));
     item.insert("updatedAt".into(), n(sub.updated_at));
     item.insert("secret".into(), s(sub.secret.clone()));
+    item.insert(
+        "previousSecrets".into(),
+        previous_secrets(&sub.previous_secrets),
+    );
     if let Some(at) = sub.failing_since {
         item.insert("failingSince".into(), n(at));
     }
     item
+}
+
+/// Replaced secrets still in their grace period: a list of `{secret, expiresAt}`.
+pub(super) fn previous_secrets(previous: &[PreviousSecret]) -> AttributeValue {
+    AttributeValue::L(
+        previous
+            .iter()
+            .map(|p| {
+                AttributeValue::M(HashMap::from([
+                    ("secret".to_owned(), s(p.secret.clone())),
+                    ("expiresAt".to_owned(), n(p.expires_at)),
+                ]))
+            })
+            .collect(),
+    )
+}
+
+fn parse_previous_secrets(item: &Item) -> Result<Vec<PreviousSecret>, StoreError> {
+    match item.get("previousSecrets") {
+        // Items written before rotation existed have none.
+        None => Ok(Vec::new()),
+        Some(AttributeValue::L(entries)) => entries
+            .iter()
+            .map(|entry| match entry {
+                AttributeValue::M(m) => Ok(PreviousSecret {
+                    secret: text(m, "secret")?,
+                    expires_at: number(m, "expiresAt")?,
+                }),
+                _ => Err(corrupt("previousSecrets")),
+            })
+            .collect(),
+        Some(_) => Err(corrupt("previousSecrets")),
+    }
 }
 
 pub(super) fn subscription_item(sub: &StoredSubscription, version: u64) -> Item {
@@ -82,6 +119,7 @@ pub(super) fn parse_subscription(item: &Item) -> Result<StoredSubscription, Stor
         created_at: number(item, "createdAt")?,
         updated_at: number(item, "updatedAt")?,
         secret: text(item, "secret")?,
+        previous_secrets: parse_previous_secrets(item)?,
         failing_since: item
             .contains_key("failingSince")
             .then(|| number(item, "failingSince"))
@@ -172,6 +210,10 @@ mod tests {
             created_at: 1,
             updated_at: 2,
             secret: "whsec_x".into(),
+            previous_secrets: vec![PreviousSecret {
+                secret: "whsec_y".into(),
+                expires_at: 9,
+            }],
             failing_since: Some(3),
         };
         let item = subscription_item(&sub, 7);
@@ -183,5 +225,10 @@ mod tests {
         let mut broken = item.clone();
         broken.insert("status".into(), s("MAYBE".into()));
         assert!(parse_subscription(&broken).is_err());
+        let mut old = item.clone();
+        old.remove("previousSecrets");
+        assert_eq!(parse_subscription(&old).unwrap().previous_secrets, vec![]);
+        old.insert("previousSecrets".into(), s("x".into()));
+        assert!(parse_subscription(&old).is_err());
     }
 }

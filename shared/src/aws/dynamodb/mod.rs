@@ -6,7 +6,7 @@
 //!
 //! One concern a file: [`keys`] (key shapes and the schema), [`codec`]
 //! (items), [`write`] (conditional writes and transactions), [`backoff`],
-//! [`store`] (the port), [`events`] (the outbox's event records),
+//! [`store`] (the port), [`secrets`] (signing-secret rotation), [`events`] (the outbox's event records),
 //! [`history`] (the delivery history port) and [`history_items`], [`tables`] (provisioning).
 
 mod backoff;
@@ -15,6 +15,7 @@ mod events;
 mod history;
 mod history_items;
 mod keys;
+mod secrets;
 mod store;
 mod tables;
 mod write;

@@ -13,7 +13,7 @@ use super::write::{delete, distinct, Attempt, Condition, Transaction};
 use super::{backend, backend_build, DynamoStore, Item, MAX_SORT_KEY};
 use crate::ids::{OrgId, SubscriptionId};
 use crate::model::{Message, SubscriptionStatus};
-use crate::store::{DeliveryRecord, Store, StoreError, StoredSubscription, Upsert};
+use crate::store::{DeliveryRecord, SecretRotation, Store, StoreError, StoredSubscription, Upsert};
 
 #[async_trait]
 impl Store for DynamoStore {
@@ -157,6 +157,15 @@ impl Store for DynamoStore {
                 }
             }
         }
+    }
+
+    async fn rotate_secret(
+        &self,
+        org_id: &OrgId,
+        id: &SubscriptionId,
+        rotation: SecretRotation,
+    ) -> Result<Option<StoredSubscription>, StoreError> {
+        self.rotate(org_id, id, &rotation).await
     }
 
     async fn put_message(&self, org_id: &OrgId, message: &Message) -> Result<(), StoreError> {

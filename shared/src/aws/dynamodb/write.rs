@@ -81,6 +81,7 @@ impl DynamoStore {
             created_at: u.now,
             updated_at: u.now,
             secret: u.new_secret.clone(),
+            previous_secrets: Vec::new(),
             failing_since: None,
         };
         let table = &self.tables.subscriptions;
