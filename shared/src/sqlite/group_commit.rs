@@ -1,24 +1,29 @@
-//! Group commit: concurrent writers of small items (queue completions) are
-//! written together, one transaction for all of them; each caller still
-//! learns only once its own item is committed. Knows nothing of SQL.
+//! Group commit: concurrent writers of small items (events ingested,
+//! delivery outcomes, queue completions) are written together, one
+//! transaction for all of them; each caller still learns only once its own
+//! item is committed, with its own result. Knows nothing of SQL.
+//!
+//! Besides saving a commit per item, it keeps the writer fair: a burst of
+//! ingestion is one waiter on the writer's lock, not one per request, so the
+//! delivery queue's reads are not starved while events pour in.
 
 use std::sync::Mutex;
 
 use tokio::sync::oneshot;
 
-type Waiter = oneshot::Sender<Result<(), String>>;
+type Waiter<R> = oneshot::Sender<Result<R, String>>;
 
-pub(super) struct GroupCommit<T> {
-    pending: Mutex<Pending<T>>,
+pub(super) struct GroupCommit<T, R> {
+    pending: Mutex<Pending<T, R>>,
 }
 
-struct Pending<T> {
-    items: Vec<(T, Waiter)>,
+struct Pending<T, R> {
+    items: Vec<(T, Waiter<R>)>,
     /// A writer is running; new items join its next batch.
     flushing: bool,
 }
 
-impl<T> Default for GroupCommit<T> {
+impl<T, R> Default for GroupCommit<T, R> {
     fn default() -> Self {
         GroupCommit {
             pending: Mutex::new(Pending {
@@ -29,14 +34,14 @@ impl<T> Default for GroupCommit<T> {
     }
 }
 
-impl<T> GroupCommit<T> {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Pending<T>> {
+impl<T, R: Clone> GroupCommit<T, R> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending<T, R>> {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Queues `item`. Returns where its result arrives, and whether the
     /// caller must start a writer ([`GroupCommit::flush`]).
-    pub(super) fn push(&self, item: T) -> (oneshot::Receiver<Result<(), String>>, bool) {
+    pub(super) fn push(&self, item: T) -> (oneshot::Receiver<Result<R, String>>, bool) {
         let (done, committed) = oneshot::channel();
         let mut pending = self.lock();
         pending.items.push((item, done));
@@ -45,8 +50,10 @@ impl<T> GroupCommit<T> {
     }
 
     /// Writes batches with `write` until nothing is pending (call it on the
-    /// blocking pool). If `write` panics, the next push starts a writer again.
-    pub(super) fn flush(&self, write: impl Fn(&[T]) -> Result<(), String>) {
+    /// blocking pool). `write` answers one result per item, in order; if it
+    /// fails, every item of the batch gets its error. If `write` panics,
+    /// the next push starts a writer again.
+    pub(super) fn flush(&self, write: impl Fn(&[T]) -> Result<Vec<R>, String>) {
         let _guard = FlushGuard(self);
         loop {
             let batch = {
@@ -57,21 +64,34 @@ impl<T> GroupCommit<T> {
                 }
                 std::mem::take(&mut pending.items)
             };
-            let (items, waiters): (Vec<T>, Vec<Waiter>) = batch.into_iter().unzip();
-            let result = write(&items);
-            for done in waiters {
-                let _ = done.send(result.clone());
+            let (items, waiters): (Vec<T>, Vec<Waiter<R>>) = batch.into_iter().unzip();
+            match write(&items) {
+                Ok(results) => {
+                    // A missing result drops its waiter: "not committed".
+                    for (done, result) in waiters.into_iter().zip(results) {
+                        let _ = done.send(Ok(result));
+                    }
+                }
+                Err(e) => {
+                    for done in waiters {
+                        let _ = done.send(Err(e.clone()));
+                    }
+                }
             }
         }
     }
 }
 
-struct FlushGuard<'a, T>(&'a GroupCommit<T>);
+struct FlushGuard<'a, T, R>(&'a GroupCommit<T, R>);
 
-impl<T> Drop for FlushGuard<'_, T> {
+impl<T, R> Drop for FlushGuard<'_, T, R> {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            self.0.lock().flushing = false;
+            self.0
+                .pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .flushing = false;
         }
     }
 }

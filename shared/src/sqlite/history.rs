@@ -7,7 +7,7 @@
 use async_trait::async_trait;
 use rusqlite::{params, params_from_iter, OptionalExtension, Row, Transaction};
 
-use super::{backend, DeliveryWrite, SqliteDb};
+use super::{backend, SqliteDb, Write};
 use crate::history::{
     AttemptRecord, Claim, DeliveryHistory, NotificationDetail, NotificationStatus,
     NotificationSummary, Outcome, StatsRow, Trigger, Window,
@@ -22,10 +22,7 @@ use crate::store::StoreError;
 /// outcome (DELIVERED, FAILED) also takes the leased notification off the
 /// queue, so the completion that follows finds nothing left to write: one
 /// row write per delivery. (A resend queued meanwhile is not leased: it stays.)
-pub(super) fn write_outcomes(
-    tx: &Transaction<'_>,
-    batch: &[DeliveryWrite],
-) -> rusqlite::Result<()> {
+pub(super) fn write_outcomes(tx: &Transaction<'_>, batch: &[Write]) -> rusqlite::Result<()> {
     let mut update = tx.prepare_cached(
         "UPDATE notifications SET status = ?2, next_attempt_at = ?3, \
          attempts = attempts + ?4, \
@@ -38,7 +35,7 @@ pub(super) fn write_outcomes(
          WHERE id = ?1",
     )?;
     for write in batch {
-        let DeliveryWrite::Outcome { id, outcome } = write else {
+        let Write::Outcome { id, outcome } = write else {
             continue;
         };
         let a = outcome.attempt.as_ref();
@@ -161,11 +158,12 @@ impl DeliveryHistory for SqliteDb {
     }
 
     async fn record_outcome(&self, job: &DeliveryJob, outcome: &Outcome) -> Result<(), StoreError> {
-        self.commit_delivery_write(DeliveryWrite::Outcome {
+        self.commit_write(Write::Outcome {
             id: job.id.clone(),
             outcome: outcome.clone(),
         })
         .await
+        .map(drop)
     }
 
     async fn list(

@@ -39,8 +39,10 @@ pub struct QueueStats {
     pub dead_letters: u64,
 }
 
-/// One small write of a delivery, group-committed.
-enum DeliveryWrite {
+/// One small write, group-committed with others (`group_commit.rs`).
+enum Write {
+    /// An event ingested: its dedupe record, message and notifications (`outbox.rs`).
+    Event(outbox::EventWrite),
     /// The queue job is done (`queue.rs`): delete it if the lease is current.
     Complete { id: String, receipt: String },
     /// The history's record of an attempt (`history.rs`).
@@ -50,6 +52,13 @@ enum DeliveryWrite {
     },
 }
 
+/// What one group-committed write answers: for an event, whether it was
+/// new (`false`: a duplicate); an error of its own fails it alone.
+type Written = Result<bool, String>;
+
+/// Prepared statements kept per connection: more than any one runs.
+const STATEMENT_CACHE: usize = 64;
+
 /// Read connections beside the writer: at least one per runtime worker,
 /// so in-place point lookups find one free.
 const READERS: usize = 4;
@@ -58,9 +67,9 @@ const READERS: usize = 4;
 pub struct SqliteDb {
     conn: Arc<Mutex<Connection>>,
     readers: Arc<Readers>,
-    /// The small writes of every delivery (its outcome, its completion),
-    /// written together: many deliveries, one transaction (`group_commit.rs`).
-    deliveries: Arc<GroupCommit<DeliveryWrite>>,
+    /// The small writes of ingestion and delivery (events, outcomes,
+    /// completions), written together: many, one transaction.
+    writes: Arc<GroupCommit<Write, Written>>,
     clock: Arc<dyn Clock>,
 }
 
@@ -106,11 +115,14 @@ impl SqliteDb {
              PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;",
         )
         .map_err(backend)?;
+        // rusqlite keeps 16 prepared statements by default; the writer runs
+        // more kinds than that, and an evicted one is prepared again.
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         schema::migrate(&mut conn)?;
         Ok(SqliteDb {
             conn: Arc::new(Mutex::new(conn)),
             readers: Arc::default(),
-            deliveries: Arc::default(),
+            writes: Arc::default(),
             clock: crate::clock::system(),
         })
     }
@@ -185,19 +197,21 @@ impl SqliteDb {
 }
 
 impl SqliteDb {
-    /// Queues a delivery write and waits until it is committed; the first
-    /// writer of a batch starts the flush on the blocking pool.
-    async fn commit_delivery_write(&self, write: DeliveryWrite) -> Result<(), StoreError> {
-        let (committed, start_writer) = self.deliveries.push(write);
+    /// Queues a write and waits until it is committed; the first writer of
+    /// a batch starts the flush on the blocking pool.
+    async fn commit_write(&self, write: Write) -> Result<bool, StoreError> {
+        let (committed, start_writer) = self.writes.push(write);
         if start_writer {
             let db = self.clone();
             tokio::task::spawn_blocking(move || {
-                db.deliveries.flush(|batch| {
+                db.writes.flush(|batch| {
                     db.with_writer(|conn| {
-                        let tx = conn.transaction().map_err(backend)?;
+                        let mut tx = conn.transaction().map_err(backend)?;
+                        let written = outbox::write_events(&mut tx, batch).map_err(backend)?;
                         queue::write_completions(&tx, batch).map_err(backend)?;
                         history::write_outcomes(&tx, batch).map_err(backend)?;
-                        tx.commit().map_err(backend)
+                        tx.commit().map_err(backend)?;
+                        Ok(written)
                     })
                     .map_err(|e| e.to_string())
                 })
@@ -206,6 +220,7 @@ impl SqliteDb {
         committed
             .await
             .map_err(|_| StoreError::Backend("the write was not committed".into()))?
+            .and_then(|written| written)
             .map_err(StoreError::Backend)
     }
 }
@@ -217,6 +232,7 @@ fn open_reader(path: &Path) -> Result<Connection, StoreError> {
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(backend)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     conn.execute_batch("PRAGMA query_only = 1; PRAGMA busy_timeout = 5000;")
         .map_err(backend)?;
     Ok(conn)

@@ -1,15 +1,81 @@
 //! The [`Outbox`] port on SQLite: the event's dedupe record, its message,
-//! its notifications and their history (PENDING) in one transaction.
+//! its notifications and their history (PENDING), written together. Events
+//! are group-committed with the deliveries' writes (`mod.rs`): a burst of
+//! ingestion is a few transactions, each event in a savepoint of its own.
 
 use async_trait::async_trait;
-use rusqlite::params;
+use rusqlite::{params, Connection, Transaction};
 
 use super::queue::{events_of, insert_jobs};
-use super::{backend, SqliteDb};
+use super::{backend, SqliteDb, Write, Written};
 use crate::ids::OrgId;
 use crate::model::Message;
 use crate::queue::{DeliveryJob, Outbox};
 use crate::store::StoreError;
+
+/// One ingested event, ready to write.
+pub(super) struct EventWrite {
+    org_id: OrgId,
+    event_id: String,
+    /// The message's id and its JSON.
+    message: Option<(String, String)>,
+    jobs: Vec<DeliveryJob>,
+    /// The jobs' matched filters ([`events_of`]).
+    events: Vec<String>,
+    now: i64,
+}
+
+/// Writes the batch's events in the group commit's transaction; one result
+/// per item of the batch (`true` for the other writes). An event that
+/// fails is rolled back alone.
+pub(super) fn write_events(
+    tx: &mut Transaction<'_>,
+    batch: &[Write],
+) -> rusqlite::Result<Vec<Written>> {
+    let mut written = Vec::with_capacity(batch.len());
+    for write in batch {
+        let Write::Event(event) = write else {
+            written.push(Ok(true));
+            continue;
+        };
+        let mut savepoint = tx.savepoint()?;
+        match write_event(&savepoint, event) {
+            Ok(new) => {
+                savepoint.commit()?;
+                written.push(Ok(new));
+            }
+            Err(e) => {
+                savepoint.rollback()?;
+                written.push(Err(e.to_string()));
+            }
+        }
+    }
+    Ok(written)
+}
+
+/// Whether the event is new; a duplicate writes nothing.
+fn write_event(tx: &Connection, e: &EventWrite) -> Result<bool, StoreError> {
+    let new = tx
+        .prepare_cached(
+            "INSERT OR IGNORE INTO events (org_id, event_id, received_at) VALUES (?1, ?2, ?3)",
+        )
+        .and_then(|mut s| s.execute(params![e.org_id, e.event_id, e.now]))
+        .map_err(backend)?
+        == 1;
+    if !new {
+        return Ok(false);
+    }
+    if let Some((id, body)) = &e.message {
+        tx.prepare_cached(
+            "INSERT INTO messages (org_id, id, body) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (org_id, id) DO UPDATE SET body = excluded.body",
+        )
+        .and_then(|mut s| s.execute(params![e.org_id, id, body]))
+        .map_err(backend)?;
+    }
+    insert_jobs(tx, &e.event_id, &e.jobs, &e.events, e.now)?;
+    Ok(true)
+}
 
 #[async_trait]
 impl Outbox for SqliteDb {
@@ -20,37 +86,19 @@ impl Outbox for SqliteDb {
         message: Option<&Message>,
         jobs: Vec<DeliveryJob>,
     ) -> Result<bool, StoreError> {
-        let (org_id, event_id) = (org_id.to_owned(), event_id.to_owned());
         let message = message
             .map(|m| serde_json::to_string(m).map(|body| (m.id.clone(), body)))
             .transpose()
             .map_err(backend)?;
-        let now = self.now_ms();
         let events = events_of(&jobs);
-        self.with(move |conn| {
-            let tx = conn.transaction().map_err(backend)?;
-            let new = tx
-                .execute(
-                    "INSERT OR IGNORE INTO events (org_id, event_id, received_at) VALUES (?1, ?2, ?3)",
-                    params![org_id, event_id, now],
-                )
-                .map_err(backend)?
-                == 1;
-            if !new {
-                return Ok(false);
-            }
-            if let Some((id, body)) = message {
-                tx.execute(
-                    "INSERT INTO messages (org_id, id, body) VALUES (?1, ?2, ?3) \
-                     ON CONFLICT (org_id, id) DO UPDATE SET body = excluded.body",
-                    params![org_id, id, body],
-                )
-                .map_err(backend)?;
-            }
-            insert_jobs(&tx, &event_id, &jobs, &events, now)?;
-            tx.commit().map_err(backend)?;
-            Ok(true)
-        })
+        self.commit_write(Write::Event(EventWrite {
+            org_id: org_id.to_owned(),
+            event_id: event_id.to_owned(),
+            message,
+            jobs,
+            events,
+            now: self.now_ms(),
+        }))
         .await
     }
 }
