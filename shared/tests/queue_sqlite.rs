@@ -96,4 +96,7 @@ async fn dead_letters_are_kept_and_leases_released_on_restart() {
     // A stale lease cannot complete the job another consumer now holds.
     reopened.complete(&leases[1]).await.unwrap();
     assert_eq!(reopened.queue_stats().await.unwrap().pending, 1);
+    // The current one does, with no outcome recorded before it.
+    reopened.complete(&again[0]).await.unwrap();
+    assert_eq!(reopened.queue_stats().await.unwrap().pending, 0);
 }
