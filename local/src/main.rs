@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use webhook_core::auth::jwt::{self, ALL_SCOPES};
+use webhook_core::auth::jwt;
 use webhook_core::{Config, Profile};
 
 #[derive(Parser)]
@@ -63,7 +63,8 @@ struct TokenArgs {
     /// Organization id the token is for.
     #[arg(long)]
     org: String,
-    /// Scopes to grant (repeatable); both webhooks/read and webhooks/write by default.
+    /// Scopes to grant (repeatable); by default every configured read and write scope
+    /// (WEBHOOKS_READ_SCOPES, WEBHOOKS_WRITE_SCOPES; webhooks/read and webhooks/write).
     #[arg(long = "scope")]
     scopes: Vec<String>,
     /// Lifetime of the token, e.g. 1h or 30d.
@@ -107,7 +108,7 @@ fn token(args: TokenArgs) -> Result<(), String> {
         None => credentials::Credentials::load_or_create(&args.data_dir)?.jwt_secret,
     };
     let scopes: Vec<&str> = if args.scopes.is_empty() {
-        ALL_SCOPES.to_vec()
+        config.jwt.scopes.all()
     } else {
         args.scopes.iter().map(String::as_str).collect()
     };

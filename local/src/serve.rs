@@ -9,7 +9,7 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
-use webhook_core::auth::jwt::{self, Verifier, ALL_SCOPES};
+use webhook_core::auth::jwt::{self, Verifier};
 use webhook_core::auth::Authenticator;
 use webhook_core::console::{self, Console, ConsoleConfig};
 use webhook_core::delivery;
@@ -58,7 +58,7 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
                 s,
                 &config.jwt.org_claim,
                 "org-1",
-                &ALL_SCOPES,
+                &config.jwt.scopes.all(),
                 std::time::Duration::from_secs(86_400),
             )
         }),

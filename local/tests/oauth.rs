@@ -363,3 +363,62 @@ async fn the_token_command_mints_tokens_with_the_scopes_asked_for() {
         (StatusCode::FORBIDDEN, Some("INSUFFICIENT_SCOPE"))
     );
 }
+
+/// A client-credentials token of an identity provider with its own scope
+/// names (a backend integration's token, shaped like Cognito's: `sub` is
+/// the client id, no user): accepted only when `WEBHOOKS_READ_SCOPES` /
+/// `WEBHOOKS_WRITE_SCOPES` name those scopes, and then the default names
+/// are not enough.
+#[tokio::test]
+async fn a_providers_own_scope_names_work_only_when_configured() {
+    const READ: &str = "https://com.beetexting.scopes/ReadContact";
+    const WRITE: &str = "https://com.beetexting.scopes/WriteContact";
+    let jwks = Jwks::start().await;
+    let machine = |scope: &str| {
+        signed(
+            &json!({"sub": CLIENT, "token_use": "access", "client_id": CLIENT, "scope": scope,
+                    "org_id": "org-1", "iss": ISSUER, "iat": now(), "exp": now() + 600}),
+            Algorithm::RS256,
+        )
+    };
+    let env = [
+        ("WEBHOOKS_JWT_JWKS_URL", jwks.url.as_str()),
+        ("WEBHOOKS_JWT_ISSUER", ISSUER),
+        ("WEBHOOKS_JWT_AUDIENCE", CLIENT),
+    ];
+    let default = Server::start_with(&env);
+    let (status, body, _) = list_with(&default, &machine(&format!("{READ} {WRITE}"))).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::FORBIDDEN, Some("INSUFFICIENT_SCOPE"))
+    );
+
+    let mut custom_env = env.to_vec();
+    custom_env.extend([
+        ("WEBHOOKS_READ_SCOPES", READ),
+        ("WEBHOOKS_WRITE_SCOPES", WRITE),
+    ]);
+    let custom = Server::start_with(&custom_env);
+    let (status, body, _) = list_with(&custom, &machine(READ)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body, www) = list_with(&custom, &machine("webhooks/read webhooks/write")).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::FORBIDDEN, Some("INSUFFICIENT_SCOPE"))
+    );
+    assert_eq!(
+        www,
+        format!("Bearer error=\"insufficient_scope\", scope=\"{READ}\"")
+    );
+    // Writing needs the write scope: a read-only token may not delete.
+    let delete = |token: String| {
+        custom
+            .http
+            .delete(custom.url("/webhooksubscription/some-id"))
+            .header("x-api-key", &custom.key)
+            .bearer_auth(token)
+            .send()
+    };
+    assert_eq!(delete(machine(READ)).await.unwrap().status().as_u16(), 403);
+    assert_eq!(delete(machine(WRITE)).await.unwrap().status().as_u16(), 404);
+}

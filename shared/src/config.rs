@@ -20,6 +20,75 @@ pub struct JwtConfig {
     pub issuer: Option<String>,
     pub audience: Option<String>,
     pub org_claim: String,
+    /// The scope names that grant read and write access.
+    pub scopes: ScopeConfig,
+}
+
+/// The OAuth scope names that grant access (`WEBHOOKS_READ_SCOPES`,
+/// `WEBHOOKS_WRITE_SCOPES`, comma-separated): a token needs any one of the
+/// read scopes for GET, any one of the write scopes for POST and DELETE. So
+/// an identity provider's own scope names work without new tokens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScopeConfig {
+    pub read: Vec<String>,
+    pub write: Vec<String>,
+}
+
+pub const DEFAULT_READ_SCOPE: &str = "webhooks/read";
+pub const DEFAULT_WRITE_SCOPE: &str = "webhooks/write";
+
+impl Default for ScopeConfig {
+    fn default() -> Self {
+        ScopeConfig {
+            read: vec![DEFAULT_READ_SCOPE.to_owned()],
+            write: vec![DEFAULT_WRITE_SCOPE.to_owned()],
+        }
+    }
+}
+
+impl ScopeConfig {
+    /// Every configured scope, read ones first, each once.
+    pub fn all(&self) -> Vec<&str> {
+        let mut all: Vec<&str> = Vec::new();
+        for scope in self.read.iter().chain(&self.write) {
+            if !all.contains(&scope.as_str()) {
+                all.push(scope);
+            }
+        }
+        all
+    }
+}
+
+/// A comma-separated list of OAuth scope names: each one non-empty, without
+/// spaces or quotes (RFC 6749's scope-token), at most 20 of them.
+fn scope_list(
+    var: &'static str,
+    value: Option<String>,
+    default: &str,
+) -> Result<Vec<String>, ConfigError> {
+    let Some(value) = value else {
+        return Ok(vec![default.to_owned()]);
+    };
+    let scopes: Vec<String> = value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let valid = |s: &String| {
+        s.len() <= 256
+            && s.chars()
+                .all(|c| c == '!' || ('#'..='[').contains(&c) || (']'..='~').contains(&c))
+    };
+    if scopes.is_empty() || scopes.len() > 20 || !scopes.iter().all(valid) {
+        return Err(ConfigError {
+            var,
+            message: format!(
+                "expected 1 to 20 comma-separated scope names (printable ASCII without spaces, \\ or \"), got '{value}'"
+            ),
+        });
+    }
+    Ok(scopes)
 }
 
 #[derive(Debug, Clone)]
@@ -46,6 +115,8 @@ pub struct Config {
     pub events_queue_url: Option<String>,
     pub delivery_queue_url: Option<String>,
     pub delivery_dead_letter_url: Option<String>,
+    /// Timeouts and retries of every DynamoDB and SQS call (`WEBHOOKS_AWS_*`).
+    pub aws_calls: crate::call_bounds::AwsCalls,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -156,6 +227,18 @@ impl Config {
                 issuer: get("WEBHOOKS_JWT_ISSUER"),
                 audience: get("WEBHOOKS_JWT_AUDIENCE"),
                 org_claim: get("WEBHOOKS_JWT_ORG_CLAIM").unwrap_or_else(|| "org_id".to_owned()),
+                scopes: ScopeConfig {
+                    read: scope_list(
+                        "WEBHOOKS_READ_SCOPES",
+                        get("WEBHOOKS_READ_SCOPES"),
+                        DEFAULT_READ_SCOPE,
+                    )?,
+                    write: scope_list(
+                        "WEBHOOKS_WRITE_SCOPES",
+                        get("WEBHOOKS_WRITE_SCOPES"),
+                        DEFAULT_WRITE_SCOPE,
+                    )?,
+                },
             },
             jwks_min_refresh: duration_var(
                 "WEBHOOKS_JWT_JWKS_MIN_REFRESH",
@@ -182,6 +265,8 @@ impl Config {
             events_queue_url: get("WEBHOOKS_EVENTS_QUEUE_URL"),
             delivery_queue_url: get("WEBHOOKS_DELIVERY_QUEUE_URL"),
             delivery_dead_letter_url: get("WEBHOOKS_DELIVERY_DLQ_URL"),
+            aws_calls: crate::call_bounds::AwsCalls::from_lookup(get, parse_duration)
+                .map_err(|(var, message)| ConfigError { var, message })?,
         };
         if config.default_lifetime > config.max_lifetime {
             return Err(ConfigError {
@@ -241,6 +326,41 @@ mod tests {
         })
         .unwrap_err();
         assert_eq!(err.var, "WEBHOOKS_ALLOW_PRIVATE_CALLBACKS");
+    }
+
+    #[test]
+    fn scope_names_are_configurable() {
+        let default = Config::from_lookup(Profile::Lambda, |_| None).unwrap();
+        assert_eq!(default.jwt.scopes, ScopeConfig::default());
+        assert_eq!(
+            default.jwt.scopes.all(),
+            ["webhooks/read", "webhooks/write"]
+        );
+        let custom = Config::from_lookup(Profile::Lambda, |k| match k {
+            "WEBHOOKS_READ_SCOPES" => {
+                Some(" https://com.beetexting.scopes/ReadContact , webhooks/read,".to_owned())
+            }
+            "WEBHOOKS_WRITE_SCOPES" => {
+                Some("https://com.beetexting.scopes/WriteContact".to_owned())
+            }
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(
+            custom.jwt.scopes.read,
+            ["https://com.beetexting.scopes/ReadContact", "webhooks/read"]
+        );
+        assert_eq!(
+            custom.jwt.scopes.write,
+            ["https://com.beetexting.scopes/WriteContact"]
+        );
+        for bad in [",", "a b", "say\"hi\"", "back\\slash", "é"] {
+            let err = Config::from_lookup(Profile::Local, |k| {
+                (k == "WEBHOOKS_WRITE_SCOPES").then(|| bad.to_owned())
+            })
+            .unwrap_err();
+            assert_eq!(err.var, "WEBHOOKS_WRITE_SCOPES", "{bad}");
+        }
     }
 
     #[test]

@@ -48,7 +48,7 @@ async fn dispatch(
     query: Option<&str>,
     body: &[u8],
 ) -> Result<Response<Bytes>, ApiError> {
-    caller.require_scope_for(&route.method())?;
+    caller.require_scope_for(&route.method(), &app.config.jwt.scopes)?;
     match route {
         Route::CreateSubscription => {
             let request = parse_json(headers, body)?;
@@ -142,7 +142,7 @@ async fn ingest_event(
     body: &[u8],
 ) -> Response<Bytes> {
     let result = async {
-        caller.require_scope_for(&Route::IngestEvent.method())?;
+        caller.require_scope_for(&Route::IngestEvent.method(), &app.config.jwt.scopes)?;
         let envelope: EventEnvelope = parse_json(headers, body)?;
         json(
             StatusCode::ACCEPTED,

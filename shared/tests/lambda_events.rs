@@ -1108,6 +1108,7 @@ fn verifier() -> Verifier {
         issuer: None,
         audience: None,
         org_claim: "org_id".into(),
+        scopes: Default::default(),
     })
 }
 
@@ -1236,4 +1237,99 @@ async fn authorizer_denies_a_valid_token_without_an_organization() {
         IamPolicyEffect::Deny
     );
     assert_eq!(response.context, json!({}));
+}
+
+/// An identity provider's own scope names (`WEBHOOKS_READ_SCOPES`,
+/// `WEBHOOKS_WRITE_SCOPES`): accepted by the authorizer and the functions
+/// only when configured; the default names are then not enough.
+#[tokio::test]
+async fn custom_scope_names_are_honoured_only_when_configured() {
+    const READ: &str = "https://com.beetexting.scopes/ReadContact";
+    const WRITE: &str = "https://com.beetexting.scopes/WriteContact";
+    let lookup = |custom: bool| {
+        move |var: &str| match var {
+            "WEBHOOKS_JWT_HS256_SECRET" => Some(JWT_SECRET.to_owned()),
+            "WEBHOOKS_READ_SCOPES" if custom => Some(READ.to_owned()),
+            "WEBHOOKS_WRITE_SCOPES" if custom => Some(WRITE.to_owned()),
+            _ => None,
+        }
+    };
+    let custom = Config::from_lookup(Profile::Lambda, lookup(true)).unwrap();
+    let default = Config::from_lookup(Profile::Lambda, lookup(false)).unwrap();
+    let token = |scopes: &[&str]| {
+        mint_hs256(
+            JWT_SECRET,
+            "org_id",
+            "org-1",
+            scopes,
+            Duration::from_secs(300),
+        )
+    };
+    let effect = |config: &Config, token: String| {
+        let verifier = Verifier::new(&config.jwt);
+        async move {
+            let event = authorizer_event("authorizer-request", Some(&token));
+            let response = authorizer::authorize(
+                &verifier,
+                lambda_runtime::LambdaEvent::new(event, lambda_runtime::Context::default()),
+            )
+            .await
+            .unwrap();
+            (
+                response.policy_document.statement[0].effect.clone(),
+                response.context["scope"].clone(),
+            )
+        }
+    };
+    assert_eq!(
+        effect(&custom, token(&[READ, WRITE])).await,
+        (IamPolicyEffect::Allow, json!(format!("{READ} {WRITE}")))
+    );
+    assert_eq!(
+        effect(&custom, token(&ALL_SCOPES)).await.0,
+        IamPolicyEffect::Deny
+    );
+    assert_eq!(
+        effect(&default, token(&[READ, WRITE])).await.0,
+        IamPolicyEffect::Deny
+    );
+    assert_eq!(
+        effect(&default, token(&ALL_SCOPES)).await.0,
+        IamPolicyEffect::Allow
+    );
+
+    // The function checks the route's scope with the same configuration.
+    let (client, tables) = dynamodb_local::fresh_tables("scopes").await;
+    let store = Arc::new(DynamoStore::new(client, tables));
+    seed(
+        &store,
+        "org-1",
+        SUBSCRIPTION_ID,
+        "https://example.com/s",
+        now(),
+    )
+    .await;
+    let custom_app = App::new(custom, store.clone());
+    let default_app = App::new(default, store);
+    assert_eq!(get(&custom_app, READ).await.0, StatusCode::OK);
+    let (status, body) = get(&custom_app, "webhooks/read webhooks/write").await;
+    assert_code(status, &body, StatusCode::FORBIDDEN, "INSUFFICIENT_SCOPE");
+    assert!(body["detail"].as_str().unwrap().contains(READ), "{body}");
+    let (status, body) = get(&custom_app, WRITE).await;
+    assert_code(status, &body, StatusCode::FORBIDDEN, "INSUFFICIENT_SCOPE");
+    let (status, body) = get(&default_app, READ).await;
+    assert_code(status, &body, StatusCode::FORBIDDEN, "INSUFFICIENT_SCOPE");
+    assert_eq!(get(&default_app, "webhooks/read").await.0, StatusCode::OK);
+}
+
+/// `get-subscription-ok` with the authorizer context's `scope` replaced.
+async fn get(app: &App, scope: &str) -> (StatusCode, Value) {
+    let request = edited_request("get-subscription-ok", |e| {
+        e["requestContext"]["authorizer"]["scope"] = json!(scope);
+    });
+    split(
+        lambda::handle(app, Endpoint::GetSubscription, request)
+            .await
+            .unwrap(),
+    )
 }

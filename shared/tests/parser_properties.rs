@@ -243,6 +243,7 @@ fn verifier(issuer: Option<&str>, audience: Option<&str>) -> Verifier {
         issuer: issuer.map(str::to_owned),
         audience: audience.map(str::to_owned),
         org_claim: "org_id".into(),
+        scopes: Default::default(),
     })
 }
 

@@ -123,6 +123,7 @@ async fn verifier(setup: Setup) -> Verifier {
         issuer: setup.issuer.map(str::to_owned),
         audience: setup.audience.map(str::to_owned),
         org_claim: "org_id".into(),
+        scopes: Default::default(),
     })
 }
 
@@ -461,6 +462,7 @@ async fn jwks_is_not_refetched_for_every_unknown_kid() {
         issuer: None,
         audience: None,
         org_claim: "org_id".into(),
+        scopes: Default::default(),
     });
     for i in 0..20 {
         let t = sign(

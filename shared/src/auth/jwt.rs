@@ -14,7 +14,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde_json::{Map, Value};
 use tokio::sync::RwLock;
 
-use super::{Caller, SCOPE_READ, SCOPE_WRITE};
+use super::{Caller, ScopeConfig, SCOPE_READ, SCOPE_WRITE};
 use crate::config::{JwtConfig, JWKS_REFRESH_MIN_INTERVAL};
 use crate::error::ApiError;
 use http::StatusCode;
@@ -28,6 +28,7 @@ pub struct Verifier {
     issuer: Option<String>,
     audience: Option<String>,
     org_claim: String,
+    scopes: ScopeConfig,
 }
 
 type KeysById = HashMap<String, (Algorithm, DecodingKey)>;
@@ -60,7 +61,13 @@ impl Verifier {
             issuer: config.issuer.clone(),
             audience: config.audience.clone(),
             org_claim: config.org_claim.clone(),
+            scopes: config.scopes.clone(),
         }
+    }
+
+    /// The scope names that grant access here (`WEBHOOKS_*_SCOPES`).
+    pub fn scopes(&self) -> &ScopeConfig {
+        &self.scopes
     }
 
     /// How often an unknown `kid` may refetch the JWKS (key rotation
@@ -300,6 +307,7 @@ mod tests {
             issuer: None,
             audience: None,
             org_claim: "org_id".into(),
+            scopes: Default::default(),
         })
     }
 
@@ -324,6 +332,7 @@ mod tests {
             issuer: None,
             audience: Some("client-123".into()),
             org_claim: "org_id".into(),
+            scopes: Default::default(),
         });
         let exp = chrono::Utc::now().timestamp() + 600;
         let access = serde_json::json!({"token_use": "access", "client_id": "client-123", "scope": "webhooks/read", "org_id": "o", "exp": exp});

@@ -10,8 +10,12 @@ use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
 
-pub const SCOPE_READ: &str = "webhooks/read";
-pub const SCOPE_WRITE: &str = "webhooks/write";
+pub use crate::config::ScopeConfig;
+
+/// The default scope names (`WEBHOOKS_READ_SCOPES`, `WEBHOOKS_WRITE_SCOPES`
+/// configure others).
+pub const SCOPE_READ: &str = crate::config::DEFAULT_READ_SCOPE;
+pub const SCOPE_WRITE: &str = crate::config::DEFAULT_WRITE_SCOPE;
 
 /// The authenticated caller: everything a handler may know about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,25 +34,39 @@ impl Caller {
         }
     }
 
-    /// `webhooks/read` for GET, `webhooks/write` for POST and DELETE.
-    pub fn require_scope_for(&self, method: &Method) -> Result<(), ApiError> {
+    /// One of the configured read scopes (default `webhooks/read`) for GET,
+    /// one of the write scopes (default `webhooks/write`) for POST and DELETE.
+    pub fn require_scope_for(&self, method: &Method, scopes: &ScopeConfig) -> Result<(), ApiError> {
         let needed = if method == Method::GET || method == Method::HEAD {
-            SCOPE_READ
+            &scopes.read
         } else {
-            SCOPE_WRITE
+            &scopes.write
         };
-        if self.scopes.iter().any(|s| s == needed) {
+        if self.scopes.iter().any(|s| needed.contains(s)) {
             return Ok(());
         }
-        Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "INSUFFICIENT_SCOPE",
-            format!("this operation needs the scope '{needed}'"),
+        let names = needed.join(" ");
+        let detail = match needed.as_slice() {
+            [one] => format!("this operation needs the scope '{one}'"),
+            _ => format!(
+                "this operation needs one of the scopes '{}'",
+                needed.join("', '")
+            ),
+        };
+        Err(
+            ApiError::new(StatusCode::FORBIDDEN, "INSUFFICIENT_SCOPE", detail).with_header(
+                http::header::WWW_AUTHENTICATE,
+                format!("Bearer error=\"insufficient_scope\", scope=\"{names}\""),
+            ),
         )
-        .with_header(
-            http::header::WWW_AUTHENTICATE,
-            format!("Bearer error=\"insufficient_scope\", scope=\"{needed}\""),
-        ))
+    }
+
+    /// Whether the caller holds any configured scope at all (the authorizer
+    /// denies a token that can do nothing here).
+    pub fn has_any_scope_of(&self, scopes: &ScopeConfig) -> bool {
+        self.scopes
+            .iter()
+            .any(|s| scopes.read.contains(s) || scopes.write.contains(s))
     }
 }
 

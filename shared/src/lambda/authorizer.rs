@@ -6,8 +6,11 @@
 //! - A valid token: `Allow` on the whole API stage (`<apiId>/<stage>/*/*`),
 //!   not just the method called, because API Gateway caches the result per
 //!   token and reuses it for every route.
-//! - A token that is authentic but carries no organization: `Deny` (API
-//!   Gateway's 403, `ACCESS_DENIED`), the AWS face of `ORG_CLAIM_MISSING`.
+//! - A token that is authentic but carries no organization, or none of the
+//!   configured scopes (`WEBHOOKS_READ_SCOPES`, `WEBHOOKS_WRITE_SCOPES`; a
+//!   token for another API): `Deny` (API Gateway's 403, `ACCESS_DENIED`).
+//!   Which scope each route needs is checked by its function, with the same
+//!   configuration (`INSUFFICIENT_SCOPE`).
 //! - Anything else (no header, malformed, expired, badly signed, unknown
 //!   key): the error `Unauthorized`, which API Gateway turns into its 401.
 //!
@@ -61,6 +64,15 @@ pub async fn authorize(
             Error::from(UNAUTHORIZED)
         })?;
     match verifier.verify(token).await {
+        Ok(caller) if !caller.has_any_scope_of(verifier.scopes()) => {
+            tracing::info!(org_id = %caller.org_id, "request denied: the token has none of the configured scopes");
+            Ok(response(
+                "unknown".into(),
+                IamPolicyEffect::Deny,
+                resource,
+                Value::Object(Map::new()),
+            ))
+        }
         Ok(caller) => {
             tracing::info!(org_id = %caller.org_id, "request allowed");
             let mut context = Map::new();
