@@ -81,12 +81,13 @@ fn validate(request: RotateSecretRequest) -> Result<(String, i64), ApiError> {
     };
     let key = match request.key {
         None => secret::new_signing_secret(),
-        Some(key) => {
-            if let Err(message) = secret::check_signing_secret(&key) {
+        Some(key) => match secret::check_signing_secret(&key) {
+            Ok(canonical) => canonical,
+            Err(message) => {
                 errors.push(FieldError::new("key", message));
+                String::new()
             }
-            key
-        }
+        },
     };
     if errors.is_empty() {
         Ok((key, grace))
@@ -109,7 +110,7 @@ mod tests {
     #[test]
     fn defaults_and_bounds() {
         let (key, grace) = validate(request(None, None)).unwrap();
-        assert!(secret::check_signing_secret(&key).is_ok());
+        assert_eq!(secret::check_signing_secret(&key), Ok(key.clone()));
         assert_eq!(grace, 86_400);
         assert_eq!(validate(request(Some(0), None)).unwrap().1, 0);
         assert_eq!(validate(request(Some(604_800), None)).unwrap().1, 604_800);

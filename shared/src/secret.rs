@@ -23,12 +23,23 @@ pub const MIN_SECRET_BYTES: usize = 24;
 pub const MAX_SECRET_BYTES: usize = 64;
 
 /// Checks a signing secret a client supplies: `whsec_` followed by the
-/// standard base64 of 24 to 64 bytes. The message never repeats the value.
-pub fn check_signing_secret(secret: &str) -> Result<(), String> {
+/// standard base64 of 24 to 64 bytes. Answers it in canonical form (the
+/// unused bits of a padded last character cleared, as every Standard
+/// Webhooks library decodes it alike). The message never repeats the value.
+pub fn check_signing_secret(secret: &str) -> Result<String, String> {
+    use base64::engine::{
+        general_purpose, DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig,
+    };
+    const LENIENT: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new()
+            .with_decode_allow_trailing_bits(true)
+            .with_decode_padding_mode(DecodePaddingMode::RequireCanonical),
+    );
     let Some(encoded) = secret.strip_prefix(SECRET_PREFIX) else {
         return Err(format!("must start with '{SECRET_PREFIX}'"));
     };
-    let raw = base64::engine::general_purpose::STANDARD
+    let raw = LENIENT
         .decode(encoded)
         .map_err(|_| format!("must be '{SECRET_PREFIX}' followed by standard base64"))?;
     if !(MIN_SECRET_BYTES..=MAX_SECRET_BYTES).contains(&raw.len()) {
@@ -37,7 +48,10 @@ pub fn check_signing_secret(secret: &str) -> Result<(), String> {
             raw.len()
         ));
     }
-    Ok(())
+    Ok(format!(
+        "{SECRET_PREFIX}{}",
+        general_purpose::STANDARD.encode(raw)
+    ))
 }
 
 /// A fresh `validation-token` for a handshake: 256 random bits, hex.
@@ -63,14 +77,17 @@ mod tests {
     #[test]
     fn supplied_secrets_are_whsec_base64_of_24_to_64_bytes() {
         let b64 = |n: usize| base64::engine::general_purpose::STANDARD.encode(vec![7u8; n]);
-        assert_eq!(check_signing_secret(&new_signing_secret()), Ok(()));
+        let fresh = new_signing_secret();
+        assert_eq!(check_signing_secret(&fresh), Ok(fresh.clone()));
         for n in [24, 32, 64] {
-            assert_eq!(
-                check_signing_secret(&format!("whsec_{}", b64(n))),
-                Ok(()),
-                "{n}"
-            );
+            let key = format!("whsec_{}", b64(n));
+            assert_eq!(check_signing_secret(&key), Ok(key.clone()), "{n}");
         }
+        // 25 bytes of 7 end in "Bw==" canonically; "Bx==" is the same byte
+        // with an unused bit set.
+        let canonical = format!("whsec_{}", b64(25));
+        let sloppy = format!("{}x==", canonical.strip_suffix("w==").unwrap());
+        assert_eq!(check_signing_secret(&sloppy), Ok(canonical));
         for bad in [
             format!("whsec_{}", b64(23)),
             format!("whsec_{}", b64(65)),
