@@ -1,9 +1,10 @@
-//! The Cognito pre-token-generation sample event, fed to the handler the
+//! The Cognito pre-token-generation sample events (V2 and V3 user tokens,
+//! V3 client-credentials tokens), fed to the handler the
 //! `pre-token-generation` function calls.
 
 use aws_lambda_events::event::cognito::CognitoEventUserPoolsPreTokenGenV2;
 use serde_json::{json, Value};
-use webhook_core::lambda::pre_token::add_org_claim;
+use webhook_core::lambda::pre_token::{add_org_claim, handle, MachineClients};
 
 fn sample() -> CognitoEventUserPoolsPreTokenGenV2 {
     let path = format!(
@@ -67,4 +68,102 @@ fn users_without_a_valid_organization_get_no_claim() {
             "{value:?}"
         );
     }
+}
+
+fn event(name: &str) -> Value {
+    let path = format!("{}/../events/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).expect("a JSON event")
+}
+
+fn machines() -> MachineClients {
+    MachineClients::parse("4machineclient567example=org-m2m,7otherclient=org-2").unwrap()
+}
+
+#[test]
+fn a_machine_client_gets_its_organization() {
+    let out = handle(
+        event("pre-token-generation-v3-client-credentials.json"),
+        "org_id",
+        &machines(),
+    )
+    .unwrap();
+    assert_eq!(
+        out["response"],
+        json!({"claimsAndScopeOverrideDetails": {
+            "accessTokenGeneration": {"claimsToAddOrOverride": {"org_id": "org-m2m"}}
+        }})
+    );
+    // The request goes back as Cognito sent it.
+    assert_eq!(out["triggerSource"], "TokenGeneration_ClientCredentials");
+    assert_eq!(out["callerContext"]["clientId"], "4machineclient567example");
+    assert_eq!(
+        out["request"]["scopes"],
+        json!(["webhooks/read", "webhooks/write"])
+    );
+    // The claim name is the configured one.
+    let out = handle(
+        event("pre-token-generation-v3-client-credentials.json"),
+        "tenant",
+        &machines(),
+    )
+    .unwrap();
+    assert_eq!(
+        out["response"]["claimsAndScopeOverrideDetails"]["accessTokenGeneration"]
+            ["claimsToAddOrOverride"],
+        json!({"tenant": "org-m2m"})
+    );
+}
+
+#[test]
+fn an_unlisted_machine_client_gets_no_token() {
+    let err = handle(
+        event("pre-token-generation-v3-unknown-client.json"),
+        "org_id",
+        &machines(),
+    )
+    .unwrap_err();
+    assert!(err.contains("9unlistedclient000example"), "{err}");
+    // Nor does any client when none is configured, nor an event without a client id.
+    assert!(handle(
+        event("pre-token-generation-v3-client-credentials.json"),
+        "org_id",
+        &MachineClients::default(),
+    )
+    .is_err());
+    let mut no_client = event("pre-token-generation-v3-client-credentials.json");
+    no_client["callerContext"]
+        .as_object_mut()
+        .unwrap()
+        .remove("clientId");
+    assert!(handle(no_client, "org_id", &machines()).is_err());
+}
+
+#[test]
+fn user_tokens_work_the_same_with_v2_and_v3_events() {
+    for name in [
+        "pre-token-generation-v2.json",
+        "pre-token-generation-v3-user.json",
+    ] {
+        let out = handle(event(name), "org_id", &machines()).unwrap();
+        assert_eq!(
+            out["response"]["claimsAndScopeOverrideDetails"]["accessTokenGeneration"]
+                ["claimsToAddOrOverride"],
+            json!({"org_id": "org-1"}),
+            "{name}"
+        );
+        assert_eq!(out["userName"], "alice", "{name}");
+    }
+    // A user's token never takes a machine client's organization, even
+    // when the user signs in through a listed client id.
+    let mut user = event("pre-token-generation-v3-user.json");
+    user["callerContext"]["clientId"] = json!("4machineclient567example");
+    user["request"]["userAttributes"]
+        .as_object_mut()
+        .unwrap()
+        .remove("custom:org_id");
+    let out = handle(user, "org_id", &machines()).unwrap();
+    assert_eq!(
+        out["response"]["claimsAndScopeOverrideDetails"],
+        Value::Null
+    );
 }

@@ -1,6 +1,7 @@
-//! Lambda `pre-token-generation`: Cognito trigger (event version 2) that puts
-//! the user's organization into the access token. Everything but start-up
-//! lives in `webhook_core::lambda::pre_token`.
+//! Lambda `pre-token-generation`: Cognito trigger (event version 3) that puts
+//! the organization into access tokens: a user's from their attribute, a
+//! machine client's (client credentials) from `WEBHOOKS_MACHINE_CLIENTS`.
+//! Everything but start-up lives in `webhook_core::lambda::pre_token`.
 
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 use webhook_core::lambda::{self, pre_token};
@@ -9,8 +10,9 @@ use webhook_core::lambda::{self, pre_token};
 async fn main() -> Result<(), Error> {
     lambda::init_tracing();
     let claim = pre_token::org_claim_from_env();
+    let machines = pre_token::MachineClients::from_env()?;
     run(service_fn(|event: LambdaEvent<_>| async {
-        Ok::<_, Error>(pre_token::add_org_claim(event.payload, &claim))
+        pre_token::handle(event.payload, &claim, &machines).map_err(Error::from)
     }))
     .await
 }
