@@ -26,7 +26,9 @@ pub struct Verifier {
     hs256: Option<DecodingKey>,
     jwks: Option<JwksCache>,
     issuer: Option<String>,
-    audience: Option<String>,
+    /// Accepted audiences (`WEBHOOKS_JWT_AUDIENCE`, comma-separated; e.g.
+    /// the public app client and the machine client); empty: not checked.
+    audiences: Vec<String>,
     org_claim: String,
     scopes: ScopeConfig,
 }
@@ -59,7 +61,14 @@ impl Verifier {
                 min_refresh: JWKS_REFRESH_MIN_INTERVAL,
             }),
             issuer: config.issuer.clone(),
-            audience: config.audience.clone(),
+            audiences: config
+                .audience
+                .iter()
+                .flat_map(|a| a.split(','))
+                .map(str::trim)
+                .filter(|a| !a.is_empty())
+                .map(str::to_owned)
+                .collect(),
             org_claim: config.org_claim.clone(),
             scopes: config.scopes.clone(),
         }
@@ -131,12 +140,10 @@ impl Verifier {
                 "an ID token is not a bearer token: send the access token",
             ));
         }
-        if let Some(audience) = &self.audience {
-            if !has_audience(claims, audience) {
-                return Err(ApiError::invalid_token(
-                    "the token audience is not accepted",
-                ));
-            }
+        if !self.audiences.is_empty() && !self.audiences.iter().any(|a| has_audience(claims, a)) {
+            return Err(ApiError::invalid_token(
+                "the token audience is not accepted",
+            ));
         }
         self.caller_from_claims(claims)
     }
@@ -357,6 +364,40 @@ mod tests {
             v.verify(&signed(no_aud, "s3cret")).await.unwrap_err().code,
             "INVALID_TOKEN"
         );
+    }
+
+    #[tokio::test]
+    async fn accepts_each_listed_client_and_no_other() {
+        // The public client and the machine (client-credentials) client.
+        let v = Verifier::new(&JwtConfig {
+            hs256_secret: Some("s3cret".into()),
+            jwks_url: None,
+            issuer: None,
+            audience: Some(" client-123 , machine-456,".into()),
+            org_claim: "org_id".into(),
+            scopes: Default::default(),
+        });
+        let exp = chrono::Utc::now().timestamp() + 600;
+        let token = |client: &str| {
+            signed(
+                serde_json::json!({"token_use": "access", "client_id": client,
+                    "scope": "webhooks/read webhooks/write", "org_id": "org-m2m", "exp": exp}),
+                "s3cret",
+            )
+        };
+        for client in ["client-123", "machine-456"] {
+            let caller = v.verify(&token(client)).await.unwrap();
+            assert_eq!(caller.org_id, "org-m2m", "{client}");
+        }
+        for client in ["machine-789", "", "client-123,machine-456"] {
+            assert_eq!(
+                v.verify(&token(client)).await.unwrap_err().code,
+                "INVALID_TOKEN",
+                "{client}"
+            );
+        }
+        let aud = serde_json::json!({"aud": "machine-456", "org_id": "o", "exp": exp});
+        assert!(v.verify(&signed(aud, "s3cret")).await.is_ok());
     }
 
     #[tokio::test]
