@@ -329,7 +329,11 @@ async fn send_again(
     let jobs = claims.iter().map(|c| c.job.clone()).collect();
     queue.enqueue(jobs).await.map_err(|e| {
         tracing::error!(error = %e, "delivery queue failure");
-        ApiError::internal()
+        if e.is_unavailable() {
+            crate::subscription::queue_unavailable()
+        } else {
+            ApiError::internal()
+        }
     })?;
     app.delivery_wake.notify_one();
     app.history

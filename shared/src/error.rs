@@ -44,6 +44,11 @@ pub struct Problem<'a> {
 
 pub const PROBLEM_JSON: &str = "application/problem+json";
 
+/// The `Retry-After` (seconds) of a `503` for an unavailable dependency:
+/// longer than one bounded attempt at the store, short enough that a
+/// producer's retries follow a recovery closely.
+pub const UNAVAILABLE_RETRY_AFTER_SECS: u64 = 5;
+
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Self {
         ApiError {
@@ -88,6 +93,17 @@ impl ApiError {
         Self::new(StatusCode::UNAUTHORIZED, "INVALID_TOKEN", detail).with_header(
             http::header::WWW_AUTHENTICATE,
             "Bearer error=\"invalid_token\"",
+        )
+    }
+
+    /// `503` with `Retry-After`: a dependency (`STORE_UNAVAILABLE`,
+    /// `QUEUE_UNAVAILABLE`) timed out, was throttled or is down; the same
+    /// request may succeed later. Ingestion is idempotent per event id, so a
+    /// producer can send the same event again.
+    pub fn unavailable(code: &'static str, detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, code, detail).with_header(
+            http::header::RETRY_AFTER,
+            UNAVAILABLE_RETRY_AFTER_SECS.to_string(),
         )
     }
 

@@ -21,6 +21,7 @@ pub mod app;
 pub mod auth;
 #[cfg(feature = "aws")]
 pub mod aws;
+pub mod call_bounds;
 pub mod callback;
 pub mod clock;
 pub mod config;

@@ -311,7 +311,21 @@ pub(crate) fn not_found(id: &str) -> ApiError {
 
 pub(crate) fn store_failure(e: StoreError) -> ApiError {
     tracing::error!(error = %e, "store failure");
-    ApiError::internal()
+    match e {
+        StoreError::Unavailable(_) => ApiError::unavailable(
+            "STORE_UNAVAILABLE",
+            "the data store is unavailable or slow to answer; try again later",
+        ),
+        StoreError::QueueUnavailable(_) => queue_unavailable(),
+        _ => ApiError::internal(),
+    }
+}
+
+pub(crate) fn queue_unavailable() -> ApiError {
+    ApiError::unavailable(
+        "QUEUE_UNAVAILABLE",
+        "the delivery queue is unavailable or slow to answer; try again later",
+    )
 }
 
 /// The status a client sees at `now`: an active subscription past its

@@ -61,7 +61,10 @@ impl Outbox for AwsOutbox {
             self.queue
                 .enqueue(jobs)
                 .await
-                .map_err(|e| StoreError::Backend(e.to_string()))?;
+                .map_err(|e| match e.is_unavailable() {
+                    true => StoreError::QueueUnavailable(e.0),
+                    false => StoreError::Backend(e.to_string()),
+                })?;
         }
         let expires = self.clock.now_ms() / 1000 + EVENT_RECORD_DAYS * 86_400;
         self.store.record_event(org_id, event_id, expires).await?;

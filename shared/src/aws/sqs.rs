@@ -34,6 +34,22 @@ fn err(e: impl std::fmt::Display) -> QueueError {
     QueueError(e.to_string())
 }
 
+/// A failed SQS call: [`QueueError::unavailable`] when it is worth retrying
+/// later ([`crate::aws::is_transient`]).
+fn sdk_err<E>(
+    e: aws_sdk_sqs::error::SdkError<E, aws_sdk_sqs::config::http::HttpResponse>,
+) -> QueueError
+where
+    E: aws_sdk_sqs::error::ProvideErrorMetadata + std::error::Error + 'static,
+{
+    let transient = crate::aws::is_transient(&e);
+    let e = aws_sdk_sqs::error::DisplayErrorContext(e);
+    match transient {
+        true => QueueError::unavailable(format!("SQS: {e}")),
+        false => err(e),
+    }
+}
+
 fn secs(d: Duration) -> i32 {
     d.min(MAX_VISIBILITY).as_secs_f64().ceil() as i32
 }
@@ -116,9 +132,14 @@ impl DeliveryQueue for SqsQueue {
                 .set_entries(Some(entries))
                 .send()
                 .await
-                .map_err(|e| err(aws_sdk_sqs::error::DisplayErrorContext(e)))?;
+                .map_err(sdk_err)?;
             if let Some(failed) = out.failed().first() {
-                return Err(err(format!(
+                // SQS's own fault (not the sender's) is worth retrying later.
+                let fail = match failed.sender_fault() {
+                    true => err,
+                    false => QueueError::unavailable,
+                };
+                return Err(fail(format!(
                     "SendMessageBatch refused {} of {} messages: {}",
                     out.failed().len(),
                     chunk.len(),
@@ -140,7 +161,7 @@ impl DeliveryQueue for SqsQueue {
             .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
             .send()
             .await
-            .map_err(|e| err(aws_sdk_sqs::error::DisplayErrorContext(e)))?;
+            .map_err(sdk_err)?;
         let mut leases = Vec::new();
         for m in out.messages() {
             let (Some(body), Some(receipt)) = (m.body(), m.receipt_handle()) else {
@@ -167,7 +188,7 @@ impl DeliveryQueue for SqsQueue {
             .receipt_handle(&lease.receipt)
             .send()
             .await
-            .map_err(|e| err(aws_sdk_sqs::error::DisplayErrorContext(e)))?;
+            .map_err(sdk_err)?;
         Ok(())
     }
 
@@ -179,7 +200,7 @@ impl DeliveryQueue for SqsQueue {
             .visibility_timeout(secs(delay))
             .send()
             .await
-            .map_err(|e| err(aws_sdk_sqs::error::DisplayErrorContext(e)))?;
+            .map_err(sdk_err)?;
         Ok(())
     }
 
@@ -211,7 +232,7 @@ impl SqsQueue {
             )
             .send()
             .await
-            .map_err(|e| err(aws_sdk_sqs::error::DisplayErrorContext(e)))?;
+            .map_err(sdk_err)?;
         Ok(())
     }
 }

@@ -18,14 +18,33 @@ pub use crate::services::aws::{queue_functions, QueueFunctions};
 /// the queue's redrive policy moves it to its DLQ. An invalid event is
 /// logged with the fields at fault (`fields`, e.g. `message.direction`),
 /// never with its content.
+///
+/// Once DynamoDB or SQS is unavailable (timed out, throttled, down), the
+/// rest of the batch is reported failed without being tried: the batch ends
+/// after one bounded call instead of one per record, well inside the
+/// function timeout, and SQS redelivers the records after their visibility
+/// timeout.
 pub async fn ingest_events(app: &App, outbox: &dyn Outbox, event: SqsEvent) -> SqsBatchResponse {
     let mut response = SqsBatchResponse::default();
+    let mut unavailable = false;
     for record in &event.records {
         let id = record.message_id.clone().unwrap_or_default();
-        if let Err(Rejected { fields, reason }) = ingest_record(app, outbox, record).await {
+        if unavailable {
+            response.add_failure(id);
+            continue;
+        }
+        if let Err(rejected) = ingest_record(app, outbox, record).await {
+            let Rejected { fields, reason, .. } = &rejected;
             tracing::error!(sqs_message_id = %id, fields = %fields, %reason, "event not ingested");
+            unavailable = rejected.unavailable;
             response.add_failure(id);
         }
+    }
+    if unavailable {
+        tracing::warn!(
+            failed = response.batch_item_failures.len(),
+            "a dependency is unavailable: the rest of the batch is left to SQS's redelivery"
+        );
     }
     response
 }
@@ -35,6 +54,8 @@ pub async fn ingest_events(app: &App, outbox: &dyn Outbox, event: SqsEvent) -> S
 struct Rejected {
     fields: String,
     reason: String,
+    /// The store or the queue is unavailable (a `503`), not this record's fault.
+    unavailable: bool,
 }
 
 impl From<String> for Rejected {
@@ -42,6 +63,7 @@ impl From<String> for Rejected {
         Rejected {
             fields: String::new(),
             reason,
+            unavailable: false,
         }
     }
 }
@@ -59,6 +81,7 @@ async fn ingest_record(
     let envelope: EventEnvelope = serde_path_to_error::deserialize(de).map_err(|e| Rejected {
         fields: e.path().to_string(),
         reason: format!("not an event envelope: {}", e.into_inner()),
+        unavailable: false,
     })?;
     let event = envelope.validate(app.now_ms()).map_err(|e| Rejected {
         fields: e
@@ -68,13 +91,17 @@ async fn ingest_record(
             .collect::<Vec<_>>()
             .join(","),
         reason: e.detail,
+        unavailable: false,
     })?;
     let span = tracing::info_span!("event", org_id = %event.organization_id, event_id = %event.id);
     ingest::ingest(app, outbox, event)
         .instrument(span)
         .await
         .map(|_| ())
-        .map_err(|e| Rejected::from(e.detail))
+        .map_err(|e| Rejected {
+            unavailable: e.status == http::StatusCode::SERVICE_UNAVAILABLE,
+            ..Rejected::from(e.detail)
+        })
 }
 
 /// `deliver-notifications`: one delivery job per record, each through

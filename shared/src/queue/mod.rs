@@ -80,6 +80,21 @@ pub struct Lease {
 #[error("queue failure: {0}")]
 pub struct QueueError(pub String);
 
+/// How an unavailable queue's error message starts ([`QueueError::unavailable`]).
+const UNAVAILABLE: &str = "unavailable: ";
+
+impl QueueError {
+    /// The queue timed out, was throttled or could not be reached: the same
+    /// call may succeed later (an API answers `503 QUEUE_UNAVAILABLE`).
+    pub fn unavailable(detail: impl std::fmt::Display) -> Self {
+        QueueError(format!("{UNAVAILABLE}{detail}"))
+    }
+
+    pub fn is_unavailable(&self) -> bool {
+        self.0.starts_with(UNAVAILABLE)
+    }
+}
+
 #[async_trait]
 pub trait DeliveryQueue: Send + Sync {
     async fn enqueue(&self, jobs: Vec<DeliveryJob>) -> Result<(), QueueError>;

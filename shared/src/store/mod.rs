@@ -152,6 +152,14 @@ pub enum StoreError {
     SecretReused,
     #[error("store failure: {0}")]
     Backend(String),
+    /// The store timed out, was throttled or could not be reached: the same
+    /// call may succeed later (answered `503 STORE_UNAVAILABLE`).
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// The delivery queue behind an outbox commit likewise (`503
+    /// QUEUE_UNAVAILABLE`).
+    #[error("queue unavailable: {0}")]
+    QueueUnavailable(String),
 }
 
 #[async_trait]

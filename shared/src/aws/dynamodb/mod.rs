@@ -127,11 +127,15 @@ pub async fn client_from_env() -> Client {
 
 /// A failed request: the service's error code and message, or the reason
 /// the request did not get an answer (connection, timeout).
-pub(super) fn backend<E, R>(e: SdkError<E, R>) -> StoreError
+/// A transient failure ([`crate::aws::is_transient`]) is
+/// [`StoreError::Unavailable`].
+pub(super) fn backend<E>(e: SdkError<E, aws_sdk_dynamodb::config::http::HttpResponse>) -> StoreError
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
-    R: std::fmt::Debug,
 {
+    if crate::aws::is_transient(&e) {
+        return StoreError::Unavailable(format!("DynamoDB: {}", DisplayErrorContext(&e)));
+    }
     match &e {
         SdkError::ServiceError(service) => StoreError::Backend(format!(
             "DynamoDB {}: {}",
