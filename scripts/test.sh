@@ -47,4 +47,13 @@ step "web console in Chromium (Playwright; installs Chromium and playwright-core
 scripts/console-test.sh
 step "contract (openapi.yaml lint, schemathesis)" && scripts/contract.sh
 
+# Last: it freezes the shared DynamoDB Local (SIGSTOP/SIGCONT) and runs, freezes and kills
+# a moto of its own (local/tests/faults.rs). DynamoDB Local is continued whatever happens.
+step "fault injection (DynamoDB Local, then moto, frozen for 20 s; figures in BENCHMARKS.md)"
+fault_rc=0
+DYNAMODB_LOCAL_PID="$DYNAMODB_LOCAL_PID" WEBHOOKS_MOTO_SERVER="$WEBHOOKS_TOOLS_DIR/venv/bin/moto_server" \
+  WEBHOOKS_TEST_BACKEND=aws cargo test --locked -p webhooks-local --test faults -- --nocapture || fault_rc=$?
+kill -CONT "$DYNAMODB_LOCAL_PID" 2>/dev/null || true
+[ "$fault_rc" -eq 0 ] || { echo "fault injection failed" >&2; exit "$fault_rc"; }
+
 printf '\nall checks passed in %ss\n' "$(( $(date +%s) - started ))"

@@ -170,6 +170,14 @@ impl Server {
         )
     }
 
+    /// An environment variable the server was started with.
+    pub fn env_var(&self, name: &str) -> Option<String> {
+        self.env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    }
+
     pub fn jwt_secret(&self) -> &str {
         &self.jwt_secret
     }
