@@ -20,9 +20,15 @@ async fn store() -> Arc<dyn webhook_core::store::Store> {
 conformance_tests!(store());
 secret_conformance_tests!(store());
 
+/// The suite's times are in 2025 (`T0`): with the default 30 days the items'
+/// `ttl` would be past, and DynamoDB Local deletes expired items while a case
+/// runs. A century keeps them.
 async fn history() -> Arc<dyn webhook_core::history::DeliveryHistory> {
     let (client, tables) = dynamodb_local::tables_for_this_run().await;
-    Arc::new(DynamoStore::new(client, tables))
+    Arc::new(
+        DynamoStore::new(client, tables)
+            .with_retention(std::time::Duration::from_secs(100 * 365 * 86_400)),
+    )
 }
 
 history_conformance_tests!(history());

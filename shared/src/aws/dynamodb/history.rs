@@ -396,6 +396,8 @@ impl DeliveryHistory for DynamoStore {
 
 impl DynamoStore {
     /// Marks one claimed summary PENDING if it is still as read: 1 if it was.
+    /// A mark already made at `now` also counts: the SDK may send the write
+    /// again after an attempt timed out that DynamoDB had applied.
     async fn mark_one(&self, claim: &Claim, now: i64) -> Result<usize, StoreError> {
         let job = &claim.job;
         let result = self
@@ -403,7 +405,9 @@ impl DynamoStore {
             .update_item()
             .table_name(&self.tables.messages)
             .set_key(Some(summary_key(job)))
-            .condition_expression("#st = :was AND attempts = :n")
+            .condition_expression(
+                "(#st = :was AND attempts = :n) OR (#st = :pending AND nextAttemptAt = :now)",
+            )
             .update_expression("SET #st = :pending, nextAttemptAt = :now")
             .expression_attribute_names("#st", "status")
             .expression_attribute_values(":was", s(claim.status.as_str().into()))

@@ -10,12 +10,12 @@
 //! [`history`] (the delivery history port) and [`history_items`], [`tables`] (provisioning).
 
 mod backoff;
+mod change;
 mod codec;
 mod events;
 mod history;
 mod history_items;
 mod keys;
-mod secrets;
 mod store;
 mod tables;
 mod write;

@@ -1,16 +1,17 @@
 //! The [`Store`] port on DynamoDB: each operation in terms of the keys,
 //! items and transactions of its sibling modules.
 
-use std::collections::HashSet;
-
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
 use super::backoff::Backoff;
-use super::codec::{list, n, optional, optional_text, parse_subscription, s, text, texts};
+use super::change::Planned;
+use super::codec::{
+    list, n, optional, optional_text, parse_subscription, previous_secrets, s, text, texts,
+};
 use super::keys::{filter_pk, key, msg_sk, org_pk, sub_sk, uri_sk, COUNTER_SK, SUB};
 use super::write::{delete, distinct, Attempt, Condition, Transaction};
-use super::{backend, backend_build, DynamoStore, Item, MAX_SORT_KEY};
+use super::{backend, backend_build, DynamoStore, MAX_SORT_KEY};
 use crate::ids::{OrgId, SubscriptionId};
 use crate::model::{Message, SubscriptionStatus};
 use crate::store::{DeliveryRecord, SecretRotation, Store, StoreError, StoredSubscription, Upsert};
@@ -111,52 +112,20 @@ impl Store for DynamoStore {
         id: &SubscriptionId,
         record: DeliveryRecord,
     ) -> Result<Option<SubscriptionStatus>, StoreError> {
-        let table = &self.tables.subscriptions;
-        let mut backoff = Backoff::default();
-        // Index entries already removed by TTL (expired subscriptions).
-        let mut vanished: HashSet<String> = HashSet::new();
-        loop {
-            let Some((sub, version)) = self.versioned(org_id, id).await? else {
-                return Ok(None);
-            };
-            let (status, failing_since) = next_state(&sub, record);
+        self.change_subscription(org_id, id, "record_delivery", |sub| {
+            let (status, failing_since) = next_state(sub, record);
             if (status, failing_since) == (sub.status, sub.failing_since) {
-                return Ok(Some(status));
+                return Ok(Planned::Unchanged(status));
             }
-            let mut writes = vec![state_update(
-                table,
-                key(org_pk(org_id), sub_sk(id)),
-                (status, failing_since),
-                Some(version),
-            )?];
-            let copies: Vec<&String> = distinct(&sub.event_filters)
-                .filter(|f| !vanished.contains(*f))
-                .collect();
-            for filter in &copies {
-                writes.push(state_update(
-                    table,
-                    key(filter_pk(filter), sub_sk(id)),
-                    (status, failing_since),
-                    None,
-                )?);
-            }
-            match self.transact(writes).await? {
-                Transaction::Written => return Ok(Some(status)),
-                Transaction::Cancelled(reasons) => {
-                    let gone: Vec<&String> = copies
-                        .iter()
-                        .zip(reasons.iter().skip(1))
-                        .filter(|(_, reason)| reason.condition_failed())
-                        .map(|(filter, _)| *filter)
-                        .collect();
-                    let subscription_changed = reasons.first().is_none_or(|r| r.code != "None");
-                    if gone.is_empty() || subscription_changed {
-                        backoff.wait("record_delivery").await?;
-                    }
-                    vanished.extend(gone.into_iter().cloned());
-                }
-            }
-        }
+            Ok(Planned::Set(
+                status,
+                vec![
+                    ("status", Some(s(status.as_str().into()))),
+                    ("failingSince", failing_since.map(n)),
+                ],
+            ))
+        })
+        .await
     }
 
     async fn rotate_secret(
@@ -165,7 +134,24 @@ impl Store for DynamoStore {
         id: &SubscriptionId,
         rotation: SecretRotation,
     ) -> Result<Option<StoredSubscription>, StoreError> {
-        self.rotate(org_id, id, &rotation).await
+        self.change_subscription(org_id, id, "rotate_secret", |sub| {
+            let rotated = StoredSubscription {
+                secret: rotation.new_secret.clone(),
+                previous_secrets: rotation.previous_after(sub)?,
+                updated_at: rotation.now,
+                ..sub.clone()
+            };
+            let fields = vec![
+                ("secret", Some(s(rotated.secret.clone()))),
+                (
+                    "previousSecrets",
+                    Some(previous_secrets(&rotated.previous_secrets)),
+                ),
+                ("updatedAt", Some(n(rotated.updated_at))),
+            ];
+            Ok(Planned::Set(rotated, fields))
+        })
+        .await
     }
 
     async fn put_message(&self, org_id: &OrgId, message: &Message) -> Result<(), StoreError> {
@@ -255,46 +241,4 @@ pub(super) fn next_state(
         }
         DeliveryRecord::Gone => (SubscriptionStatus::Blacklisted, sub.failing_since),
     }
-}
-
-/// Sets status and failure streak of a subscription item (at `version`,
-/// which is bumped) or of an index entry (if it still exists).
-pub(super) fn state_update(
-    table: &str,
-    key: Item,
-    (status, failing_since): (SubscriptionStatus, Option<i64>),
-    version: Option<u64>,
-) -> Result<TransactWriteItem, StoreError> {
-    let mut set = vec!["#status = :status"];
-    let mut update = Update::builder()
-        .table_name(table)
-        .set_key(Some(key))
-        .expression_attribute_names("#status", "status")
-        .expression_attribute_names("#fs", "failingSince")
-        .expression_attribute_values(":status", s(status.as_str().into()));
-    if let Some(at) = failing_since {
-        set.push("#fs = :fs");
-        update = update.expression_attribute_values(":fs", n(at));
-    }
-    update = match version {
-        Some(version) => {
-            set.push("#v = :next");
-            update
-                .condition_expression("#v = :v")
-                .expression_attribute_names("#v", "version")
-                .expression_attribute_values(":v", n(version as i64))
-                .expression_attribute_values(":next", n(version as i64 + 1))
-        }
-        None => update.condition_expression("attribute_exists(pk)"),
-    };
-    let remove = if failing_since.is_none() {
-        " REMOVE #fs"
-    } else {
-        ""
-    };
-    let update = update
-        .update_expression(format!("SET {}{remove}", set.join(", ")))
-        .build()
-        .map_err(backend_build)?;
-    Ok(TransactWriteItem::builder().update(update).build())
 }
