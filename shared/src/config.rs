@@ -195,12 +195,12 @@ impl Config {
                     message: format!("expected a positive integer, got '{v}'"),
                 })?,
         };
-        // Each delivery waits for two group commits (its outcome, then its
-        // lease) besides the POST, so throughput is in-flight ÷ latency:
-        // 64 kept up with ~3,000 notifications/s while ingestion ran, 256
-        // with the 5,000+ of the benchmark (BENCHMARKS.md).
+        // A delivery waits for the POST and a group commit (its outcome)
+        // that it shares with ingestion, so throughput is in-flight ÷
+        // latency: 64 kept up with ~3,000 notifications/s while events were
+        // ingested, 512 with the 5,300–5,800 of the benchmark (BENCHMARKS.md).
         let delivery_concurrency = match get("WEBHOOKS_DELIVERY_CONCURRENCY") {
-            None => 256,
+            None => 512,
             Some(v) => v
                 .trim()
                 .parse::<usize>()
