@@ -134,6 +134,7 @@ async fn events_reach_only_matching_filters_of_their_organization_and_department
 
     let mut out = inbound_event("evt-out", "org-1", "dep-1", "msg-out");
     out["type"] = json!("message.outbound");
+    out["message"]["direction"] = json!("out");
     assert_eq!(
         post_event(&server, "org-1", out).await.1["notifications"],
         1

@@ -37,8 +37,13 @@ fn event(kind: &str, org: &str, text: &str) -> Value {
                        "departmentId": DEP, "occurredAt": 1_700_000_000_000i64,
                        "carrierMessageId": "carrier-1", "status": "RECEIVED"});
     if kind.starts_with("message.") {
+        let direction = if kind == "message.outbound" {
+            "out"
+        } else {
+            "in"
+        };
         e["message"] = json!({"id": format!("msg-{n}"), "owner": null, "time": null,
-                              "direction": "in", "to": ["+15550100"], "from": "+15550199",
+                              "direction": direction, "to": ["+15550100"], "from": "+15550199",
                               "text": text, "media": [], "attachments": []});
     } else {
         e["contact"] = json!({"id": "contact-1"});
