@@ -246,6 +246,23 @@ pub async fn send(req: reqwest::RequestBuilder) -> (StatusCode, Value) {
     (status, body)
 }
 
+/// Asserts a `400 VALIDATION_FAILED` problem whose first error names `field`.
+pub fn assert_invalid(status: StatusCode, body: &Value, field: &str, context: &str) {
+    assert_eq!(
+        (
+            status,
+            body["code"].as_str(),
+            body["errors"][0]["field"].as_str()
+        ),
+        (
+            StatusCode::BAD_REQUEST,
+            Some("VALIDATION_FAILED"),
+            Some(field)
+        ),
+        "{context}: {body}"
+    );
+}
+
 pub fn inbound(org: &str, dep: &str) -> String {
     format!("/orgId/{org}/department/{dep}/message?direction=inbound")
 }
