@@ -53,6 +53,8 @@ step "fault injection (DynamoDB Local, then moto, frozen for 20 s; figures in BE
 fault_rc=0
 DYNAMODB_LOCAL_PID="$DYNAMODB_LOCAL_PID" WEBHOOKS_MOTO_SERVER="$WEBHOOKS_TOOLS_DIR/venv/bin/moto_server" \
   WEBHOOKS_TEST_BACKEND=aws cargo test --locked -p webhooks-local --test faults -- --ignored --nocapture || fault_rc=$?
+[ "$fault_rc" -ne 0 ] || DYNAMODB_LOCAL_PID="$DYNAMODB_LOCAL_PID" \
+  cargo test --locked -p webhook-core --all-features --test lambda_queue_events -- --ignored --nocapture || fault_rc=$?
 kill -CONT "$DYNAMODB_LOCAL_PID" 2>/dev/null || true
 [ "$fault_rc" -eq 0 ] || { echo "fault injection failed" >&2; exit "$fault_rc"; }
 

@@ -43,6 +43,13 @@ struct World {
 }
 
 async fn world() -> World {
+    world_on(None).await
+}
+
+/// `bounded`: the store built as the functions build it, with the batch
+/// call bounds (`services::aws::queue_functions`), instead of the SDK's
+/// defaults.
+async fn world_on(bounded: Option<aws_config::SdkConfig>) -> World {
     testkit::emulators::require(testkit::emulators::SQS);
     let config = Config::from_lookup(Profile::Lambda, |var| match var {
         "WEBHOOKS_ALLOW_HTTP_CALLBACKS" | "WEBHOOKS_ALLOW_PRIVATE_CALLBACKS" => Some("true".into()),
@@ -51,7 +58,10 @@ async fn world() -> World {
     })
     .unwrap();
     let (client, tables) = dynamodb_local::fresh_tables("queues").await;
-    let store = Arc::new(DynamoStore::new(client, tables));
+    let store = Arc::new(match &bounded {
+        Some(sdk) => DynamoStore::from_sdk(sdk, tables),
+        None => DynamoStore::new(client, tables),
+    });
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .load()
         .await;
@@ -397,4 +407,125 @@ async fn ingest_events_data_checks_fail_the_record_and_name_the_field() {
         !text.contains("wrong direction"),
         "no event content in the logs"
     );
+}
+
+/// DynamoDB Local stopped (`kill -STOP`: a stalled network, as seen from
+/// here) until dropped, even when an assertion fails meanwhile.
+struct Frozen(String);
+
+impl Frozen {
+    fn dynamodb() -> Frozen {
+        let pid = std::env::var("DYNAMODB_LOCAL_PID")
+            .expect("DYNAMODB_LOCAL_PID: the fault stage of ./scripts/test.sh sets it");
+        signal(&pid, "-STOP");
+        Frozen(pid)
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        signal(&self.0, "-CONT");
+    }
+}
+
+fn signal(pid: &str, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([sig, pid])
+        .status()
+        .expect("kill");
+    assert!(ok.success(), "kill {sig} {pid}");
+}
+
+/// Runs `f` with DynamoDB frozen; how long it took. Gives up (and fails)
+/// well after `bound`, so a lost bound cannot hang the suite.
+async fn while_frozen<T>(
+    bound: Duration,
+    f: impl std::future::Future<Output = T>,
+) -> (T, Duration) {
+    let _frozen = Frozen::dynamodb();
+    let started = std::time::Instant::now();
+    let out = tokio::time::timeout(bound * 3, f)
+        .await
+        .unwrap_or_else(|_| panic!("no answer within {:?}", bound * 3));
+    (out, started.elapsed())
+}
+
+/// Issue 14, the Lambda path: with DynamoDB frozen, each queue function's
+/// batch answers inside its call bounds and reports its records failed (SQS
+/// redelivers them), instead of running out the function's timeout; once
+/// DynamoDB is back, the redelivered records go through and nothing is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "freezes the emulators: scripts/test.sh runs it last, with --ignored"]
+async fn queue_batches_fail_fast_while_dynamodb_is_frozen_and_recover() {
+    let bounds = webhook_core::call_bounds::AwsCalls::default().batch;
+    let w = world_on(Some(webhook_core::aws::sdk_config_with(&bounds).await)).await;
+    let (rx, uri) = receiver().await;
+    subscribe(&w.store, &uri).await;
+    let sample: SqsEvent = serde_json::from_str(&event("ingest-events-sqs")).unwrap();
+    // Warm the clients (connections, credentials) before the fault.
+    w.store
+        .get_message(&OrgId::from("org-1"), "none")
+        .await
+        .unwrap();
+    let bound = bounds.operation + Duration::from_secs(2);
+
+    let (frozen, took) = while_frozen(
+        bound,
+        queues::ingest_events(&w.app, &w.outbox, sample.clone()),
+    )
+    .await;
+    println!(
+        "ingest-events with DynamoDB frozen: answered in {took:?}, {} of {} records failed",
+        frozen.batch_item_failures.len(),
+        sample.records.len()
+    );
+    assert!(took < bound, "ingest batch took {took:?} (bound {bound:?})");
+    assert_eq!(
+        frozen.batch_item_failures.len(),
+        sample.records.len(),
+        "every record is redelivered"
+    );
+
+    // SQS hands the batch over again: the valid record goes through now.
+    let again = queues::ingest_events(&w.app, &w.outbox, sample).await;
+    assert_eq!(
+        again.batch_item_failures.len(),
+        1,
+        "only the invalid record fails"
+    );
+    let delivery = receive_as_event(
+        &w,
+        &event("deliver-notifications-sqs"),
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("a job");
+
+    let (frozen, took) = while_frozen(
+        bound,
+        queues::deliver_notifications(&w.app, &w.queue, delivery.clone()),
+    )
+    .await;
+    println!(
+        "deliver-notifications with DynamoDB frozen: answered in {took:?}, {} of 1 records failed",
+        frozen.batch_item_failures.len()
+    );
+    assert!(
+        took < bound,
+        "delivery batch took {took:?} (bound {bound:?})"
+    );
+    assert_eq!(
+        frozen.batch_item_failures.len(),
+        1,
+        "the job is redelivered"
+    );
+    assert_eq!(
+        rx.count(),
+        0,
+        "nothing was sent without the subscription read"
+    );
+
+    let delivered = queues::deliver_notifications(&w.app, &w.queue, delivery).await;
+    assert!(delivered.batch_item_failures.is_empty());
+    assert_eq!(rx.count(), 1, "delivered once DynamoDB is back");
 }
