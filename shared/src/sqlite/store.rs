@@ -241,19 +241,16 @@ impl Store for SqliteDb {
             else {
                 return Ok(None);
             };
-            let previous = rotation.previous_after(&current)?;
-            let previous = serde_json::to_string(&previous).map_err(backend)?;
+            let rotated = rotation.apply(&current)?;
+            let previous = serde_json::to_string(&rotated.previous_secrets).map_err(backend)?;
             tx.execute(
                 "UPDATE subscriptions SET secret = ?3, previous_secrets = ?4, updated_at = ?5 \
                  WHERE id = ?1 AND org_id = ?2",
-                params![id, org_id, rotation.new_secret, previous, rotation.now],
+                params![id, org_id, rotated.secret, previous, rotated.updated_at],
             )
             .map_err(backend)?;
-            let stored = tx
-                .query_row(&select, params![id, org_id], row_to_subscription)
-                .map_err(backend)?;
             tx.commit().map_err(backend)?;
-            Ok(Some(stored))
+            Ok(Some(rotated))
         })
         .await
     }

@@ -68,14 +68,21 @@ pub struct SecretRotation {
 }
 
 impl SecretRotation {
-    /// The previous secrets after this rotation of `sub`: the unexpired ones
-    /// plus the current one (when it gets a grace period). Fails when that
-    /// would be more than [`MAX_PREVIOUS_SECRETS`], or when the new secret is
-    /// one of them or the current one. Every adapter applies this rule.
-    pub fn previous_after(
-        &self,
-        sub: &StoredSubscription,
-    ) -> Result<Vec<PreviousSecret>, StoreError> {
+    /// `sub` after this rotation: the new secret, and as previous secrets
+    /// the unexpired ones plus the current one (when it gets a grace period).
+    /// Fails when that would be more than [`MAX_PREVIOUS_SECRETS`], or when
+    /// the new secret is one of them or the current one. Every adapter
+    /// applies this rule and writes what it answers.
+    pub fn apply(&self, sub: &StoredSubscription) -> Result<StoredSubscription, StoreError> {
+        Ok(StoredSubscription {
+            secret: self.new_secret.clone(),
+            previous_secrets: self.previous_after(sub)?,
+            updated_at: self.now,
+            ..sub.clone()
+        })
+    }
+
+    fn previous_after(&self, sub: &StoredSubscription) -> Result<Vec<PreviousSecret>, StoreError> {
         let mut kept: Vec<PreviousSecret> = sub
             .previous_secrets
             .iter()
@@ -208,7 +215,7 @@ pub trait Store: Send + Sync {
         record: DeliveryRecord,
     ) -> Result<Option<SubscriptionStatus>, StoreError>;
 
-    /// Rotates the signing secret atomically ([`SecretRotation::previous_after`]),
+    /// Rotates the signing secret atomically ([`SecretRotation::apply`]),
     /// also setting `updated_at`; None if the organization has no such
     /// subscription.
     async fn rotate_secret(

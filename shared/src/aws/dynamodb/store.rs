@@ -135,12 +135,7 @@ impl Store for DynamoStore {
         rotation: SecretRotation,
     ) -> Result<Option<StoredSubscription>, StoreError> {
         self.change_subscription(org_id, id, "rotate_secret", |sub| {
-            let rotated = StoredSubscription {
-                secret: rotation.new_secret.clone(),
-                previous_secrets: rotation.previous_after(sub)?,
-                updated_at: rotation.now,
-                ..sub.clone()
-            };
+            let rotated = rotation.apply(sub)?;
             let fields = vec![
                 ("secret", Some(s(rotated.secret.clone()))),
                 (
