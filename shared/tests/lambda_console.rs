@@ -2,23 +2,15 @@
 //! Gateway requests on the console's routes, which carry no authorizer
 //! context and no API key), fed to the handler its `main.rs` calls.
 
+mod sample_events;
+
 use http::StatusCode;
 use lambda_http::{Body, Response};
 use webhook_core::console::{Console, ConsoleConfig};
 use webhook_core::lambda::console::handle;
 
-fn event_text(name: &str) -> String {
-    let path = format!("{}/../events/{name}.json", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-fn request(name: &str) -> lambda_http::Request {
-    lambda_http::request::from_str(&event_text(name))
-        .unwrap_or_else(|e| panic!("events/{name}.json is not an API Gateway event: {e}"))
-}
-
 fn invoke(console: &Console, name: &str) -> Response<Body> {
-    handle(console, request(name)).expect("the handler never fails")
+    handle(console, sample_events::request(name)).expect("the handler never fails")
 }
 
 fn text(response: &Response<Body>) -> &str {
@@ -54,7 +46,8 @@ fn the_page_is_served_without_an_authorizer() {
 
 #[test]
 fn the_page_with_a_trailing_slash_redirects_to_the_page() {
-    let mut event: serde_json::Value = serde_json::from_str(&event_text("console-page")).unwrap();
+    let mut event: serde_json::Value =
+        serde_json::from_str(&sample_events::text("console-page")).unwrap();
     event["path"] = "/console/".into();
     event["requestContext"]["path"] = "/prod/console/".into();
     let request = lambda_http::request::from_str(&event.to_string()).unwrap();

@@ -5,6 +5,8 @@
 
 mod dynamodb_local;
 
+mod sample_events;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,16 +33,6 @@ use webhook_core::{App, Config, Profile};
 const SUBSCRIPTION_ID: &str = "00000000-0000-4000-8000-000000000001";
 const JWT_SECRET: &str = "test-hs256-secret";
 
-fn event_text(name: &str) -> String {
-    let path = format!("{}/../events/{name}.json", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-fn request(name: &str) -> lambda_http::Request {
-    lambda_http::request::from_str(&event_text(name))
-        .unwrap_or_else(|e| panic!("events/{name}.json is not an API Gateway event: {e}"))
-}
-
 /// The deployed configuration, plus http and loopback callbacks so the
 /// handshake can reach a receiver on this machine.
 async fn app() -> (App, Arc<DynamoStore>) {
@@ -56,7 +48,7 @@ async fn app() -> (App, Arc<DynamoStore>) {
 }
 
 async fn invoke(app: &App, endpoint: Endpoint, event: &str) -> (StatusCode, Value) {
-    let response = lambda::handle(app, endpoint, request(event))
+    let response = lambda::handle(app, endpoint, sample_events::request(event))
         .await
         .expect("the handler never fails");
     split(response)
@@ -146,7 +138,8 @@ async fn receiver() -> (String, tokio::task::JoinHandle<()>) {
 async fn create_subscription_ok() {
     let (app, store) = app().await;
     let (uri, _server) = receiver().await;
-    let mut event: Value = serde_json::from_str(&event_text("create-subscription-ok")).unwrap();
+    let mut event: Value =
+        serde_json::from_str(&sample_events::text("create-subscription-ok")).unwrap();
     let body = event["body"]
         .as_str()
         .unwrap()
@@ -690,7 +683,7 @@ impl History {
 
 /// The sample event `name`, edited by `edit` (a JSON value).
 fn edited_request(name: &str, edit: impl FnOnce(&mut Value)) -> lambda_http::Request {
-    let mut event: Value = serde_json::from_str(&event_text(name)).unwrap();
+    let mut event: Value = serde_json::from_str(&sample_events::text(name)).unwrap();
     edit(&mut event);
     lambda_http::request::from_str(&event.to_string())
         .unwrap_or_else(|e| panic!("edited events/{name}.json is not an API Gateway event: {e}"))
@@ -734,7 +727,7 @@ fn history_samples_name_the_notification_of_their_event() {
         NOTIFICATION_ID
     );
     for name in ["get-notification-ok", "resend-notification-ok"] {
-        let event: Value = serde_json::from_str(&event_text(name)).unwrap();
+        let event: Value = serde_json::from_str(&sample_events::text(name)).unwrap();
         assert_eq!(
             event["pathParameters"],
             json!({"id": SUBSCRIPTION_ID, "uuid": NOTIFICATION_ID}),
@@ -746,7 +739,7 @@ fn history_samples_name_the_notification_of_their_event() {
 #[tokio::test]
 async fn list_notifications() {
     let h = history().await;
-    let list = || request("list-notifications-ok");
+    let list = || sample_events::request("list-notifications-ok");
     // An unknown id, then another organization's subscription with that id.
     let (status, body) = h.invoke(Endpoint::ListNotifications, list()).await;
     assert_code(
@@ -833,7 +826,7 @@ async fn list_notifications() {
 #[tokio::test]
 async fn get_notification_after_ingestion() {
     let h = history().await;
-    let get = || request("get-notification-ok");
+    let get = || sample_events::request("get-notification-ok");
     let (status, body) = h.invoke(Endpoint::GetNotification, get()).await;
     assert_code(
         status,
@@ -906,7 +899,7 @@ async fn get_notification_after_ingestion() {
 #[tokio::test]
 async fn resend_notification() {
     let h = history().await;
-    let resend = || request("resend-notification-ok");
+    let resend = || sample_events::request("resend-notification-ok");
     seed(
         &h.store,
         "org-1",
@@ -1020,7 +1013,10 @@ async fn recover_notifications() {
     assert_eq!(recovered[0].id, NOTIFICATION_ID);
     assert_eq!(recovered[0].trigger, Trigger::Manual);
     let (status, body) = h
-        .invoke(Endpoint::GetNotification, request("get-notification-ok"))
+        .invoke(
+            Endpoint::GetNotification,
+            sample_events::request("get-notification-ok"),
+        )
         .await;
     assert_eq!(
         (status, &body["status"]),
@@ -1032,7 +1028,7 @@ async fn recover_notifications() {
     let (status, body) = h
         .invoke(
             Endpoint::RecoverNotifications,
-            request("recover-notifications-ok"),
+            sample_events::request("recover-notifications-ok"),
         )
         .await;
     assert_code(status, &body, StatusCode::BAD_REQUEST, "VALIDATION_FAILED");
@@ -1084,7 +1080,10 @@ async fn get_delivery_stats() {
 
     // The sample itself: its window (November 2025) is past the retention.
     let (status, stats) = h
-        .invoke(Endpoint::GetDeliveryStats, request("get-delivery-stats-ok"))
+        .invoke(
+            Endpoint::GetDeliveryStats,
+            sample_events::request("get-delivery-stats-ok"),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{stats}");
     assert_eq!(stats["totals"]["notifications"], 0, "{stats}");
@@ -1116,7 +1115,7 @@ fn authorizer_event(
     name: &str,
     token: Option<&str>,
 ) -> ApiGatewayCustomAuthorizerRequestTypeRequest {
-    let mut text = event_text(name);
+    let mut text = sample_events::text(name);
     if let Some(token) = token {
         text = text.replace("TOKEN_PLACEHOLDER", token);
     }

@@ -2,16 +2,14 @@
 //! V3 client-credentials tokens), fed to the handler the
 //! `pre-token-generation` function calls.
 
+mod sample_events;
+
 use aws_lambda_events::event::cognito::CognitoEventUserPoolsPreTokenGenV2;
 use serde_json::{json, Value};
 use webhook_core::lambda::pre_token::{add_org_claim, handle, MachineClients};
 
 fn sample() -> CognitoEventUserPoolsPreTokenGenV2 {
-    let path = format!(
-        "{}/../events/pre-token-generation-v2.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap())
+    serde_json::from_str(&sample_events::text("pre-token-generation-v2"))
         .expect("a Cognito V2 trigger event")
 }
 
@@ -70,11 +68,6 @@ fn users_without_a_valid_organization_get_no_claim() {
     }
 }
 
-fn event(name: &str) -> Value {
-    let path = format!("{}/../events/{name}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).expect("a JSON event")
-}
-
 fn machines() -> MachineClients {
     MachineClients::parse("4machineclient567example=org-m2m,7otherclient=org-2").unwrap()
 }
@@ -82,7 +75,7 @@ fn machines() -> MachineClients {
 #[test]
 fn a_machine_client_gets_its_organization() {
     let out = handle(
-        event("pre-token-generation-v3-client-credentials.json"),
+        sample_events::json("pre-token-generation-v3-client-credentials"),
         "org_id",
         &machines(),
     )
@@ -102,7 +95,7 @@ fn a_machine_client_gets_its_organization() {
     );
     // The claim name is the configured one.
     let out = handle(
-        event("pre-token-generation-v3-client-credentials.json"),
+        sample_events::json("pre-token-generation-v3-client-credentials"),
         "tenant",
         &machines(),
     )
@@ -117,7 +110,7 @@ fn a_machine_client_gets_its_organization() {
 #[test]
 fn an_unlisted_machine_client_gets_no_token() {
     let err = handle(
-        event("pre-token-generation-v3-unknown-client.json"),
+        sample_events::json("pre-token-generation-v3-unknown-client"),
         "org_id",
         &machines(),
     )
@@ -125,12 +118,12 @@ fn an_unlisted_machine_client_gets_no_token() {
     assert!(err.contains("9unlistedclient000example"), "{err}");
     // Nor does any client when none is configured, nor an event without a client id.
     assert!(handle(
-        event("pre-token-generation-v3-client-credentials.json"),
+        sample_events::json("pre-token-generation-v3-client-credentials"),
         "org_id",
         &MachineClients::default(),
     )
     .is_err());
-    let mut no_client = event("pre-token-generation-v3-client-credentials.json");
+    let mut no_client = sample_events::json("pre-token-generation-v3-client-credentials");
     no_client["callerContext"]
         .as_object_mut()
         .unwrap()
@@ -140,11 +133,8 @@ fn an_unlisted_machine_client_gets_no_token() {
 
 #[test]
 fn user_tokens_work_the_same_with_v2_and_v3_events() {
-    for name in [
-        "pre-token-generation-v2.json",
-        "pre-token-generation-v3-user.json",
-    ] {
-        let out = handle(event(name), "org_id", &machines()).unwrap();
+    for name in ["pre-token-generation-v2", "pre-token-generation-v3-user"] {
+        let out = handle(sample_events::json(name), "org_id", &machines()).unwrap();
         assert_eq!(
             out["response"]["claimsAndScopeOverrideDetails"]["accessTokenGeneration"]
                 ["claimsToAddOrOverride"],
@@ -155,7 +145,7 @@ fn user_tokens_work_the_same_with_v2_and_v3_events() {
     }
     // A user's token never takes a machine client's organization, even
     // when the user signs in through a listed client id.
-    let mut user = event("pre-token-generation-v3-user.json");
+    let mut user = sample_events::json("pre-token-generation-v3-user");
     user["callerContext"]["clientId"] = json!("4machineclient567example");
     user["request"]["userAttributes"]
         .as_object_mut()

@@ -4,6 +4,8 @@
 
 mod dynamodb_local;
 
+mod sample_events;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,11 +21,6 @@ use webhook_core::model::SubscriptionStatus;
 use webhook_core::queue::DeliveryJob;
 use webhook_core::store::{Store, Upsert};
 use webhook_core::{App, Config, Profile};
-
-fn event(name: &str) -> String {
-    let path = format!("{}/../events/{name}.json", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
 
 /// A callback receiver and its hook's uri.
 async fn receiver() -> (Receiver, String) {
@@ -157,7 +154,7 @@ async fn ingest_events_sample_stores_the_message_and_enqueues_its_notification()
     let w = world().await;
     let (_rx, uri) = receiver().await;
     let (sub_id, _) = subscribe(&w.store, &uri).await;
-    let sample: SqsEvent = serde_json::from_str(&event("ingest-events-sqs")).unwrap();
+    let sample: SqsEvent = serde_json::from_str(&sample_events::text("ingest-events-sqs")).unwrap();
 
     let response = queues::ingest_events(&w.app, &w.outbox, sample.clone()).await;
     let failed: Vec<&str> = response
@@ -180,7 +177,7 @@ async fn ingest_events_sample_stores_the_message_and_enqueues_its_notification()
     assert_eq!(message.text, "Hello from a sample event");
     let delivery = receive_as_event(
         &w,
-        &event("deliver-notifications-sqs"),
+        &sample_events::text("deliver-notifications-sqs"),
         Duration::from_secs(5),
     )
     .await
@@ -204,7 +201,7 @@ async fn ingest_events_sample_stores_the_message_and_enqueues_its_notification()
     assert_eq!(again.batch_item_failures.len(), 1);
     assert!(receive_as_event(
         &w,
-        &event("deliver-notifications-sqs"),
+        &sample_events::text("deliver-notifications-sqs"),
         Duration::from_secs(2)
     )
     .await
@@ -217,7 +214,7 @@ async fn deliver_notifications_retries_through_visibility_then_delivers_signed()
     let (rx, uri) = receiver().await;
     let (sub_id, secret) = subscribe(&w.store, &uri).await;
     // The sample delivery record, for this subscription, put on the queue.
-    let template = event("deliver-notifications-sqs");
+    let template = sample_events::text("deliver-notifications-sqs");
     let sample: SqsEvent = serde_json::from_str(&template).unwrap();
     let body = sample.records[0]
         .body
@@ -283,7 +280,7 @@ async fn deliver_notifications_dead_letters_after_the_last_attempt() {
     let w = world().await;
     let (rx, uri) = receiver().await;
     let (sub_id, _) = subscribe(&w.store, &uri).await;
-    let template = event("deliver-notifications-sqs");
+    let template = sample_events::text("deliver-notifications-sqs");
     let sample: SqsEvent = serde_json::from_str(&template).unwrap();
     let body = sample.records[0]
         .body
@@ -351,7 +348,8 @@ async fn ingest_events_data_checks_fail_the_record_and_name_the_field() {
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
     let w = world().await;
-    let sample: SqsEvent = serde_json::from_str(&event("ingest-events-sqs-data-checks")).unwrap();
+    let sample: SqsEvent =
+        serde_json::from_str(&sample_events::text("ingest-events-sqs-data-checks")).unwrap();
     let response = queues::ingest_events(&w.app, &w.outbox, sample).await;
     let failed: Vec<&str> = response
         .batch_item_failures
@@ -461,7 +459,7 @@ async fn queue_batches_fail_fast_while_dynamodb_is_frozen_and_recover() {
     let w = world_on(Some(webhook_core::aws::sdk_config_with(&bounds).await)).await;
     let (rx, uri) = receiver().await;
     subscribe(&w.store, &uri).await;
-    let sample: SqsEvent = serde_json::from_str(&event("ingest-events-sqs")).unwrap();
+    let sample: SqsEvent = serde_json::from_str(&sample_events::text("ingest-events-sqs")).unwrap();
     // Warm the clients (connections, credentials) before the fault.
     w.store
         .get_message(&OrgId::from("org-1"), "none")
@@ -495,7 +493,7 @@ async fn queue_batches_fail_fast_while_dynamodb_is_frozen_and_recover() {
     );
     let delivery = receive_as_event(
         &w,
-        &event("deliver-notifications-sqs"),
+        &sample_events::text("deliver-notifications-sqs"),
         Duration::from_secs(5),
     )
     .await
