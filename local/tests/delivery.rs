@@ -491,13 +491,12 @@ async fn nothing_is_lost_when_the_server_is_killed() {
         posts.spawn(async move {
             for i in 0..total / 10 {
                 let n = chunk * (total / 10) + i;
-                let (status, _) = post_event(
-                    &server,
-                    "org-1",
-                    inbound_event(&format!("evt-{n}"), "org-1", "d", &format!("m-{n}")),
-                )
-                .await;
-                assert_eq!(status, StatusCode::ACCEPTED);
+                let event = inbound_event(&format!("evt-{n}"), "org-1", "d", &format!("m-{n}"));
+                // A burst of 1,000 can outrun moto on a loaded machine: 503s are retried.
+                assert_eq!(
+                    produce(&server, "org-1", &event).await,
+                    StatusCode::ACCEPTED
+                );
             }
         });
     }

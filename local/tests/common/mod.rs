@@ -246,6 +246,33 @@ pub async fn send(req: reqwest::RequestBuilder) -> (StatusCode, Value) {
     (status, body)
 }
 
+/// POSTs an event as a producer that honours `503` + `Retry-After` does:
+/// waits and sends it again (ingestion is idempotent per event id), so a
+/// burst that outruns a slow emulator still ends with the event accepted.
+pub async fn produce(server: &Server, org: &str, event: &Value) -> StatusCode {
+    for _ in 0..10 {
+        let response = server
+            .req(reqwest::Method::POST, "/events", org)
+            .json(event)
+            .send()
+            .await
+            .expect("POST /events");
+        if response.status() != StatusCode::SERVICE_UNAVAILABLE {
+            let status = response.status();
+            let body = response.text().await.unwrap_or_default();
+            assert!(status.as_u16() < 500, "server error {status}: {body}");
+            return status;
+        }
+        let wait: u64 = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()?.parse().ok())
+            .expect("a 503 says when to retry");
+        tokio::time::sleep(std::time::Duration::from_secs(wait)).await;
+    }
+    panic!("POST /events still unavailable after 10 tries");
+}
+
 /// Asserts a `400 VALIDATION_FAILED` problem whose first error names `field`.
 pub fn assert_invalid(status: StatusCode, body: &Value, field: &str, context: &str) {
     assert_eq!(
