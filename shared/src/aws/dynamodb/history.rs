@@ -10,12 +10,10 @@ use futures_util::{stream, StreamExt, TryStreamExt};
 use super::backoff::Backoff;
 use super::codec::{n, number, s, text};
 use super::history_items::{
-    attempt_item, condition_failed, durations, notification_item, parse_attempt, parse_summary,
+    attempt_item, attempts_of, condition_failed, durations, notification_item, parse_summary,
     status_of, summary_item, summary_key,
 };
-use super::keys::{
-    history_pk, key, millis_key, notification_pk, summary_sk, ATTEMPT, NOTIFICATION_SK,
-};
+use super::keys::{history_pk, key, millis_key, notification_pk, summary_sk, NOTIFICATION_SK};
 use super::{backend, backend_build, DynamoStore, Item};
 use crate::history::{
     self, Claim, DeliveryHistory, NotificationDetail, NotificationStatus, NotificationSummary,
@@ -296,15 +294,19 @@ impl DeliveryHistory for DynamoStore {
         let Some(summary) = summary.item() else {
             return Ok(None);
         };
-        let attempts = items
-            .iter()
-            .filter(
-                |i| matches!(i.get("sk"), Some(AttributeValue::S(sk)) if sk.starts_with(ATTEMPT)),
-            )
-            .map(parse_attempt)
-            .collect::<Result<Vec<_>, _>>()?;
+        let summary = parse_summary(summary)?;
+        let mut attempts = attempts_of(&items)?;
+        // The attempts were read before the summary; a delivery that finished
+        // in between wrote its attempt before the summary counted it, so a
+        // second read finds every attempt the summary counts.
+        if attempts.len() < summary.attempts as usize {
+            let again = self
+                .query_history(notification_pk(org_id, id), None, true, &[], true)
+                .await?;
+            attempts = attempts_of(&again)?;
+        }
         Ok(Some(NotificationDetail {
-            summary: parse_summary(summary)?,
+            summary,
             payload: text(notification, "payload")?,
             attempts,
         }))

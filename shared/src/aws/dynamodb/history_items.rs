@@ -6,7 +6,9 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::codec::{n, number, s, text};
-use super::keys::{attempt_sk, history_pk, key, notification_pk, summary_sk, NOTIFICATION_SK};
+use super::keys::{
+    attempt_sk, history_pk, key, notification_pk, summary_sk, ATTEMPT, NOTIFICATION_SK,
+};
 use super::Item;
 use crate::history::{self, AttemptRecord, NotificationStatus, NotificationSummary, Trigger};
 use crate::queue::DeliveryJob;
@@ -112,7 +114,16 @@ pub(super) fn parse_summary(item: &Item) -> Result<NotificationSummary, StoreErr
     })
 }
 
-pub(super) fn parse_attempt(item: &Item) -> Result<AttemptRecord, StoreError> {
+/// The attempts among a notification partition's items, oldest first.
+pub(super) fn attempts_of(items: &[Item]) -> Result<Vec<AttemptRecord>, StoreError> {
+    items
+        .iter()
+        .filter(|i| matches!(i.get("sk"), Some(AttributeValue::S(sk)) if sk.starts_with(ATTEMPT)))
+        .map(parse_attempt)
+        .collect()
+}
+
+fn parse_attempt(item: &Item) -> Result<AttemptRecord, StoreError> {
     Ok(AttemptRecord {
         at: number(item, "at")?,
         duration_ms: number(item, "durationMs")?.max(0) as u64,
