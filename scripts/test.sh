@@ -47,15 +47,16 @@ step "web console in Chromium (Playwright; installs Chromium and playwright-core
 scripts/console-test.sh
 step "contract (openapi.yaml lint, schemathesis)" && scripts/contract.sh
 
-# Last: it freezes the shared DynamoDB Local (SIGSTOP/SIGCONT) and runs, freezes and kills
-# a moto of its own (local/tests/faults.rs). DynamoDB Local is continued whatever happens.
-step "fault injection (DynamoDB Local, then moto, frozen for 20 s; figures in BENCHMARKS.md)"
+# Last: it freezes the shared DynamoDB Local and moto (SIGSTOP/SIGCONT) and runs, freezes,
+# kills and restarts a moto of its own (local/tests/faults.rs). Both are continued whatever
+# happens.
+step "fault injection (DynamoDB Local, then moto frozen for 20 s, then moto killed and restarted; figures in BENCHMARKS.md)"
 fault_rc=0
 DYNAMODB_LOCAL_PID="$DYNAMODB_LOCAL_PID" WEBHOOKS_MOTO_SERVER="$WEBHOOKS_TOOLS_DIR/venv/bin/moto_server" \
   WEBHOOKS_TEST_BACKEND=aws cargo test --locked -p webhooks-local --test faults -- --ignored --nocapture || fault_rc=$?
-[ "$fault_rc" -ne 0 ] || DYNAMODB_LOCAL_PID="$DYNAMODB_LOCAL_PID" \
-  cargo test --locked -p webhook-core --all-features --test lambda_queue_events -- --ignored --nocapture || fault_rc=$?
-kill -CONT "$DYNAMODB_LOCAL_PID" 2>/dev/null || true
+[ "$fault_rc" -ne 0 ] || DYNAMODB_LOCAL_PID="$DYNAMODB_LOCAL_PID" MOTO_PID="$MOTO_PID" \
+  cargo test --locked -p webhook-core --all-features --test lambda_queue_events -- --ignored --nocapture --test-threads=1 || fault_rc=$?
+kill -CONT "$DYNAMODB_LOCAL_PID" "$MOTO_PID" 2>/dev/null || true
 [ "$fault_rc" -eq 0 ] || { echo "fault injection failed" >&2; exit "$fault_rc"; }
 
 printf '\nall checks passed in %ss\n' "$(( $(date +%s) - started ))"

@@ -1,7 +1,7 @@
 //! Fault injection against the real emulators (issue 14): `webhooks-local
 //! --backend aws` under a burst of events and API calls while DynamoDB Local
 //! is frozen (SIGSTOP, as a stalled network looks), then while moto is
-//! frozen. (A moto kill-and-restart phase is not here yet: see issue 14.)
+//! frozen, then while moto is killed and restarted with its queues recreated.
 //!
 //! Checked: every answer within 5 s, a `503` with `Retry-After` (never a
 //! hang, never a 500) while a dependency is down; afterwards every accepted
@@ -17,7 +17,8 @@ mod common;
 
 use std::collections::{HashMap, HashSet};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -120,6 +121,61 @@ impl Moto {
         }
     }
 
+    /// One SQS call in the JSON protocol the SDK speaks.
+    async fn sqs(&self, action: &str, body: Value) -> Value {
+        let answer = reqwest::Client::new()
+            .post(self.url())
+            .header("x-amz-target", format!("AmazonSQS.{action}"))
+            .header("content-type", "application/x-amz-json-1.0")
+            // moto picks the service from the credential scope.
+            .header(
+                "authorization",
+                "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/sqs/aws4_request, \
+                 SignedHeaders=host, Signature=0",
+            )
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("moto {action}: {e}"));
+        assert!(answer.status().is_success(), "moto {action}: {answer:?}");
+        answer.json().await.unwrap()
+    }
+
+    async fn create_queue(&self, name: &str) {
+        self.sqs("CreateQueue", json!({ "QueueName": name })).await;
+    }
+
+    /// Waits until the queue holds no message, visible, in flight or delayed.
+    async fn wait_drained(&self, name: &str) {
+        let url = self.sqs("GetQueueUrl", json!({ "QueueName": name })).await["QueueUrl"].clone();
+        let start = Instant::now();
+        loop {
+            let got = self
+                .sqs(
+                    "GetQueueAttributes",
+                    json!({ "QueueUrl": url, "AttributeNames": ["All"] }),
+                )
+                .await;
+            let count = |name: &str| {
+                got["Attributes"][name]
+                    .as_str()
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .unwrap_or(0)
+            };
+            let held = count("ApproximateNumberOfMessages")
+                + count("ApproximateNumberOfMessagesNotVisible")
+                + count("ApproximateNumberOfMessagesDelayed");
+            if held == 0 {
+                return;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "{name} still holds {held} messages after 60 s: {got}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
@@ -185,26 +241,39 @@ async fn call(req: reqwest::RequestBuilder, during: bool) -> Answer {
     }
 }
 
+/// What a phase's fault tells its burst.
+#[derive(Default)]
+struct Control {
+    /// The dependency is down: answers now are "during the fault".
+    down: AtomicBool,
+    /// The burst waits (while a queue is drained before moto is killed).
+    hold: AtomicBool,
+    stop: AtomicBool,
+}
+
 /// Events and subscription reads, one after another, until `stop`; every
 /// answer recorded with the event id it was for (None for a read).
 async fn burst(
     server: Arc<Server>,
     label: &'static str,
-    down: Arc<Mutex<bool>>,
-    stop: Arc<Mutex<bool>>,
+    control: Arc<Control>,
 ) -> Vec<(Option<String>, Answer)> {
     let mut answers = Vec::new();
     let mut n = 0;
-    while !*stop.lock().unwrap() {
+    while !control.stop.load(SeqCst) {
+        if control.hold.load(SeqCst) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        }
         n += 1;
         let id = format!("{label}-{n}");
-        let during = *down.lock().unwrap();
+        let during = control.down.load(SeqCst);
         let req = server
             .req(Method::POST, "/events", "org-f")
             .json(&event(&id));
         answers.push((Some(id), call(req, during).await));
         if n % 4 == 0 {
-            let during = *down.lock().unwrap();
+            let during = control.down.load(SeqCst);
             let req = server.req(Method::GET, "/webhooksubscription/all", "org-f");
             answers.push((None, call(req, during).await));
         }
@@ -223,14 +292,13 @@ struct Figures {
 /// first event was accepted again.
 async fn phase<F, R>(server: &Arc<Server>, label: &'static str, fault: F) -> Figures
 where
-    F: FnOnce(Arc<Mutex<bool>>) -> R,
+    F: FnOnce(Arc<Control>) -> R,
     R: std::future::Future<Output = ()>,
 {
-    let down = Arc::new(Mutex::new(false));
-    let stop = Arc::new(Mutex::new(false));
-    let producer = tokio::spawn(burst(server.clone(), label, down.clone(), stop.clone()));
+    let control = Arc::new(Control::default());
+    let producer = tokio::spawn(burst(server.clone(), label, control.clone()));
     tokio::time::sleep(Duration::from_secs(2)).await;
-    fault(down.clone()).await;
+    fault(control.clone()).await;
     let back = Instant::now();
     // Probe until an event is accepted again (the probes count as answers).
     let mut recovery = None;
@@ -252,7 +320,7 @@ where
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
-    *stop.lock().unwrap() = true;
+    control.stop.store(true, SeqCst);
     let mut answers = producer.await.unwrap();
     answers.extend(probes);
     Figures {
@@ -346,7 +414,7 @@ async fn dependencies_fail_fast_and_lose_nothing() {
         "the fault suite runs with WEBHOOKS_TEST_BACKEND=aws (./scripts/test.sh)"
     );
     let dynamodb_pid = required("DYNAMODB_LOCAL_PID");
-    let moto = Moto::start(required("WEBHOOKS_MOTO_SERVER")).await;
+    let mut moto = Moto::start(required("WEBHOOKS_MOTO_SERVER")).await;
     let receiver = Receiver::start(Handshake::Echo).await;
     let server = Arc::new(Server::start_with(&[
         ("AWS_ENDPOINT_URL_SQS", &moto.url()),
@@ -362,35 +430,88 @@ async fn dependencies_fail_fast_and_lose_nothing() {
     assert_eq!(status.as_u16(), 200, "{sub}");
     let started = Instant::now();
 
-    let dynamodb = phase(&server, "dynamodb-freeze", |down| async move {
+    let dynamodb = phase(&server, "dynamodb-freeze", |control| async move {
         let frozen = Frozen::new(&dynamodb_pid);
-        *down.lock().unwrap() = true;
+        control.down.store(true, SeqCst);
         tokio::time::sleep(OUTAGE).await;
-        *down.lock().unwrap() = false;
+        control.down.store(false, SeqCst);
         drop(frozen);
     })
     .await;
     let moto_pid = moto.pid();
-    let sqs = phase(&server, "sqs-freeze", |down| async move {
+    let sqs = phase(&server, "sqs-freeze", |control| async move {
         let frozen = Frozen::new(&moto_pid);
-        *down.lock().unwrap() = true;
+        control.down.store(true, SeqCst);
         tokio::time::sleep(OUTAGE).await;
-        *down.lock().unwrap() = false;
+        control.down.store(false, SeqCst);
         drop(frozen);
     })
     .await;
+    let mut totals = Totals::default();
+    let expected = settle(&server, &receiver, &[&dynamodb, &sqs], &mut totals).await;
 
-    // Every event accepted so far is delivered before moto is killed: an
-    // in-memory moto loses its queue's messages, which SQS itself never does.
+    // Killed: a moto of the same port comes back empty and the queues are
+    // created again (as a redeployed stack would). An in-memory moto loses
+    // the messages it held, which SQS never does, so the burst pauses and the
+    // delivery queue is drained before the kill; events accepted after it
+    // must all arrive.
+    let queue = format!(
+        "{}-delivery",
+        server.env_var("WEBHOOKS_SUBSCRIPTIONS_TABLE").unwrap()
+    );
+    let moto_ref = &mut moto;
+    let restart = phase(&server, "sqs-restart", |control| async move {
+        control.hold.store(true, SeqCst);
+        moto_ref.wait_drained(&queue).await;
+        moto_ref.kill();
+        control.down.store(true, SeqCst);
+        control.hold.store(false, SeqCst);
+        tokio::time::sleep(OUTAGE).await;
+        moto_ref.run().await;
+        moto_ref.create_queue(&format!("{queue}-dlq")).await;
+        moto_ref.create_queue(&queue).await;
+        control.down.store(false, SeqCst);
+    })
+    .await;
+    let before = expected.len();
+    let expected = settle(&server, &receiver, &[&restart], &mut totals).await;
+    println!(
+        "FAULT summary: {} events accepted ({} after the restart), 0 lost, \
+         {} notifications received, {} duplicates (same webhook-id), {} events sent again \
+         after a 503, suite {:.0} s",
+        before + expected.len(),
+        expected.len(),
+        totals.received,
+        totals.duplicates,
+        totals.resent,
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[derive(Default)]
+struct Totals {
+    received: usize,
+    duplicates: usize,
+    resent: usize,
+}
+
+/// Checks the phases' answers, sends the events refused with a 503 again
+/// (as a producer honouring Retry-After does: ingestion is idempotent per
+/// event id) and waits until every accepted event's notification arrived.
+/// Returns the accepted event ids; counts what arrived since the last call.
+async fn settle(
+    server: &Server,
+    receiver: &Receiver,
+    phases: &[&Figures],
+    totals: &mut Totals,
+) -> HashSet<String> {
     let mut accepted = Vec::new();
     let mut resend = Vec::new();
-    for f in [&dynamodb, &sqs] {
+    for f in phases {
         let (a, r) = check(f);
         accepted.extend(a);
         resend.extend(r);
     }
-    // Events refused with a 503 are sent again, as a producer honouring
-    // Retry-After does: ingestion is idempotent per event id.
     for id in &resend {
         let a = call(
             server
@@ -402,21 +523,17 @@ async fn dependencies_fail_fast_and_lose_nothing() {
         assert_eq!(a.status, 202, "{id} sent again after the recovery: {a:?}");
         accepted.push(id.clone());
     }
-    let expected: HashSet<String> = accepted.iter().cloned().collect();
-
-    let got = wait_delivered(&receiver, &expected, "after the recovery").await;
-    let uuids: Vec<&str> = got.iter().map(|r| r.header("webhook-id")).collect();
+    let expected: HashSet<String> = accepted.into_iter().collect();
+    let got = wait_delivered(receiver, &expected, "after the recovery").await;
+    let uuids: Vec<&str> = got[totals.received..]
+        .iter()
+        .map(|r| r.header("webhook-id"))
+        .collect();
     let unique: HashSet<&str> = uuids.iter().copied().collect();
-    println!(
-        "FAULT summary: {} events accepted, 0 lost, \
-         {} notifications received, {} duplicates (same webhook-id), {} events sent again \
-         after a 503, suite {:.0} s",
-        expected.len(),
-        uuids.len(),
-        uuids.len() - unique.len(),
-        resend.len(),
-        started.elapsed().as_secs_f64()
-    );
+    totals.received = got.len();
+    totals.duplicates += uuids.len() - unique.len();
+    totals.resent += resend.len();
+    expected
 }
 
 /// Waits until a notification of every event in `expected` arrived; fails

@@ -45,7 +45,7 @@ pub async fn sdk_config_with(bounds: &crate::call_bounds::CallBounds) -> aws_con
 
 /// Whether a failed SDK call is worth retrying later: no answer in time, no
 /// connection, a response cut short, throttling, or a 5xx. Everything else
-/// (a refused condition, a validation error, a missing table or queue, bad
+/// (a refused condition, a validation error, a missing table, bad
 /// credentials) is the request's or the deployment's fault.
 pub(crate) fn is_transient<E>(
     e: &aws_sdk_dynamodb::error::SdkError<E, aws_sdk_dynamodb::config::http::HttpResponse>,

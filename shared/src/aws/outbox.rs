@@ -19,7 +19,7 @@ use crate::clock::Clock;
 use crate::history::DeliveryHistory;
 use crate::ids::OrgId;
 use crate::model::Message;
-use crate::queue::{DeliveryJob, DeliveryQueue, Outbox};
+use crate::queue::{DeliveryJob, DeliveryQueue, Outbox, QueueError};
 use crate::store::{Store, StoreError};
 
 /// Event records are kept this long (DynamoDB TTL): longer than SQS keeps a message.
@@ -58,13 +58,10 @@ impl Outbox for AwsOutbox {
         }
         if !jobs.is_empty() {
             self.store.record_enqueued(event_id, &jobs).await?;
-            self.queue
-                .enqueue(jobs)
-                .await
-                .map_err(|e| match e.is_unavailable() {
-                    true => StoreError::QueueUnavailable(e.0),
-                    false => StoreError::Backend(e.to_string()),
-                })?;
+            self.queue.enqueue(jobs).await.map_err(|e| match e {
+                QueueError::Unavailable(detail) => StoreError::QueueUnavailable(detail),
+                QueueError::Backend(_) => StoreError::Backend(e.to_string()),
+            })?;
         }
         let expires = self.clock.now_ms() / 1000 + EVENT_RECORD_DAYS * 86_400;
         self.store.record_event(org_id, event_id, expires).await?;

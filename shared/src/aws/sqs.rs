@@ -31,7 +31,7 @@ pub struct SqsQueue {
 }
 
 fn err(e: impl std::fmt::Display) -> QueueError {
-    QueueError(e.to_string())
+    QueueError::backend(e)
 }
 
 /// A failed SQS call: [`QueueError::unavailable`] when it is worth retrying
@@ -42,7 +42,19 @@ fn sdk_err<E>(
 where
     E: aws_sdk_sqs::error::ProvideErrorMetadata + std::error::Error + 'static,
 {
-    let transient = crate::aws::is_transient(&e);
+    // A queue that does not exist (yet) is a deployment being rebuilt or
+    // misconfigured: a 503 tells producers to come back, and the error log
+    // names it either way.
+    let missing = e
+        .as_service_error()
+        .and_then(|s| s.code())
+        .is_some_and(|code| {
+            matches!(
+                code,
+                "AWS.SimpleQueueService.NonExistentQueue" | "QueueDoesNotExist"
+            )
+        });
+    let transient = missing || crate::aws::is_transient(&e);
     let e = aws_sdk_sqs::error::DisplayErrorContext(e);
     match transient {
         true => QueueError::unavailable(format!("SQS: {e}")),

@@ -96,7 +96,13 @@ pub async fn remember(
     app.history
         .record_outcome(job, &outcome)
         .await
-        .map_err(|e| QueueError(format!("the delivery history cannot be written: {e}")))
+        .map_err(|e| {
+            let detail = format!("the delivery history cannot be written: {e}");
+            match e {
+                crate::store::StoreError::Unavailable(_) => QueueError::unavailable(detail),
+                _ => QueueError::backend(detail),
+            }
+        })
 }
 
 /// A notification ready to be sent.

@@ -77,21 +77,26 @@ pub struct Lease {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("queue failure: {0}")]
-pub struct QueueError(pub String);
-
-/// How an unavailable queue's error message starts ([`QueueError::unavailable`]).
-const UNAVAILABLE: &str = "unavailable: ";
-
-impl QueueError {
+pub enum QueueError {
+    #[error("queue failure: {0}")]
+    Backend(String),
     /// The queue timed out, was throttled or could not be reached: the same
     /// call may succeed later (an API answers `503 QUEUE_UNAVAILABLE`).
+    #[error("queue unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl QueueError {
+    pub fn backend(detail: impl std::fmt::Display) -> Self {
+        QueueError::Backend(detail.to_string())
+    }
+
     pub fn unavailable(detail: impl std::fmt::Display) -> Self {
-        QueueError(format!("{UNAVAILABLE}{detail}"))
+        QueueError::Unavailable(detail.to_string())
     }
 
     pub fn is_unavailable(&self) -> bool {
-        self.0.starts_with(UNAVAILABLE)
+        matches!(self, QueueError::Unavailable(_))
     }
 }
 

@@ -17,7 +17,10 @@ use crate::queue::{DeliveryJob, DeliveryQueue, Lease, QueueError};
 use crate::store::StoreError;
 
 fn queue_err(e: StoreError) -> QueueError {
-    QueueError(e.to_string())
+    match e {
+        StoreError::Unavailable(_) => QueueError::unavailable(e),
+        _ => QueueError::backend(e),
+    }
 }
 
 /// The matched filter of each job, read before the writer is taken.
