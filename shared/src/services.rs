@@ -53,7 +53,9 @@ impl Services {
             #[cfg(feature = "aws")]
             Backend::Aws(aws) => {
                 // One process serves the API and delivers: the API's bounds.
-                let sdk = crate::aws::sdk_config_with(&config.aws_calls.api).await;
+                let sdk =
+                    crate::aws::sdk_config_with(&config.aws_calls.api, crate::aws::Roots::System)
+                        .await;
                 let store = aws::open_store(&aws, &sdk, &config).await?;
                 let queue = aws::open_queue(&aws, &sdk).await?;
                 let app = App::new(config, store.clone());
@@ -152,7 +154,8 @@ pub mod aws {
     /// What an API function needs: the app on the DynamoDB store.
     pub async fn api_app(config: Config) -> Result<App, String> {
         let tables = Tables::required(&config).map_err(|e| e.to_string())?;
-        let sdk = crate::aws::sdk_config_with(&config.aws_calls.api).await;
+        let sdk =
+            crate::aws::sdk_config_with(&config.aws_calls.api, crate::aws::Roots::Amazon).await;
         let store = DynamoStore::from_sdk(&sdk, tables).with_retention(config.delivery_retention);
         Ok(App::new(config, Arc::new(store)))
     }
@@ -164,7 +167,8 @@ pub mod aws {
             .delivery_queue_url
             .clone()
             .ok_or("WEBHOOKS_DELIVERY_QUEUE_URL: is required (the stack's DeliveryQueueUrl)")?;
-        let sdk = crate::aws::sdk_config_with(&config.aws_calls.api).await;
+        let sdk =
+            crate::aws::sdk_config_with(&config.aws_calls.api, crate::aws::Roots::Amazon).await;
         let queue = SqsQueue::new(aws_sdk_sqs::Client::new(&sdk), url, None);
         let tables = Tables::required(&config).map_err(|e| e.to_string())?;
         let store = DynamoStore::from_sdk(&sdk, tables).with_retention(config.delivery_retention);
@@ -185,7 +189,8 @@ pub mod aws {
             .delivery_queue_url
             .clone()
             .ok_or("WEBHOOKS_DELIVERY_QUEUE_URL: is required (the stack's DeliveryQueueUrl)")?;
-        let sdk = crate::aws::sdk_config_with(&config.aws_calls.batch).await;
+        let sdk =
+            crate::aws::sdk_config_with(&config.aws_calls.batch, crate::aws::Roots::Amazon).await;
         let store =
             Arc::new(DynamoStore::from_sdk(&sdk, tables).with_retention(config.delivery_retention));
         let queue = SqsQueue::new(

@@ -466,7 +466,10 @@ async fn while_frozen<T>(
 #[ignore = "freezes the emulators: scripts/test.sh runs it last, with --ignored"]
 async fn queue_batches_fail_fast_while_dynamodb_is_frozen_and_recover() {
     let bounds = webhook_core::call_bounds::AwsCalls::default().batch;
-    let w = world_on(Some(webhook_core::aws::sdk_config_with(&bounds).await)).await;
+    let w = world_on(Some(
+        webhook_core::aws::sdk_config_with(&bounds, webhook_core::aws::Roots::Amazon).await,
+    ))
+    .await;
     let (rx, uri) = receiver().await;
     subscribe(&w.store, &uri).await;
     let sample: SqsEvent = serde_json::from_str(&sample_events::text("ingest-events-sqs")).unwrap();
@@ -549,7 +552,10 @@ async fn queue_batches_fail_fast_while_dynamodb_is_frozen_and_recover() {
 #[ignore = "freezes the emulators: scripts/test.sh runs it last, with --ignored"]
 async fn ingest_batches_fail_fast_while_sqs_is_frozen_and_recover() {
     let bounds = webhook_core::call_bounds::AwsCalls::default().batch;
-    let w = world_on(Some(webhook_core::aws::sdk_config_with(&bounds).await)).await;
+    let w = world_on(Some(
+        webhook_core::aws::sdk_config_with(&bounds, webhook_core::aws::Roots::Amazon).await,
+    ))
+    .await;
     let (rx, uri) = receiver().await;
     subscribe(&w.store, &uri).await;
     let sample: SqsEvent = serde_json::from_str(&sample_events::text("ingest-events-sqs")).unwrap();

@@ -5,6 +5,9 @@
 pub mod dynamodb;
 pub mod outbox;
 pub mod sqs;
+pub mod tls;
+
+pub use tls::Roots;
 
 /// Region, endpoints and credentials from the SDK's standard environment.
 /// Lambda hands every function its credentials in the environment; reading
@@ -15,14 +18,21 @@ pub mod sqs;
 /// Unbounded by this project's settings: the tests' and tools' provisioning.
 /// What serves requests or batches is built with [`sdk_config_with`].
 pub async fn sdk_config() -> aws_config::SdkConfig {
-    sdk_config_with(&crate::call_bounds::AwsCalls::default().batch).await
+    sdk_config_with(
+        &crate::call_bounds::AwsCalls::default().batch,
+        Roots::System,
+    )
+    .await
 }
 
 /// The same, every call bounded: an attempt timeout, an operation timeout
 /// and the standard retry mode (exponential backoff with jitter; throttling,
 /// 5xx, timeouts and connection failures are retried, until the operation
 /// timeout or `max_attempts`). Built once per client, at start-up.
-pub async fn sdk_config_with(bounds: &crate::call_bounds::CallBounds) -> aws_config::SdkConfig {
+pub async fn sdk_config_with(
+    bounds: &crate::call_bounds::CallBounds,
+    roots: Roots,
+) -> aws_config::SdkConfig {
     let timeouts = aws_config::timeout::TimeoutConfig::builder()
         .connect_timeout(bounds.attempt)
         .operation_attempt_timeout(bounds.attempt)
@@ -33,6 +43,10 @@ pub async fn sdk_config_with(bounds: &crate::call_bounds::CallBounds) -> aws_con
         .retry_config(
             aws_config::retry::RetryConfig::standard().with_max_attempts(bounds.max_attempts),
         );
+    let loader = match tls::http_client(roots) {
+        Some(client) => loader.http_client(client),
+        None => loader,
+    };
     let loader = if std::env::var_os("AWS_ACCESS_KEY_ID").is_some() {
         loader.credentials_provider(
             aws_config::environment::EnvironmentVariableCredentialsProvider::new(),
