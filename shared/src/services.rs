@@ -106,8 +106,7 @@ pub mod aws {
         sdk: &aws_config::SdkConfig,
         config: &Config,
     ) -> Result<Arc<DynamoStore>, String> {
-        let store = DynamoStore::from_sdk(sdk, backend.tables.clone())
-            .with_retention(config.delivery_retention);
+        let store = DynamoStore::configured(sdk, backend.tables.clone(), config);
         let tables = &backend.tables;
         let ready = match backend.prepare {
             Prepare::Check => dynamodb::check_tables(store.client(), tables).await,
@@ -153,7 +152,7 @@ pub mod aws {
     pub async fn api_app(config: Config) -> Result<App, String> {
         let tables = Tables::required(&config).map_err(|e| e.to_string())?;
         let sdk = crate::aws::sdk_config_with(&config.aws_calls.api).await;
-        let store = DynamoStore::from_sdk(&sdk, tables).with_retention(config.delivery_retention);
+        let store = DynamoStore::configured(&sdk, tables, &config);
         Ok(App::new(config, Arc::new(store)))
     }
 
@@ -167,7 +166,7 @@ pub mod aws {
         let sdk = crate::aws::sdk_config_with(&config.aws_calls.api).await;
         let queue = SqsQueue::new(aws_sdk_sqs::Client::new(&sdk), url, None);
         let tables = Tables::required(&config).map_err(|e| e.to_string())?;
-        let store = DynamoStore::from_sdk(&sdk, tables).with_retention(config.delivery_retention);
+        let store = DynamoStore::configured(&sdk, tables, &config);
         Ok((App::new(config, Arc::new(store)), queue))
     }
 
@@ -186,8 +185,7 @@ pub mod aws {
             .clone()
             .ok_or("WEBHOOKS_DELIVERY_QUEUE_URL: is required (the stack's DeliveryQueueUrl)")?;
         let sdk = crate::aws::sdk_config_with(&config.aws_calls.batch).await;
-        let store =
-            Arc::new(DynamoStore::from_sdk(&sdk, tables).with_retention(config.delivery_retention));
+        let store = Arc::new(DynamoStore::configured(&sdk, tables, &config));
         let queue = SqsQueue::new(
             aws_sdk_sqs::Client::new(&sdk),
             url,
