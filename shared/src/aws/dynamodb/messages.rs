@@ -115,8 +115,11 @@ impl DynamoStore {
         Ok(output.item)
     }
 
+    /// Epoch seconds one retention after `received_at`, saturating (a
+    /// retention of centuries must not wrap into the past).
     fn message_ttl(&self, received_at: i64) -> AttributeValue {
-        n(received_at / 1000 + self.message_retention.as_secs() as i64)
+        let retention = i64::try_from(self.message_retention.as_secs()).unwrap_or(i64::MAX);
+        n((received_at / 1000).saturating_add(retention))
     }
 
     /// The upgrade to per-id keys, once: every message still under its old
