@@ -500,6 +500,7 @@ async fn prepare() -> Result<Environment, String> {
                     media: vec![],
                     attachments: vec![],
                 },
+                webhook_core::clock::Clock::now_ms(&webhook_core::clock::SystemClock),
             )
             .await
             .map_err(|e| e.to_string())?;

@@ -3,6 +3,8 @@
 //! - `serve` (default): the API under `/prod` on the embedded SQLite store
 //! - `listen`: a callback receiver that answers the handshake and prints notifications
 //! - `token`: mints a bearer token for an organization
+//! - `migrate-messages`: dates the messages of a DynamoDB table that predate
+//!   the per-id keys, so their retention applies (once, after upgrading)
 
 mod backend;
 mod credentials;
@@ -39,6 +41,10 @@ enum Command {
     Listen(listen::ListenArgs),
     /// Print a bearer token for an organization.
     Token(TokenArgs),
+    /// After upgrading a DynamoDB deployment to per-id message keys: give every message
+    /// still under its old key a receipt time of now and its TTL (WEBHOOKS_MESSAGES_TABLE,
+    /// WEBHOOKS_MESSAGE_RETENTION, AWS credentials and region from the SDK's environment).
+    MigrateMessages,
 }
 
 #[derive(Args, Clone)]
@@ -85,6 +91,7 @@ fn main() -> ExitCode {
         Some(Command::Serve(args)) => serve::run(args),
         Some(Command::Listen(args)) => listen::run(args),
         Some(Command::Token(args)) => token(args),
+        Some(Command::MigrateMessages) => migrate_messages(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -115,6 +122,27 @@ fn token(args: TokenArgs) -> Result<(), String> {
     println!(
         "{}",
         jwt::mint_hs256(&secret, &config.jwt.org_claim, &args.org, &scopes, args.ttl)
+    );
+    Ok(())
+}
+
+fn migrate_messages() -> Result<(), String> {
+    use webhook_core::aws::dynamodb::{DynamoStore, Tables};
+    use webhook_core::clock::{Clock, SystemClock};
+    let config = Config::from_env(Profile::Local).map_err(|e| e.to_string())?;
+    let tables = Tables::or_defaults(&config);
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    let dated = runtime.block_on(async {
+        let sdk = webhook_core::aws::sdk_config().await;
+        DynamoStore::configured(&sdk, tables.clone(), &config)
+            .migrate_legacy_messages(SystemClock.now_ms())
+            .await
+            .map_err(|e| format!("{}: {e}", tables.messages))
+    })?;
+    println!(
+        "{dated} message(s) under old keys in {} now expire in {}d",
+        tables.messages,
+        config.message_retention.as_secs() / 86_400
     );
     Ok(())
 }

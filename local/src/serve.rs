@@ -13,8 +13,8 @@ use webhook_core::auth::jwt::{self, Verifier};
 use webhook_core::auth::Authenticator;
 use webhook_core::console::{self, Console, ConsoleConfig};
 use webhook_core::delivery;
-use webhook_core::history::purge::run_purges;
 use webhook_core::http::{error_response, payload_too_large, MAX_BODY};
+use webhook_core::retention::run_purges;
 use webhook_core::services::Services;
 use webhook_core::{Config, Profile};
 

@@ -685,7 +685,11 @@ async fn messages_are_served_to_their_organization_only() {
     // Seeded through the store port on the server's own store.
     let store = server.store().await;
     store
-        .put_message(&OrgId::from("org-1"), &message)
+        .put_message(
+            &OrgId::from("org-1"),
+            &message,
+            chrono::Utc::now().timestamp_millis(),
+        )
         .await
         .unwrap();
     let (status, body) = server.get("/message/getmessagebyid/msg-1", "org-1").await;

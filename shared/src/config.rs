@@ -110,6 +110,9 @@ pub struct Config {
     pub blacklist_after: Duration,
     /// How long notifications and their attempts are kept (`WEBHOOKS_DELIVERY_RETENTION`).
     pub delivery_retention: Duration,
+    /// How long a stored message is kept and readable by id, counted from
+    /// its last store (`WEBHOOKS_MESSAGE_RETENTION`).
+    pub message_retention: Duration,
     pub subscriptions_table: Option<String>,
     pub messages_table: Option<String>,
     pub events_queue_url: Option<String>,
@@ -260,6 +263,10 @@ impl Config {
                 "WEBHOOKS_DELIVERY_RETENTION",
                 Duration::from_secs(30 * DAY),
             )?,
+            message_retention: duration_var(
+                "WEBHOOKS_MESSAGE_RETENTION",
+                Duration::from_secs(30 * DAY),
+            )?,
             subscriptions_table: get("WEBHOOKS_SUBSCRIPTIONS_TABLE"),
             messages_table: get("WEBHOOKS_MESSAGES_TABLE"),
             events_queue_url: get("WEBHOOKS_EVENTS_QUEUE_URL"),
@@ -268,6 +275,12 @@ impl Config {
             aws_calls: crate::call_bounds::AwsCalls::from_lookup(get, parse_duration)
                 .map_err(|(var, message)| ConfigError { var, message })?,
         };
+        if config.message_retention.is_zero() {
+            return Err(ConfigError {
+                var: "WEBHOOKS_MESSAGE_RETENTION",
+                message: "must be longer than 0 (a message would be gone as it is stored)".into(),
+            });
+        }
         if config.default_lifetime > config.max_lifetime {
             return Err(ConfigError {
                 var: "WEBHOOKS_DEFAULT_LIFETIME",
@@ -326,6 +339,29 @@ mod tests {
         })
         .unwrap_err();
         assert_eq!(err.var, "WEBHOOKS_ALLOW_PRIVATE_CALLBACKS");
+    }
+
+    #[test]
+    fn message_retention_has_the_duration_syntax_and_is_never_zero() {
+        let default = Config::from_lookup(Profile::Lambda, |_| None).unwrap();
+        assert_eq!(default.message_retention, Duration::from_secs(30 * DAY));
+        let set = |v: &str| {
+            let v = v.to_owned();
+            Config::from_lookup(Profile::Local, move |k| {
+                (k == "WEBHOOKS_MESSAGE_RETENTION").then(|| v.clone())
+            })
+        };
+        assert_eq!(
+            set("7d").unwrap().message_retention,
+            Duration::from_secs(7 * DAY)
+        );
+        for bad in ["0d", "0ms", "soon", "30"] {
+            assert_eq!(
+                set(bad).unwrap_err().var,
+                "WEBHOOKS_MESSAGE_RETENTION",
+                "{bad}"
+            );
+        }
     }
 
     #[test]

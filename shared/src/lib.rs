@@ -14,6 +14,7 @@
 //! - [`queue`]: the delivery queue and outbox ports
 //! - [`store`]: the store port
 //! - [`history`]: the delivery history port
+//! - [`retention`]: the purge of history and messages past their retention
 //! - [`sqlite`], [`aws`]: the adapters (SQLite file; DynamoDB and SQS)
 //! - [`services`]: builds the adapters of a backend, for every runtime
 
@@ -41,6 +42,7 @@ pub mod model;
 pub mod notification;
 pub mod page;
 pub mod queue;
+pub mod retention;
 pub mod rotation;
 pub mod routes;
 pub mod secret;

@@ -4,12 +4,14 @@ use crate::app::App;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::model::Message;
+use crate::retention::messages_since;
 use crate::subscription::store_failure;
 
-/// `GET /message/getmessagebyid/{messageId}`: only the caller's organization's messages.
+/// `GET /message/getmessagebyid/{messageId}`: only the caller's
+/// organization's messages, and only within `WEBHOOKS_MESSAGE_RETENTION`.
 pub async fn get_message(app: &App, caller: &Caller, id: &str) -> Result<Message, ApiError> {
     app.store
-        .get_message(&caller.org_id, id)
+        .get_message(&caller.org_id, id, messages_since(app))
         .await
         .map_err(store_failure)?
         .ok_or_else(|| ApiError::not_found("MESSAGE_NOT_FOUND", "no message with this id"))

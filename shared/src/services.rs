@@ -108,8 +108,7 @@ pub mod aws {
         sdk: &aws_config::SdkConfig,
         config: &Config,
     ) -> Result<Arc<DynamoStore>, String> {
-        let store = DynamoStore::from_sdk(sdk, backend.tables.clone())
-            .with_retention(config.delivery_retention);
+        let store = DynamoStore::configured(sdk, backend.tables.clone(), config);
         let tables = &backend.tables;
         let ready = match backend.prepare {
             Prepare::Check => dynamodb::check_tables(store.client(), tables).await,
@@ -156,7 +155,7 @@ pub mod aws {
         let tables = Tables::required(&config).map_err(|e| e.to_string())?;
         let sdk =
             crate::aws::sdk_config_with(&config.aws_calls.api, crate::aws::Roots::Amazon).await;
-        let store = DynamoStore::from_sdk(&sdk, tables).with_retention(config.delivery_retention);
+        let store = DynamoStore::configured(&sdk, tables, &config);
         Ok(App::new(config, Arc::new(store)))
     }
 
@@ -171,7 +170,7 @@ pub mod aws {
             crate::aws::sdk_config_with(&config.aws_calls.api, crate::aws::Roots::Amazon).await;
         let queue = SqsQueue::new(aws_sdk_sqs::Client::new(&sdk), url, None);
         let tables = Tables::required(&config).map_err(|e| e.to_string())?;
-        let store = DynamoStore::from_sdk(&sdk, tables).with_retention(config.delivery_retention);
+        let store = DynamoStore::configured(&sdk, tables, &config);
         Ok((App::new(config, Arc::new(store)), queue))
     }
 
@@ -191,8 +190,7 @@ pub mod aws {
             .ok_or("WEBHOOKS_DELIVERY_QUEUE_URL: is required (the stack's DeliveryQueueUrl)")?;
         let sdk =
             crate::aws::sdk_config_with(&config.aws_calls.batch, crate::aws::Roots::Amazon).await;
-        let store =
-            Arc::new(DynamoStore::from_sdk(&sdk, tables).with_retention(config.delivery_retention));
+        let store = Arc::new(DynamoStore::configured(&sdk, tables, &config));
         let queue = SqsQueue::new(
             aws_sdk_sqs::Client::new(&sdk),
             url,

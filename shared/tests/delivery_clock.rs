@@ -195,8 +195,8 @@ async fn an_expired_subscription_is_shown_expired_and_not_delivered() {
 async fn history_is_kept_for_the_retention_then_purged() {
     use webhook_core::auth::Caller;
     use webhook_core::deliveries;
-    use webhook_core::history::purge::purge_once;
     use webhook_core::ingest::{self, EventEnvelope};
+    use webhook_core::retention::purge_once;
 
     let w = world();
     let sub = subscribe(&w, &refusing_uri(), 90 * 24 * HOUR).await;
@@ -244,17 +244,69 @@ async fn history_is_kept_for_the_retention_then_purged() {
     }
     // 29 days on: still there, and the purge keeps it.
     w.clock.advance(29 * 24 * HOUR);
-    assert_eq!(purge_once(&w.app).await, 0);
+    assert_eq!(purge_once(&w.app).await.notifications, 0);
     assert_eq!(list(&w, &caller, &sub).await.total_elements, 1);
     // Past 30 days: not shown even before the purge, then deleted.
     w.clock.advance(2 * 24 * HOUR);
     assert_eq!(list(&w, &caller, &sub).await.total_elements, 0);
     let gone = deliveries::get_notification(&w.app, &caller, sub.as_str(), &uuid).await;
     assert_eq!(gone.unwrap_err().code, "NOTIFICATION_NOT_FOUND");
-    assert_eq!(purge_once(&w.app).await, 1);
+    assert_eq!(purge_once(&w.app).await.notifications, 1);
     use webhook_core::history::DeliveryHistory;
     let kept = w.db.get(&org(), &sub, &uuid.as_str().into()).await.unwrap();
     assert_eq!(kept, None, "purged from the file");
+}
+
+/// A message is readable by id for `WEBHOOKS_MESSAGE_RETENTION` (30 days
+/// by default) from its receipt: past it, `404` before the purge ran, and
+/// the purge (the history's, one schedule) deletes its row.
+#[tokio::test]
+async fn messages_are_kept_for_the_retention_then_purged() {
+    use webhook_core::auth::Caller;
+    use webhook_core::ingest::{self, EventEnvelope};
+    use webhook_core::message::get_message;
+    use webhook_core::retention::purge_once;
+
+    let w = world();
+    let envelope: EventEnvelope = serde_json::from_value(serde_json::json!({
+        "eventId": "evt-m", "type": "message.inbound", "organizationId": ORG,
+        "departmentId": "d", "message": {"id": "msg-1", "to": ["+15550100"],
+        "from": "+15550199", "text": "personal data"}
+    }))
+    .unwrap();
+    let event = envelope.validate(w.clock.now_ms()).unwrap();
+    ingest::ingest(&w.app, w.db.as_ref(), event).await.unwrap();
+    let caller = Caller {
+        org_id: org(),
+        subject: None,
+        scopes: vec![],
+    };
+    let other = Caller {
+        org_id: "org-2".into(),
+        subject: None,
+        scopes: vec![],
+    };
+    assert_eq!(
+        get_message(&w.app, &caller, "msg-1").await.unwrap().text,
+        "personal data"
+    );
+    let not_theirs = get_message(&w.app, &other, "msg-1").await.unwrap_err();
+    assert_eq!(not_theirs.code, "MESSAGE_NOT_FOUND");
+
+    // 29 days on: still there, and the purge keeps it.
+    w.clock.advance(29 * 24 * HOUR);
+    assert_eq!(purge_once(&w.app).await.messages, 0);
+    assert!(get_message(&w.app, &caller, "msg-1").await.is_ok());
+    // Past 30 days: 404 even before the purge, then the row is deleted.
+    w.clock.advance(2 * 24 * HOUR);
+    let gone = get_message(&w.app, &caller, "msg-1").await.unwrap_err();
+    assert_eq!(
+        (gone.status.as_u16(), gone.code),
+        (404, "MESSAGE_NOT_FOUND")
+    );
+    assert_eq!(purge_once(&w.app).await.messages, 1);
+    let row = w.db.get_message(&org(), "msg-1", i64::MIN).await.unwrap();
+    assert_eq!(row, None, "purged from the file");
 }
 
 async fn list(

@@ -540,7 +540,7 @@ async fn get_message() {
         attachments: vec![],
     };
     store
-        .put_message(&OrgId::from("org-1"), &message)
+        .put_message(&OrgId::from("org-1"), &message, app.now_ms())
         .await
         .unwrap();
     let (status, body) = invoke(&app, Endpoint::GetMessage, "get-message-ok").await;

@@ -177,7 +177,7 @@ async fn ingest_events_sample_stores_the_message_and_enqueues_its_notification()
 
     let message = w
         .store
-        .get_message(&OrgId::from("org-1"), "msg-sample-1")
+        .get_message(&OrgId::from("org-1"), "msg-sample-1", i64::MIN)
         .await
         .unwrap()
         .expect("message stored");
@@ -373,11 +373,14 @@ async fn ingest_events_data_checks_fail_the_record_and_name_the_field() {
     );
     let org = OrgId::from("org-1");
     for refused in ["msg-dc-1", "msg-dc-2", "msg-dc-4"] {
-        assert_eq!(w.store.get_message(&org, refused).await.unwrap(), None);
+        assert_eq!(
+            w.store.get_message(&org, refused, i64::MIN).await.unwrap(),
+            None
+        );
     }
     let stored = w
         .store
-        .get_message(&org, "msg-dc-3")
+        .get_message(&org, "msg-dc-3", i64::MIN)
         .await
         .unwrap()
         .expect("the valid record is stored");
@@ -475,7 +478,7 @@ async fn queue_batches_fail_fast_while_dynamodb_is_frozen_and_recover() {
     let sample: SqsEvent = serde_json::from_str(&sample_events::text("ingest-events-sqs")).unwrap();
     // Warm the clients (connections, credentials) before the fault.
     w.store
-        .get_message(&OrgId::from("org-1"), "none")
+        .get_message(&OrgId::from("org-1"), "none", i64::MIN)
         .await
         .unwrap();
     let bound = bounds.operation + Duration::from_secs(2);

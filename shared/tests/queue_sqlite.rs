@@ -57,7 +57,7 @@ async fn outbox_commits_message_and_jobs_once_per_event() {
         .unwrap());
     assert_eq!(
         store
-            .get_message(&OrgId::from("org-1"), "m1")
+            .get_message(&OrgId::from("org-1"), "m1", i64::MIN)
             .await
             .unwrap(),
         Some(message)

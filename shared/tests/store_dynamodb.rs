@@ -142,3 +142,236 @@ async fn delivery_records_survive_index_entries_removed_by_ttl() {
         .unwrap()
         .is_empty());
 }
+
+fn sample_message(id: &str) -> webhook_core::model::Message {
+    webhook_core::model::Message {
+        id: id.into(),
+        owner: None,
+        time: None,
+        direction: "in".into(),
+        to: vec!["+15550100".into()],
+        from: "+15550199".into(),
+        text: "personal data".into(),
+        media: vec![],
+        attachments: vec![],
+    }
+}
+
+fn unique_org() -> String {
+    format!("org-{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
+}
+
+/// The raw item at (pk, sk) of the messages table.
+async fn raw_item(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    pk: String,
+    sk: &str,
+) -> Option<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    client
+        .get_item()
+        .table_name(table)
+        .key("pk", AttributeValue::S(pk))
+        .key("sk", AttributeValue::S(sk.into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+}
+
+fn number(
+    item: &std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
+    name: &str,
+) -> i64 {
+    item[name].as_n().unwrap().parse().unwrap()
+}
+
+/// A message is one item under `MSG#<org>#<id>` with its receipt time and a
+/// `ttl` one retention later; an event record one under `EVENT#<org>#<id>`;
+/// nothing is written under the organization's `ORG#<org>` partition.
+#[tokio::test]
+async fn messages_and_event_records_are_keyed_by_their_own_id() {
+    use webhook_core::store::Store;
+    let (client, tables) = dynamodb_local::tables_for_this_run().await;
+    let store = DynamoStore::new(client.clone(), tables.clone())
+        .with_message_retention(std::time::Duration::from_secs(7 * 86_400));
+    let org = unique_org();
+    let at = chrono::Utc::now().timestamp_millis();
+    store
+        .put_message(&OrgId::from(&org), &sample_message("m-1"), at)
+        .await
+        .unwrap();
+    let item = raw_item(&client, &tables.messages, format!("MSG#{org}#m-1"), "M")
+        .await
+        .expect("the message under its own key");
+    assert_eq!(number(&item, "receivedAt"), at);
+    assert_eq!(number(&item, "ttl"), at / 1000 + 7 * 86_400);
+    assert_eq!(item["orgId"].as_s().unwrap(), &org);
+
+    let org_id = OrgId::from(&org);
+    assert!(!store.event_recorded(&org_id, "evt-1").await.unwrap());
+    store
+        .record_event(&org_id, "evt-1", at / 1000 + 86_400)
+        .await
+        .unwrap();
+    assert!(store.event_recorded(&org_id, "evt-1").await.unwrap());
+    assert!(
+        !store
+            .event_recorded(&OrgId::from(unique_org()), "evt-1")
+            .await
+            .unwrap(),
+        "the same event id in another organization is another event"
+    );
+    assert!(
+        raw_item(&client, &tables.messages, format!("EVENT#{org}#evt-1"), "E")
+            .await
+            .is_some()
+    );
+    let under_org = client
+        .query()
+        .table_name(&tables.messages)
+        .key_condition_expression("pk = :pk")
+        .expression_attribute_values(
+            ":pk",
+            aws_sdk_dynamodb::types::AttributeValue::S(format!("ORG#{org}")),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        under_org.count(),
+        0,
+        "nothing in the organization's partition"
+    );
+}
+
+/// DynamoDB deletes expired items only eventually: a message past its
+/// retention is still in the table, and the endpoint answers 404 anyway.
+#[tokio::test]
+async fn a_message_past_its_retention_is_404_while_dynamodb_still_holds_it() {
+    use webhook_core::auth::Caller;
+    use webhook_core::clock::ManualClock;
+    use webhook_core::message::get_message;
+    use webhook_core::store::Store;
+    use webhook_core::{App, Config, Profile};
+
+    let (client, tables) = dynamodb_local::tables_for_this_run().await;
+    let store = std::sync::Arc::new(DynamoStore::new(client.clone(), tables.clone()));
+    let clock = ManualClock::at(chrono::Utc::now().timestamp_millis());
+    let config = Config::from_lookup(Profile::Lambda, |_| None).unwrap();
+    let app = App::new(config, store.clone()).with_clock(clock.clone());
+    let org = unique_org();
+    let caller = Caller {
+        org_id: org.clone().into(),
+        subject: None,
+        scopes: vec![],
+    };
+    store
+        .put_message(&caller.org_id, &sample_message("m-1"), app.now_ms())
+        .await
+        .unwrap();
+    clock.advance(std::time::Duration::from_secs(29 * 86_400));
+    assert_eq!(
+        get_message(&app, &caller, "m-1").await.unwrap().text,
+        "personal data"
+    );
+    clock.advance(std::time::Duration::from_secs(2 * 86_400));
+    let gone = get_message(&app, &caller, "m-1").await.unwrap_err();
+    assert_eq!(
+        (gone.status.as_u16(), gone.code),
+        (404, "MESSAGE_NOT_FOUND")
+    );
+    assert!(
+        raw_item(&client, &tables.messages, format!("MSG#{org}#m-1"), "M")
+            .await
+            .is_some(),
+        "the item itself is left to TTL"
+    );
+}
+
+/// A message written under the old `ORG#<org>` / `MSG#<id>` key is still
+/// found (by its organization only) until the migration dates it; after
+/// that it follows the retention like any other, and a second run is a no-op.
+#[tokio::test]
+async fn old_key_messages_are_found_then_dated_by_the_migration() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use webhook_core::store::Store;
+    let (client, tables) = dynamodb_local::fresh_tables("legacy").await;
+    let store = DynamoStore::new(client.clone(), tables.clone());
+    let org = unique_org();
+    let old = |s: &str| AttributeValue::S(s.into());
+    client
+        .put_item()
+        .table_name(&tables.messages)
+        .item("pk", old(&format!("ORG#{org}")))
+        .item("sk", old("MSG#m-old"))
+        .item("orgId", old(&org))
+        .item("id", old("m-old"))
+        .item("owner", AttributeValue::Null(true))
+        .item("time", AttributeValue::Null(true))
+        .item("direction", old("in"))
+        .item("to", AttributeValue::L(vec![old("+15550100")]))
+        .item("from", old("+15550199"))
+        .item("text", old("personal data"))
+        .item("media", AttributeValue::L(vec![]))
+        .item("attachments", AttributeValue::L(vec![]))
+        .send()
+        .await
+        .unwrap();
+    // An old event record is left alone (it expires by its own ttl).
+    client
+        .put_item()
+        .table_name(&tables.messages)
+        .item("pk", old(&format!("ORG#{org}")))
+        .item("sk", old("EVENT#evt-old"))
+        .item("ttl", AttributeValue::N("4000000000".into()))
+        .send()
+        .await
+        .unwrap();
+    let now = chrono::Utc::now().timestamp_millis();
+    let org_id = OrgId::from(&org);
+    assert_eq!(
+        store.get_message(&org_id, "m-old", now).await.unwrap(),
+        Some(sample_message("m-old")),
+        "found under the old key, undated: kept"
+    );
+    assert_eq!(
+        store
+            .get_message(&OrgId::from(unique_org()), "m-old", now)
+            .await
+            .unwrap(),
+        None
+    );
+
+    assert_eq!(store.migrate_legacy_messages(now).await.unwrap(), 1);
+    let item = raw_item(&client, &tables.messages, format!("ORG#{org}"), "MSG#m-old")
+        .await
+        .unwrap();
+    assert_eq!(number(&item, "receivedAt"), now);
+    assert_eq!(number(&item, "ttl"), now / 1000 + 30 * 86_400);
+    assert!(store
+        .get_message(&org_id, "m-old", now)
+        .await
+        .unwrap()
+        .is_some());
+    assert_eq!(
+        store.get_message(&org_id, "m-old", now + 1).await.unwrap(),
+        None,
+        "dated: past the retention like any other"
+    );
+    assert_eq!(store.migrate_legacy_messages(now + 5).await.unwrap(), 0);
+
+    // A message stored again after the upgrade is read under its new key.
+    let mut renewed = sample_message("m-old");
+    renewed.text = "new".into();
+    store
+        .put_message(&org_id, &renewed, now + 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get_message(&org_id, "m-old", now + 1).await.unwrap(),
+        Some(renewed)
+    );
+}

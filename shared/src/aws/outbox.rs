@@ -54,7 +54,8 @@ impl Outbox for AwsOutbox {
             return Ok(false);
         }
         if let Some(message) = message {
-            self.store.put_message(org_id, message).await?;
+            let received_at = self.clock.now_ms();
+            self.store.put_message(org_id, message, received_at).await?;
         }
         if !jobs.is_empty() {
             self.store.record_enqueued(event_id, &jobs).await?;

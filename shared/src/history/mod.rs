@@ -8,7 +8,6 @@
 //! and [`crate::aws::dynamodb`] (items in the messages table). Both pass the
 //! conformance suite (`shared/tests/conformance/history.rs`).
 
-pub mod purge;
 pub mod stats;
 
 use async_trait::async_trait;

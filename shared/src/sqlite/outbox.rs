@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection, Transaction};
 
 use super::queue::{events_of, insert_jobs};
+use super::store::UPSERT_MESSAGE;
 use super::{backend, SqliteDb, Write, Written};
 use crate::ids::OrgId;
 use crate::model::Message;
@@ -66,12 +67,9 @@ fn write_event(tx: &Connection, e: &EventWrite) -> Result<bool, StoreError> {
         return Ok(false);
     }
     if let Some((id, body)) = &e.message {
-        tx.prepare_cached(
-            "INSERT INTO messages (org_id, id, body) VALUES (?1, ?2, ?3) \
-             ON CONFLICT (org_id, id) DO UPDATE SET body = excluded.body",
-        )
-        .and_then(|mut s| s.execute(params![e.org_id, id, body]))
-        .map_err(backend)?;
+        tx.prepare_cached(UPSERT_MESSAGE)
+            .and_then(|mut s| s.execute(params![e.org_id, id, body, e.now]))
+            .map_err(backend)?;
     }
     insert_jobs(tx, &e.event_id, &e.jobs, &e.events, e.now)?;
     Ok(true)

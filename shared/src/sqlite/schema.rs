@@ -111,6 +111,15 @@ DROP TABLE delivery_queue;
 -- a JSON array of PreviousSecret ({"secret", "expiresAt"}), oldest first.
 ALTER TABLE subscriptions ADD COLUMN previous_secrets TEXT NOT NULL DEFAULT '[]';
 "#,
+    r#"
+-- Message retention (WEBHOOKS_MESSAGE_RETENTION): when each message was
+-- last stored, epoch ms. Messages stored before had no such time: they are
+-- dated now, so they are kept one retention from the upgrade.
+ALTER TABLE messages ADD COLUMN received_at INTEGER NOT NULL DEFAULT 0;
+UPDATE messages SET received_at = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER);
+-- The purge deletes by age.
+CREATE INDEX messages_by_age ON messages (received_at);
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
@@ -125,4 +134,36 @@ pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         tx.commit().map_err(backend)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Messages stored before the retention existed are dated at the
+    /// upgrade, so they are kept one retention from then, not purged at once.
+    #[test]
+    fn messages_from_before_the_retention_are_dated_at_the_upgrade() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = Connection::open(dir.path().join("upgrade.db")).unwrap();
+        for sql in &MIGRATIONS[..5] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 5).unwrap();
+        conn.execute(
+            "INSERT INTO messages (org_id, id, body) VALUES ('org', 'm', '{}')",
+            [],
+        )
+        .unwrap();
+        let before = chrono::Utc::now().timestamp_millis();
+        migrate(&mut conn).unwrap();
+        let after = chrono::Utc::now().timestamp_millis();
+        let dated: i64 = conn
+            .query_row("SELECT received_at FROM messages", [], |r| r.get(0))
+            .unwrap();
+        assert!(
+            (before - 1..=after + 1).contains(&dated),
+            "{before} <= {dated} <= {after}"
+        );
+    }
 }

@@ -255,32 +255,59 @@ impl Store for SqliteDb {
         .await
     }
 
-    async fn put_message(&self, org_id: &OrgId, message: &Message) -> Result<(), StoreError> {
+    async fn put_message(
+        &self,
+        org_id: &OrgId,
+        message: &Message,
+        received_at: i64,
+    ) -> Result<(), StoreError> {
         let org_id = org_id.to_owned();
         let id = message.id.clone();
         let body = serde_json::to_string(message).map_err(backend)?;
         self.with(move |conn| {
-            conn.execute(
-                "INSERT INTO messages (org_id, id, body) VALUES (?1, ?2, ?3) \
-                 ON CONFLICT (org_id, id) DO UPDATE SET body = excluded.body",
-                params![org_id, id, body],
-            )
-            .map_err(backend)?;
+            conn.prepare_cached(UPSERT_MESSAGE)
+                .and_then(|mut s| s.execute(params![org_id, id, body, received_at]))
+                .map_err(backend)?;
             Ok(())
         })
         .await
     }
 
-    async fn get_message(&self, org_id: &OrgId, id: &str) -> Result<Option<Message>, StoreError> {
+    async fn get_message(
+        &self,
+        org_id: &OrgId,
+        id: &str,
+        received_since: i64,
+    ) -> Result<Option<Message>, StoreError> {
         let (org_id, id) = (org_id.to_owned(), id.to_owned());
         self.lookup(move |conn| {
             let body: Option<String> = conn
-                .prepare_cached("SELECT body FROM messages WHERE org_id = ?1 AND id = ?2")
-                .and_then(|mut s| s.query_row(params![org_id, id], |r| r.get(0)).optional())
+                .prepare_cached(
+                    "SELECT body FROM messages WHERE org_id = ?1 AND id = ?2 AND received_at >= ?3",
+                )
+                .and_then(|mut s| {
+                    s.query_row(params![org_id, id, received_since], |r| r.get(0))
+                        .optional()
+                })
                 .map_err(backend)?;
             body.map(|b| serde_json::from_str(&b).map_err(backend))
                 .transpose()
         })
         .await
     }
+
+    async fn purge_messages(&self, before: i64) -> Result<u64, StoreError> {
+        self.with(move |conn| {
+            let n = conn
+                .execute("DELETE FROM messages WHERE received_at < ?1", [before])
+                .map_err(backend)?;
+            Ok(n as u64)
+        })
+        .await
+    }
 }
+
+/// Stores a message, or replaces it and its receipt time (the outbox too).
+pub(super) const UPSERT_MESSAGE: &str = "INSERT INTO messages (org_id, id, body, received_at) \
+     VALUES (?1, ?2, ?3, ?4) \
+     ON CONFLICT (org_id, id) DO UPDATE SET body = excluded.body, received_at = excluded.received_at";

@@ -225,7 +225,27 @@ pub trait Store: Send + Sync {
         rotation: SecretRotation,
     ) -> Result<Option<StoredSubscription>, StoreError>;
 
-    async fn put_message(&self, org_id: &OrgId, message: &Message) -> Result<(), StoreError>;
+    /// Stores the message (replacing one with the same id) as received at
+    /// `received_at` (epoch ms): it is kept for `WEBHOOKS_MESSAGE_RETENTION`
+    /// from then.
+    async fn put_message(
+        &self,
+        org_id: &OrgId,
+        message: &Message,
+        received_at: i64,
+    ) -> Result<(), StoreError>;
 
-    async fn get_message(&self, org_id: &OrgId, id: &str) -> Result<Option<Message>, StoreError>;
+    /// The message, unless it was received before `received_since` (the
+    /// start of the retention, [`crate::retention::messages_since`]): a
+    /// message past its retention is absent even before it is purged.
+    async fn get_message(
+        &self,
+        org_id: &OrgId,
+        id: &str,
+        received_since: i64,
+    ) -> Result<Option<Message>, StoreError>;
+
+    /// Deletes the messages received before `before`; returns how many
+    /// went. (DynamoDB's TTL does this by itself.)
+    async fn purge_messages(&self, before: i64) -> Result<u64, StoreError>;
 }

@@ -1,9 +1,10 @@
-//! Ingested event records, for the AWS outbox's deduplication: kept in the
-//! messages table under the event's organization (see [`keys`](super::keys)).
+//! Ingested event records, for the AWS outbox's deduplication: one item per
+//! event in the messages table, keyed by the event's organization and id
+//! (see [`keys`](super::keys)).
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::keys::{event_sk, key, org_pk};
+use super::keys::{event_pk, key, EVENT_SK};
 use super::{backend, DynamoStore};
 use crate::ids::OrgId;
 use crate::store::StoreError;
@@ -15,7 +16,7 @@ impl DynamoStore {
             .client
             .get_item()
             .table_name(&self.tables.messages)
-            .set_key(Some(key(org_pk(org_id), event_sk(event_id))))
+            .set_key(Some(key(event_pk(org_id, event_id), EVENT_SK.into())))
             .consistent_read(true)
             .send()
             .await
@@ -30,7 +31,7 @@ impl DynamoStore {
         event_id: &str,
         expires_at_secs: i64,
     ) -> Result<(), StoreError> {
-        let mut item = key(org_pk(org_id), event_sk(event_id));
+        let mut item = key(event_pk(org_id, event_id), EVENT_SK.into());
         item.insert("ttl".into(), AttributeValue::N(expires_at_secs.to_string()));
         self.client
             .put_item()

@@ -33,23 +33,42 @@
 //!   items, guards and counters carry no `ttl`: an expired subscription stays
 //!   listed (as `EXPIRED`) and counted until deleted, as in SQLite.
 //!
-//! # Messages table
+//! # Messages table: messages and event records
 //!
 //! | item | `pk` | `sk` | attributes |
 //! |---|---|---|---|
-//! | message | `ORG#<org>` | `MSG#<id>` | the [`Message`]'s fields |
+//! | message | `MSG#<org>#<id>` | `M` | the [`Message`]'s fields, `receivedAt` (ms), `ttl` |
+//! | ingested event | `EVENT#<org>#<event id>` | `E` | `ttl` |
+//! | message under its old key (read only) | `ORG#<org>` | `MSG#<id>` | the [`Message`]'s fields |
+//! | ingested event under its old key (left to expire) | `ORG#<org>` | `EVENT#<event id>` | `ttl` |
 //!
-//! Messages carry no `ttl` (kept like in SQLite); the table has TTL enabled
-//! on `ttl` so a retention can be added without a migration.
-//!
-//! # Event records (messages table)
-//!
-//! | item | `pk` | `sk` | attributes |
-//! |---|---|---|---|
-//! | ingested event | `ORG#<org>` | `EVENT#<event id>` | `ttl` |
-//!
-//! The outbox writes one per ingested event, after its notifications are on
-//! the queue, so a redelivered SQS event is recognised and skipped.
+//! - **One item per partition key.** A message and an event record are
+//!   looked up by their id, so they are keyed by it: every event writes
+//!   partitions of its own instead of one `ORG#<org>` partition per
+//!   organization, whose 1,000 write units per second capped a busy
+//!   organization (BENCHMARKS.md, "Capacity model"). Tenancy stays in the
+//!   key: the organization is part of `pk`, and organization ids are
+//!   `[A-Za-z0-9_-]` (no `#`), so `MSG#<org>#<id>` names one (org, id) pair
+//!   whatever the message id holds.
+//! - **Retention.** A message carries `receivedAt` (epoch ms of its last
+//!   store) and `ttl` = that + `WEBHOOKS_MESSAGE_RETENTION` (epoch s).
+//!   DynamoDB deletes expired items only eventually (typically within days),
+//!   so a read treats a message received before the retention's start as
+//!   absent (`404`), as SQLite does before its purge.
+//! - The outbox writes an event record per ingested event, after its
+//!   notifications are on the queue, so a redelivered SQS event is
+//!   recognised and skipped; it expires after 15 days (longer than SQS
+//!   keeps a message).
+//! - **Upgrading from `ORG#<org>` keys.** Messages written before the per-id keys
+//!   are found by a second `GetItem` of their old key when the new one is
+//!   missing ([`legacy_msg_sk`]); `webhooks-local migrate-messages` stamps
+//!   each of them with `receivedAt` = the migration time and its `ttl`, so
+//!   they are removed one retention later like any other. Once that
+//!   retention has passed after the migration, no old-key message is left
+//!   and the fallback can go. Old event records are not read: they expire
+//!   by their own `ttl`, and an SQS redelivery of an event ingested just
+//!   before the upgrade is ingested again (the same notification `uuid`s,
+//!   which receivers already drop as duplicates).
 //!
 //! # Delivery history (messages table)
 //!
@@ -99,13 +118,23 @@ pub(super) fn filter_pk(filter: &str) -> String {
     format!("FILTER#{filter}")
 }
 
-pub(super) fn msg_sk(id: &str) -> String {
+pub(super) fn message_pk(org_id: &OrgId, id: &str) -> String {
+    format!("MSG#{org_id}#{id}")
+}
+
+pub(super) const MESSAGE_SK: &str = "M";
+
+/// The sort key of a message stored under `ORG#<org>` before the per-id keys: read
+/// on a miss of [`message_pk`] until the upgrade's retention has passed.
+pub(super) fn legacy_msg_sk(id: &str) -> String {
     format!("MSG#{id}")
 }
 
-pub(super) fn event_sk(event_id: &str) -> String {
-    format!("EVENT#{event_id}")
+pub(super) fn event_pk(org_id: &OrgId, event_id: &str) -> String {
+    format!("EVENT#{org_id}#{event_id}")
 }
+
+pub(super) const EVENT_SK: &str = "E";
 
 /// Times in sort keys: 13 digits of epoch ms (until the year 2286), so
 /// their text order is their time order.
@@ -154,5 +183,8 @@ mod tests {
         assert!(summary_sk(999, &"z".into()) < summary_sk(1000, &"a".into()));
         assert_eq!(millis_key(i64::MAX), "9999999999999");
         assert_eq!(attempt_sk(1, 255), "A#0000000000001#000000ff");
+        assert_eq!(message_pk(&"org-1".into(), "m#1"), "MSG#org-1#m#1");
+        assert_eq!(event_pk(&"org-1".into(), "e-1"), "EVENT#org-1#e-1");
+        assert_eq!(legacy_msg_sk("m-1"), "MSG#m-1");
     }
 }

@@ -6,8 +6,9 @@
 //!
 //! One concern a file: [`keys`] (key shapes and the schema), [`codec`]
 //! (items), [`write`] (conditional writes and transactions), [`backoff`],
-//! [`store`] (the port), [`secrets`] (signing-secret rotation), [`events`] (the outbox's event records),
-//! [`history`] (the delivery history port) and [`history_items`], [`tables`] (provisioning).
+//! [`store`] (the port), [`secrets`] (signing-secret rotation), [`messages`] (messages and
+//! their retention), [`events`] (the outbox's event records), [`history`] (the delivery
+//! history port) and [`history_items`], [`tables`] (provisioning).
 
 mod backoff;
 mod change;
@@ -16,6 +17,7 @@ mod events;
 mod history;
 mod history_items;
 mod keys;
+mod messages;
 mod store;
 mod tables;
 mod write;
@@ -23,6 +25,7 @@ mod write;
 pub use tables::{check_tables, create_tables};
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -36,6 +39,8 @@ pub const DEFAULT_MESSAGES_TABLE: &str = "webhooks-messages";
 
 /// DynamoDB's limit on a sort key, in bytes.
 pub(super) const MAX_SORT_KEY: usize = 1024;
+/// DynamoDB's limit on a partition key, in bytes.
+pub(super) const MAX_PARTITION_KEY: usize = 2048;
 /// Attempts of one write before contention is reported as a failure.
 pub(super) const MAX_ATTEMPTS: u32 = 16;
 
@@ -83,21 +88,40 @@ pub struct DynamoStore {
     client: Client,
     tables: Tables,
     /// How long delivery history is kept (its `ttl`).
-    retention: std::time::Duration,
+    retention: Duration,
+    /// How long messages are kept (their `ttl`).
+    message_retention: Duration,
 }
 
 impl DynamoStore {
+    /// A store keeping history and messages for the defaults' 30 days.
     pub fn new(client: Client, tables: Tables) -> Self {
+        let month = Duration::from_secs(30 * 86_400);
         DynamoStore {
             client,
             tables,
-            retention: std::time::Duration::from_secs(30 * 86_400),
+            retention: month,
+            message_retention: month,
         }
     }
 
+    /// The store of a runtime: the client of `sdk`, and the retentions of
+    /// `config` (`WEBHOOKS_DELIVERY_RETENTION`, `WEBHOOKS_MESSAGE_RETENTION`).
+    pub fn configured(sdk: &aws_config::SdkConfig, tables: Tables, config: &Config) -> Self {
+        Self::from_sdk(sdk, tables)
+            .with_retention(config.delivery_retention)
+            .with_message_retention(config.message_retention)
+    }
+
     /// The same store keeping delivery history for `retention`.
-    pub fn with_retention(mut self, retention: std::time::Duration) -> Self {
+    pub fn with_retention(mut self, retention: Duration) -> Self {
         self.retention = retention;
+        self
+    }
+
+    /// The same store keeping messages for `retention`.
+    pub fn with_message_retention(mut self, retention: Duration) -> Self {
+        self.message_retention = retention;
         self
     }
 

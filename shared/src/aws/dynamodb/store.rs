@@ -6,12 +6,10 @@ use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
 use super::backoff::Backoff;
 use super::change::Planned;
-use super::codec::{
-    list, n, optional, optional_text, parse_subscription, previous_secrets, s, text, texts,
-};
-use super::keys::{filter_pk, key, msg_sk, org_pk, sub_sk, uri_sk, COUNTER_SK, SUB};
+use super::codec::{n, parse_subscription, previous_secrets, s};
+use super::keys::{filter_pk, key, org_pk, sub_sk, uri_sk, COUNTER_SK, SUB};
 use super::write::{delete, distinct, Attempt, Condition, Transaction};
-use super::{backend, backend_build, DynamoStore, MAX_SORT_KEY};
+use super::{backend_build, DynamoStore};
 use crate::ids::{OrgId, SubscriptionId};
 use crate::model::{Message, SubscriptionStatus};
 use crate::store::{DeliveryRecord, SecretRotation, Store, StoreError, StoredSubscription, Upsert};
@@ -149,66 +147,26 @@ impl Store for DynamoStore {
         .await
     }
 
-    async fn put_message(&self, org_id: &OrgId, message: &Message) -> Result<(), StoreError> {
-        let sk = msg_sk(&message.id);
-        if sk.len() > MAX_SORT_KEY {
-            return Err(StoreError::Backend(format!(
-                "message id of {} bytes is longer than a DynamoDB sort key allows",
-                message.id.len()
-            )));
-        }
-        let mut item = key(org_pk(org_id), sk);
-        item.insert("orgId".into(), s(org_id.to_string()));
-        item.insert("id".into(), s(message.id.clone()));
-        item.insert("owner".into(), optional(&message.owner));
-        item.insert("time".into(), optional(&message.time));
-        item.insert("direction".into(), s(message.direction.clone()));
-        item.insert("to".into(), list(&message.to));
-        item.insert("from".into(), s(message.from.clone()));
-        item.insert("text".into(), s(message.text.clone()));
-        item.insert("media".into(), list(&message.media));
-        item.insert("attachments".into(), list(&message.attachments));
-        self.client
-            .put_item()
-            .table_name(&self.tables.messages)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(backend)?;
-        Ok(())
+    async fn put_message(
+        &self,
+        org_id: &OrgId,
+        message: &Message,
+        received_at: i64,
+    ) -> Result<(), StoreError> {
+        self.put_message_item(org_id, message, received_at).await
     }
 
-    async fn get_message(&self, org_id: &OrgId, id: &str) -> Result<Option<Message>, StoreError> {
-        let sk = msg_sk(id);
-        if sk.len() > MAX_SORT_KEY {
-            return Ok(None);
-        }
-        // Strongly consistent: a client fetches the message right after the
-        // notification that the ingesting process sent.
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.tables.messages)
-            .key("pk", s(org_pk(org_id)))
-            .key("sk", s(sk))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(backend)?;
-        let Some(item) = output.item() else {
-            return Ok(None);
-        };
-        Ok(Some(Message {
-            id: text(item, "id")?,
-            owner: optional_text(item, "owner")?,
-            time: optional_text(item, "time")?,
-            direction: text(item, "direction")?,
-            to: texts(item, "to")?,
-            from: text(item, "from")?,
-            text: text(item, "text")?,
-            media: texts(item, "media")?,
-            attachments: texts(item, "attachments")?,
-        }))
+    async fn get_message(
+        &self,
+        org_id: &OrgId,
+        id: &str,
+        received_since: i64,
+    ) -> Result<Option<Message>, StoreError> {
+        self.message_item(org_id, id, received_since).await
+    }
+
+    async fn purge_messages(&self, _before: i64) -> Result<u64, StoreError> {
+        Ok(0) // DynamoDB's TTL removes expired messages by itself.
     }
 }
 
