@@ -461,6 +461,41 @@ async fn while_frozen<T>(
     (out, started.elapsed())
 }
 
+/// The ingest sample handed to `ingest-events` with an emulator frozen: it
+/// answers within `bound` with every record reported failed; handed over
+/// again after the thaw (as SQS redelivers it), only the invalid record fails.
+async fn ingest_while_frozen(
+    w: &World,
+    pid_var: &str,
+    what: &str,
+    sample: SqsEvent,
+    bound: Duration,
+) {
+    let (frozen, took) = while_frozen(
+        pid_var,
+        bound,
+        queues::ingest_events(&w.app, &w.outbox, sample.clone()),
+    )
+    .await;
+    println!(
+        "ingest-events with {what} frozen: answered in {took:?}, {} of {} records failed",
+        frozen.batch_item_failures.len(),
+        sample.records.len()
+    );
+    assert!(took < bound, "ingest batch took {took:?} (bound {bound:?})");
+    assert_eq!(
+        frozen.batch_item_failures.len(),
+        sample.records.len(),
+        "every record is redelivered"
+    );
+    let again = queues::ingest_events(&w.app, &w.outbox, sample).await;
+    assert_eq!(
+        again.batch_item_failures.len(),
+        1,
+        "only the invalid record fails"
+    );
+}
+
 /// Issue 14, the Lambda path: with DynamoDB frozen, each queue function's
 /// batch answers inside its call bounds and reports its records failed (SQS
 /// redelivers them), instead of running out the function's timeout; once
@@ -483,31 +518,7 @@ async fn queue_batches_fail_fast_while_dynamodb_is_frozen_and_recover() {
         .unwrap();
     let bound = bounds.operation + Duration::from_secs(2);
 
-    let (frozen, took) = while_frozen(
-        "DYNAMODB_LOCAL_PID",
-        bound,
-        queues::ingest_events(&w.app, &w.outbox, sample.clone()),
-    )
-    .await;
-    println!(
-        "ingest-events with DynamoDB frozen: answered in {took:?}, {} of {} records failed",
-        frozen.batch_item_failures.len(),
-        sample.records.len()
-    );
-    assert!(took < bound, "ingest batch took {took:?} (bound {bound:?})");
-    assert_eq!(
-        frozen.batch_item_failures.len(),
-        sample.records.len(),
-        "every record is redelivered"
-    );
-
-    // SQS hands the batch over again: the valid record goes through now.
-    let again = queues::ingest_events(&w.app, &w.outbox, sample).await;
-    assert_eq!(
-        again.batch_item_failures.len(),
-        1,
-        "only the invalid record fails"
-    );
+    ingest_while_frozen(&w, "DYNAMODB_LOCAL_PID", "DynamoDB", sample, bound).await;
     let delivery = receive_as_event(
         &w,
         &sample_events::text("deliver-notifications-sqs"),
@@ -564,30 +575,7 @@ async fn ingest_batches_fail_fast_while_sqs_is_frozen_and_recover() {
     let sample: SqsEvent = serde_json::from_str(&sample_events::text("ingest-events-sqs")).unwrap();
     let bound = bounds.operation + Duration::from_secs(2);
 
-    let (frozen, took) = while_frozen(
-        "MOTO_PID",
-        bound,
-        queues::ingest_events(&w.app, &w.outbox, sample.clone()),
-    )
-    .await;
-    println!(
-        "ingest-events with SQS frozen: answered in {took:?}, {} of {} records failed",
-        frozen.batch_item_failures.len(),
-        sample.records.len()
-    );
-    assert!(took < bound, "ingest batch took {took:?} (bound {bound:?})");
-    assert_eq!(
-        frozen.batch_item_failures.len(),
-        sample.records.len(),
-        "every record is redelivered"
-    );
-
-    let again = queues::ingest_events(&w.app, &w.outbox, sample).await;
-    assert_eq!(
-        again.batch_item_failures.len(),
-        1,
-        "only the invalid record fails"
-    );
+    ingest_while_frozen(&w, "MOTO_PID", "SQS", sample, bound).await;
     // A send that timed out may still have reached SQS (here: the frozen
     // moto reads every attempt's request when continued), so the job can be
     // there once per attempt plus the redelivered batch's: duplicates carry
