@@ -250,7 +250,9 @@ pub async fn send(req: reqwest::RequestBuilder) -> (StatusCode, Value) {
 /// waits and sends it again (ingestion is idempotent per event id), so a
 /// burst that outruns a slow emulator still ends with the event accepted.
 pub async fn produce(server: &Server, org: &str, event: &Value) -> StatusCode {
-    for _ in 0..10 {
+    // Up to about 2.5 minutes of 503s (Retry-After: 5): a moto starved of
+    // CPU on a busy 2-core machine can stay that slow during a burst.
+    for _ in 0..TRIES {
         let response = server
             .req(reqwest::Method::POST, "/events", org)
             .json(event)
@@ -270,8 +272,10 @@ pub async fn produce(server: &Server, org: &str, event: &Value) -> StatusCode {
             .expect("a 503 says when to retry");
         tokio::time::sleep(std::time::Duration::from_secs(wait)).await;
     }
-    panic!("POST /events still unavailable after 10 tries");
+    panic!("POST /events still unavailable after {TRIES} tries");
 }
+
+const TRIES: usize = 30;
 
 /// Asserts a `400 VALIDATION_FAILED` problem whose first error names `field`.
 pub fn assert_invalid(status: StatusCode, body: &Value, field: &str, context: &str) {
