@@ -160,7 +160,9 @@ fn dollars(v: f64) -> String {
 }
 
 fn units(v: f64) -> String {
-    if v == v.trunc() {
+    if v > 0.0 && v < 0.01 {
+        format!("{v:.2e}")
+    } else if v == v.trunc() {
         format!("{v:.0}")
     } else {
         format!("{v:.3}")

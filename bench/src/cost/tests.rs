@@ -8,7 +8,9 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 use serde_json::{json, Value};
 
-use super::proxy::{consumed, sqs_action, sqs_billed, tally_since, Proxy, Service};
+use super::proxy::{
+    consumed, sqs_action, sqs_billed, tally_since, transaction_floor, Proxy, Service,
+};
 
 type Seen = Arc<Mutex<Vec<Value>>>;
 
@@ -184,4 +186,23 @@ fn capacity_with_read_and_write_units_is_split_as_given() {
         (1.5, 0.0)
     );
     assert_eq!(consumed("GetItem", b"not json"), (0.0, 0.0));
+}
+
+#[test]
+fn a_transaction_costs_at_least_two_units_per_item() {
+    // DynamoDB Local's 2.0 for four items is raised to AWS's 8.
+    assert_eq!(
+        transaction_floor("TransactWriteItems", 4, 0.0, 2.0),
+        (0.0, 8.0)
+    );
+    // A larger figure (items over 1 KB) is kept.
+    assert_eq!(
+        transaction_floor("TransactWriteItems", 2, 0.0, 6.0),
+        (0.0, 6.0)
+    );
+    assert_eq!(
+        transaction_floor("TransactGetItems", 3, 2.0, 0.0),
+        (6.0, 0.0)
+    );
+    assert_eq!(transaction_floor("PutItem", 1, 0.0, 1.0), (0.0, 1.0));
 }
