@@ -8,7 +8,9 @@
 #   scripts/bench.sh --zips                  # first build the arm64 Lambda zips (cargo lambda)
 #   scripts/bench.sh api e2e --duration 5s   # other arguments go to webhooks-bench
 #
-# webhooks-bench --help lists the suites (api, e2e, lambda, fanout, sizes) and settings.
+# webhooks-bench --help lists the suites (api, e2e, lambda, fanout, sizes, cost) and settings.
+# The cost suite runs webhooks-local --backend aws behind a recording proxy (50 operations
+# per phase by default: about a minute on 2 cores; --cost-operations changes it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -9,6 +9,9 @@
 //! - `fanout`: dispatch cost with 0 vs 100,000 unrelated subscriptions
 //!   (SQLite, DynamoDB Local)
 //! - `sizes`: function binaries and arm64 zips
+//! - `cost`: what AWS bills per notification, API read and create: DynamoDB
+//!   units and SQS requests counted by a recording proxy in front of the
+//!   emulators, priced at public on-demand prices (`cost/`)
 //!
 //! Results go to `bench/results/` as JSON, Markdown and an SVG chart. Each
 //! suite hands its results over (`results.rs` collects them) and describes
@@ -16,6 +19,7 @@
 //! `scripts/bench.sh` builds everything, starts the emulators and runs it.
 
 mod api;
+mod cost;
 mod e2e;
 mod fanout;
 mod http;
@@ -42,6 +46,7 @@ pub enum Suite {
     Lambda,
     Fanout,
     Sizes,
+    Cost,
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -100,6 +105,9 @@ pub struct Settings {
     /// Events dispatched on each store of the fan-out suite.
     #[arg(long, default_value_t = 300)]
     fanout_events: u64,
+    /// Operations of each phase of the cost suite (creates, reads, events at fan-out 1 and 10).
+    #[arg(long, default_value_t = 50)]
+    cost_operations: u64,
     /// Where the release binaries are (default: beside this binary).
     #[arg(long)]
     bin_dir: Option<PathBuf>,
@@ -134,6 +142,7 @@ impl Settings {
             fanout_unrelated: self.fanout_unrelated,
             dynamodb_unrelated: self.dynamodb_unrelated,
             fanout_events: self.fanout_events,
+            cost_operations: self.cost_operations,
             server_log: self.server_log.clone(),
         }
     }
@@ -240,6 +249,13 @@ async fn run(s: Settings) -> Result<(), String> {
             Err(e) => results
                 .problems
                 .push(format!("fan-out (DynamoDB Local): {e}")),
+        }
+    }
+    if has(Suite::Cost) {
+        println!("\n== Cost on AWS: units through a recording proxy, priced");
+        match cost::run(&s, &results.lambda).await {
+            Ok(r) => results.cost = Some(r),
+            Err(e) => results.problems.push(format!("cost: {e}")),
         }
     }
     if has(Suite::Sizes) {

@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use crate::api::{self, ApiRow};
+use crate::cost::{self, CostResults};
 use crate::e2e::{self, E2eRow};
 use crate::fanout::{self, FanoutResult};
 use crate::http::{self, HttpResults, ServiceMemory};
@@ -60,6 +61,7 @@ pub struct RunSettings {
     pub fanout_unrelated: u64,
     pub dynamodb_unrelated: u64,
     pub fanout_events: u64,
+    pub cost_operations: u64,
     pub server_log: String,
 }
 
@@ -78,6 +80,7 @@ pub struct Results {
     pub lambda: Vec<LambdaResult>,
     pub fanout: Vec<FanoutResult>,
     pub sizes: Vec<SizeRow>,
+    pub cost: Option<CostResults>,
     pub targets: Vec<Target>,
     pub problems: Vec<String>,
 }
@@ -97,6 +100,7 @@ impl Results {
             lambda: vec![],
             fanout: vec![],
             sizes: vec![],
+            cost: None,
             targets: vec![],
             problems: vec![],
         }
@@ -124,6 +128,7 @@ impl Results {
         targets.push(sizes::zip_target(&self.sizes));
         targets.push(http::memory_target(self.service_memory.as_ref()));
         targets.extend(fanout::targets(&self.fanout));
+        targets.push(cost::target(self.cost.as_ref()));
         self.targets = targets;
     }
 
@@ -161,10 +166,11 @@ impl Results {
             lambda::section(&self.lambda, s.cold_starts, s.invocations),
             fanout::section(&self.fanout),
             sizes::section(&self.sizes),
-            report::problems_section(&self.problems),
         ]
         .into_iter()
         .flatten()
+        .chain(self.cost.iter().flat_map(cost::sections))
+        .chain(report::problems_section(&self.problems))
         .collect()
     }
 

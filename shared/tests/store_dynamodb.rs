@@ -375,3 +375,92 @@ async fn old_key_messages_are_found_then_dated_by_the_migration() {
         Some(renewed)
     );
 }
+
+/// Short attempts are kept inline in the summary (one write for the update
+/// and the attempt), at most two; a long answer, and any attempt after the
+/// second inline one, gets an item of its own. The detail shows every
+/// attempt, oldest first, wherever it is kept.
+#[tokio::test]
+async fn attempts_inline_and_in_items_read_back_in_order() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use webhook_core::history::{
+        AttemptRecord, DeliveryHistory, NotificationStatus, Outcome, Trigger,
+    };
+    use webhook_core::queue::DeliveryJob;
+    let (client, tables) = dynamodb_local::tables_for_this_run().await;
+    let h = DynamoStore::new(client.clone(), tables.clone())
+        .with_retention(std::time::Duration::from_secs(100 * 365 * 86_400));
+    let org: OrgId = format!("org-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]).into();
+    let sub: SubscriptionId = uuid::Uuid::now_v7().to_string().into();
+    let id = uuid::Uuid::new_v4().to_string();
+    let t0 = 1_760_000_000_000;
+    let job = DeliveryJob {
+        id: id.clone().into(),
+        org_id: org.clone(),
+        subscription_id: sub.clone(),
+        body: format!(r#"{{"uuid":"{id}"}}"#),
+        created_at: t0,
+        trigger: Trigger::Scheduled,
+    };
+    h.record_enqueued("event-1", std::slice::from_ref(&job))
+        .await
+        .unwrap();
+    let answers = [
+        "x".repeat(500),
+        "short".into(),
+        String::new(),
+        "late".into(),
+    ];
+    for (i, body) in answers.iter().enumerate() {
+        let last = i == answers.len() - 1;
+        let outcome = Outcome {
+            status: match last {
+                true => NotificationStatus::Delivered,
+                false => NotificationStatus::Pending,
+            },
+            next_attempt_at: (!last).then_some(t0 + 1_000 * (i as i64 + 2)),
+            attempt: Some(AttemptRecord {
+                at: t0 + 1_000 * (i as i64 + 1),
+                duration_ms: 7,
+                http_status: Some(if last { 200 } else { 503 }),
+                code: (!last).then(|| "BAD_STATUS".to_owned()),
+                response_body: body.clone(),
+                trigger: Trigger::Scheduled,
+            }),
+            code: None,
+        };
+        h.record_outcome(&job, &outcome).await.unwrap();
+    }
+    let detail = h
+        .get(&org, &sub, &id.clone().into())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(detail.summary.attempts, 4);
+    assert_eq!(detail.summary.status, NotificationStatus::Delivered);
+    let bodies: Vec<&str> = detail
+        .attempts
+        .iter()
+        .map(|a| a.response_body.as_str())
+        .collect();
+    assert_eq!(bodies, ["x".repeat(500).as_str(), "short", "", "late"]);
+    assert_eq!(detail.attempts[3].http_status, Some(200));
+    assert!(detail.attempts[3].succeeded());
+    assert_eq!(detail.attempts[1].code.as_deref(), Some("BAD_STATUS"));
+
+    // Two inline (the short ones), two items (the long one, and the one past the cap).
+    let items = client
+        .query()
+        .table_name(&tables.messages)
+        .key_condition_expression("pk = :pk")
+        .expression_attribute_values(":pk", AttributeValue::S(format!("NOTIF#{org}#{id}")))
+        .send()
+        .await
+        .unwrap();
+    let attempt_items = items
+        .items()
+        .iter()
+        .filter(|i| matches!(i.get("sk"), Some(AttributeValue::S(sk)) if sk.starts_with("A#")))
+        .count();
+    assert_eq!(attempt_items, 2);
+}

@@ -10,8 +10,9 @@ use futures_util::{stream, StreamExt, TryStreamExt};
 use super::backoff::Backoff;
 use super::codec::{n, number, s, text};
 use super::history_items::{
-    attempt_item, attempts_of, condition_failed, durations, notification_item, parse_summary,
-    status_of, summary_item, summary_key,
+    attempt_item, attempts_of, condition_failed, durations, inline_attempt, inline_attempts_of,
+    merged, notification_item, parse_summary, status_of, summary_item, summary_key, OutcomeUpdate,
+    INLINE_ATTEMPTS,
 };
 use super::keys::{history_pk, key, millis_key, notification_pk, summary_sk, NOTIFICATION_SK};
 use super::{backend, backend_build, DynamoStore, Item};
@@ -164,51 +165,33 @@ impl DeliveryHistory for DynamoStore {
     }
 
     async fn record_outcome(&self, job: &DeliveryJob, outcome: &Outcome) -> Result<(), StoreError> {
-        let mut set = vec!["#st = :st"];
-        let mut remove = Vec::new();
-        let mut values: HashMap<String, AttributeValue> =
-            HashMap::from([(":st".to_owned(), s(outcome.status.as_str().into()))]);
-        match outcome.next_attempt_at {
-            Some(at) => {
-                set.push("nextAttemptAt = :next");
-                values.insert(":next".into(), n(at));
+        let update = OutcomeUpdate::of(outcome);
+        // A short attempt goes in the summary's own update: one write, and
+        // the state and the attempt that led to it land together.
+        if let Some(inline) = outcome.attempt.as_ref().and_then(inline_attempt) {
+            let (expression, values) = update.with_inline(inline);
+            let result = self
+                .client
+                .update_item()
+                .table_name(&self.tables.messages)
+                .set_key(Some(summary_key(job)))
+                .condition_expression(
+                    "attribute_exists(pk) AND (attribute_not_exists(#ia) OR size(#ia) < :cap)",
+                )
+                .update_expression(expression)
+                .expression_attribute_names("#st", "status")
+                .expression_attribute_names("#ia", INLINE_ATTEMPTS)
+                .set_expression_attribute_values(Some(values))
+                .send()
+                .await;
+            match result {
+                Ok(_) => return Ok(()),
+                // No summary, or its inline attempts are full: an item of its own.
+                Err(e) if condition_failed(&e) => {}
+                Err(e) => return Err(backend(e)),
             }
-            None => remove.push("nextAttemptAt"),
         }
-        let code = match &outcome.attempt {
-            Some(a) => {
-                set.push("attempts = attempts + :one");
-                set.push("lastAttemptAt = :at");
-                set.push("durations = list_append(if_not_exists(durations, :none), :d)");
-                values.insert(":one".into(), n(1));
-                values.insert(":at".into(), n(a.at));
-                values.insert(":none".into(), AttributeValue::L(Vec::new()));
-                values.insert(
-                    ":d".into(),
-                    AttributeValue::L(vec![n(a.duration_ms as i64)]),
-                );
-                match a.http_status {
-                    Some(status) => {
-                        set.push("lastHttpStatus = :hs");
-                        values.insert(":hs".into(), n(i64::from(status)));
-                    }
-                    None => remove.push("lastHttpStatus"),
-                }
-                a.code.clone()
-            }
-            None => outcome.code.clone(),
-        };
-        match code {
-            Some(code) => {
-                set.push("lastCode = :code");
-                values.insert(":code".into(), s(code));
-            }
-            None => remove.push("lastCode"),
-        }
-        let mut expression = format!("SET {}", set.join(", "));
-        if !remove.is_empty() {
-            expression.push_str(&format!(" REMOVE {}", remove.join(", ")));
-        }
+        let (expression, values) = update.plain();
         let update = self
             .client
             .update_item()
@@ -294,8 +277,9 @@ impl DeliveryHistory for DynamoStore {
         let Some(summary) = summary.item() else {
             return Ok(None);
         };
+        let inline = inline_attempts_of(summary)?;
         let summary = parse_summary(summary)?;
-        let mut attempts = attempts_of(&items)?;
+        let mut attempts = merged(attempts_of(&items)?, &inline);
         // The attempts were read before the summary; a delivery that finished
         // in between wrote its attempt before the summary counted it, so a
         // second read finds every attempt the summary counts.
@@ -303,7 +287,7 @@ impl DeliveryHistory for DynamoStore {
             let again = self
                 .query_history(notification_pk(org_id, id), None, true, &[], true)
                 .await?;
-            attempts = attempts_of(&again)?;
+            attempts = merged(attempts_of(&again)?, &inline);
         }
         Ok(Some(NotificationDetail {
             summary,

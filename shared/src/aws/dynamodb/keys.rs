@@ -74,7 +74,7 @@
 //!
 //! | item | `pk` | `sk` | attributes |
 //! |---|---|---|---|
-//! | notification summary | `HIST#<org>#<subscription>` | `<created ms, 13 digits>#<uuid>` | `eventId`, `event`, `status`, `attempts`, `lastAttemptAt`, `nextAttemptAt`, `lastHttpStatus`, `lastCode`, `durations`, `ttl` |
+//! | notification summary | `HIST#<org>#<subscription>` | `<created ms, 13 digits>#<uuid>` | `eventId`, `event`, `status`, `attempts`, `lastAttemptAt`, `nextAttemptAt`, `lastHttpStatus`, `lastCode`, `durations`, `inlineAttempts` (up to 2 attempts with answers ≤ 128 B), `ttl` |
 //! | notification | `NOTIF#<org>#<uuid>` | `N` | `subscriptionId`, `createdAt`, `payload`, `ttl` |
 //! | attempt | `NOTIF#<org>#<uuid>` | `A#<at ms, 13 digits>#<random>` | `durationMs`, `httpStatus`, `code`, `responseBody`, `trigger`, `ttl` |
 //!
@@ -84,9 +84,10 @@
 //!   costs little. One notification is one `Query` on `NOTIF#<org>#<uuid>`
 //!   (payload and attempts) and one `GetItem` of its summary.
 //! - Ingestion writes the summary and the notification (`BatchWriteItem`);
-//!   an attempt writes the attempt item and updates the summary, both before
-//!   the queue message is settled: 4 writes of under 1 KB per notification
-//!   delivered at the first try.
+//!   an attempt with a short answer (≤ 128 B, the first two) is appended to
+//!   the summary in its update, a longer one or a later one writes an attempt
+//!   item first; both before the queue message is settled: 3 writes of under
+//!   1 KB per notification delivered at the first try.
 //! - Everything carries `ttl` = creation + `WEBHOOKS_DELIVERY_RETENTION`.
 
 use std::collections::HashMap;

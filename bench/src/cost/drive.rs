@@ -1,0 +1,215 @@
+//! Real operations through `webhooks-local --backend aws`, its DynamoDB and
+//! SQS traffic through the recording proxies: creates, API reads, and events
+//! at fan-out 1 and 10 delivered to a loopback receiver (delivery history on,
+//! the default). Each phase is the difference of the proxies' tallies taken
+//! before and after it.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use http::StatusCode;
+use serde::Serialize;
+use webhook_core::auth::jwt::{mint_hs256, ALL_SCOPES};
+
+use super::proxy::{tally_since, Proxy, Service, Tally};
+use crate::api::{event_body, inbound_filter, Api};
+use crate::process::{self, Listening};
+use crate::receiver::Receiver;
+use crate::Settings;
+
+const ORG: &str = "bench-cost";
+
+/// What one phase sent through the proxies.
+#[derive(Debug, Clone, Serialize)]
+pub struct Phase {
+    pub name: String,
+    /// Operations the phase made (creates, reads, events).
+    pub operations: u64,
+    /// Notifications delivered (event phases), else 0.
+    pub notifications: u64,
+    pub tally: Tally,
+}
+
+struct Proxies {
+    dynamodb: Proxy,
+    sqs: Proxy,
+}
+
+impl Proxies {
+    fn tally(&self) -> Tally {
+        let mut all = self.dynamodb.tally();
+        all.extend(self.sqs.tally());
+        all
+    }
+
+    /// DynamoDB requests so far: unchanged for a while means the service is idle.
+    fn dynamodb_requests(&self) -> u64 {
+        self.dynamodb.tally().values().map(|c| c.requests).sum()
+    }
+}
+
+fn random_hex() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+fn start_service(
+    s: &Settings,
+    data: &std::path::Path,
+    proxies: &Proxies,
+    key: &str,
+    secret: &str,
+) -> Result<Listening, String> {
+    let local = process::workspace_binary(s.bin_dir.as_deref(), "webhooks-local");
+    let log = std::fs::File::create(data.join("webhooks-local.log")).map_err(|e| e.to_string())?;
+    let prefix = format!("cost-{}", &random_hex()[..10]);
+    let mut command = Command::new(&local);
+    command
+        .args(["serve", "--addr", "127.0.0.1:0", "--backend", "aws"])
+        .arg("--create-tables")
+        .arg("--data-dir")
+        .arg(data.join("data"))
+        .env("AWS_ENDPOINT_URL_DYNAMODB", proxies.dynamodb.url())
+        .env("AWS_ENDPOINT_URL_SQS", proxies.sqs.url())
+        .env(
+            "WEBHOOKS_SUBSCRIPTIONS_TABLE",
+            format!("{prefix}-subscriptions"),
+        )
+        .env("WEBHOOKS_MESSAGES_TABLE", format!("{prefix}-messages"))
+        .env_remove("WEBHOOKS_DELIVERY_QUEUE_URL")
+        .env_remove("WEBHOOKS_DELIVERY_DLQ_URL")
+        .env("WEBHOOKS_API_KEYS", key)
+        .env("WEBHOOKS_JWT_HS256_SECRET", secret)
+        .env("RUST_LOG", &s.server_log)
+        .stderr(log);
+    Listening::spawn(command, "webhooks-local listening on ")
+        .map_err(|e| format!("{e} (build it with `cargo build --release -p webhooks-local`)"))
+}
+
+/// Waits until the receiver has `expected` notifications and the service
+/// has made no DynamoDB call for a second (the last history updates).
+async fn settle(receiver: &Receiver, expected: u64, proxies: &Proxies) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while receiver.count() < expected {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "{} of {expected} notifications received after 300 s",
+                receiver.count()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut last = proxies.dynamodb_requests();
+    let mut quiet_since = Instant::now();
+    while quiet_since.elapsed() < Duration::from_secs(1) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let now = proxies.dynamodb_requests();
+        if now != last {
+            last = now;
+            quiet_since = Instant::now();
+        }
+    }
+    receiver.take();
+    Ok(())
+}
+
+/// Runs every phase of `operations` operations each.
+pub async fn run(s: &Settings) -> Result<Vec<Phase>, String> {
+    let upstream = |var: &str| {
+        std::env::var(var)
+            .map_err(|_| format!("{var} is not set: the cost suite needs the emulators"))
+    };
+    let proxies = Proxies {
+        dynamodb: Proxy::start(Service::DynamoDb, &upstream("AWS_ENDPOINT_URL_DYNAMODB")?).await?,
+        sqs: Proxy::start(Service::Sqs, &upstream("AWS_ENDPOINT_URL_SQS")?).await?,
+    };
+    let data = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (key, secret) = (format!("bench-{}", random_hex()), random_hex());
+    let service = start_service(s, data.path(), &proxies, &key, &secret)?;
+    let receiver = Receiver::start().await?;
+    let token = mint_hs256(
+        &secret,
+        "org_id",
+        ORG,
+        &ALL_SCOPES,
+        Duration::from_secs(86_400),
+    );
+    let api = Api::new(format!("http://{}/prod", service.addr), &key, &token, 4);
+    let n = s.cost_operations.max(1);
+    let mut phases = Vec::new();
+    let mut record = |name: &str, before: &Tally, operations: u64, notifications: u64| {
+        let phase = Phase {
+            name: name.to_owned(),
+            operations,
+            notifications,
+            tally: tally_since(&proxies.tally(), before),
+        };
+        println!(
+            "  {name}: {operations} operations, {} DynamoDB/SQS actions",
+            phase.tally.len()
+        );
+        phases.push(phase);
+    };
+
+    // The ten subscriptions of the fan-out-10 events, outside any phase.
+    let ten = inbound_filter(ORG, "ten");
+    for i in 0..10 {
+        api.create(&receiver.uri(&format!("/ten/{i}")), &ten)
+            .await?;
+    }
+
+    let before = proxies.tally();
+    let mut ids = Vec::new();
+    for i in 0..n {
+        let filter = inbound_filter(ORG, &format!("dep-{i}"));
+        ids.push(
+            api.create(&receiver.uri(&format!("/one/{i}")), &filter)
+                .await?,
+        );
+    }
+    record("create subscription", &before, n, 0);
+
+    let before = proxies.tally();
+    for i in 0..n {
+        let body = event_body(ORG, "dep-0", &format!("e1-{i}"), &format!("m-{i}"));
+        api.post("/events", body, StatusCode::ACCEPTED).await?;
+    }
+    settle(&receiver, n, &proxies).await?;
+    record("event, fan-out 1", &before, n, n);
+
+    let before = proxies.tally();
+    for i in 0..n {
+        let body = event_body(ORG, "ten", &format!("e10-{i}"), &format!("m10-{i}"));
+        api.post("/events", body, StatusCode::ACCEPTED).await?;
+    }
+    settle(&receiver, n * 10, &proxies).await?;
+    record("event, fan-out 10", &before, n, n * 10);
+
+    let before = proxies.tally();
+    for i in 0..n {
+        let id = &ids[i as usize % ids.len()];
+        api.get(&format!("/webhooksubscription/{id}"), StatusCode::OK)
+            .await?;
+    }
+    record("get subscription", &before, n, 0);
+
+    let before = proxies.tally();
+    for i in 0..n {
+        api.get(&format!("/message/getmessagebyid/m-{i}"), StatusCode::OK)
+            .await?;
+    }
+    record("get message", &before, n, 0);
+
+    let before = proxies.tally();
+    for _ in 0..n {
+        api.get("/webhooksubscription/all?page=0&size=20", StatusCode::OK)
+            .await?;
+    }
+    record(
+        &format!("list subscriptions (page of 20 of {})", n + 10),
+        &before,
+        n,
+        0,
+    );
+    drop(service);
+    Ok(phases)
+}
