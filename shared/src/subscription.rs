@@ -1,7 +1,6 @@
 //! Subscription handlers: plain async functions over the ports, called by the
 //! Lambda functions and by `webhooks-local` alike.
 
-use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use http::StatusCode;
@@ -13,34 +12,13 @@ use crate::clock::iso_millis;
 use crate::error::{ApiError, FieldError};
 use crate::filter::EventFilter;
 use crate::ids::SubscriptionId;
-use crate::model::{
-    DisabledFilter, Page, SigningSecret, Subscription, SubscriptionRequest, SubscriptionStatus,
-};
-use crate::page::{Order, PageRequest};
+use crate::model::{DisabledFilter, Page, SigningSecret, Subscription, SubscriptionRequest};
+use crate::page::PageRequest;
 use crate::secret;
 use crate::store::{DisabledEntry, StoreError, StoredSubscription, Upsert};
 
 pub const MAX_FILTERS: usize = 20;
-pub const SORTABLE: &[&str] = &[
-    "id",
-    "uri",
-    "status",
-    "createdDateTime",
-    "lastUpdateDateTime",
-    "expirationTime",
-];
-const DEFAULT_ORDER: &[Order] = &[
-    Order {
-        property: "createdDateTime",
-        ascending: true,
-        ignore_case: false,
-    },
-    Order {
-        property: "id",
-        ascending: true,
-        ignore_case: false,
-    },
-];
+pub use crate::store::order::{visible_status, SORTABLE};
 
 /// `POST /webhooksubscription`: validate, run the handshake, then create or
 /// update the subscription identified by (organization, uri).
@@ -207,52 +185,19 @@ fn truncate(s: &str) -> String {
     }
 }
 
-/// `GET /webhooksubscription/all`.
+/// `GET /webhooksubscription/all`: the store sorts and cuts the page.
 pub async fn list_subscriptions(
     app: &App,
     caller: &Caller,
     page: &PageRequest,
 ) -> Result<Page<Subscription>, ApiError> {
-    let stored = app
+    let now = app.now_ms();
+    let page = app
         .store
-        .list_subscriptions(&caller.org_id)
+        .list_subscriptions(&caller.org_id, page, now)
         .await
         .map_err(store_failure)?;
-    let now = app.now_ms();
-    let page = page.apply(stored, DEFAULT_ORDER, |a, b, property, ignore_case| {
-        compare(a, b, property, ignore_case, now)
-    });
     Ok(page.map(|s| render(&s, now)))
-}
-
-/// Orders by a property as the client sees it at `now` (an expired
-/// subscription sorts as `EXPIRED`).
-fn compare(
-    a: &StoredSubscription,
-    b: &StoredSubscription,
-    property: &str,
-    ignore_case: bool,
-    now: i64,
-) -> Ordering {
-    let text = |x: &str, y: &str| {
-        if ignore_case {
-            x.to_lowercase().cmp(&y.to_lowercase())
-        } else {
-            x.cmp(y)
-        }
-    };
-    match property {
-        "id" => text(a.id.as_str(), b.id.as_str()),
-        "uri" => text(&a.uri, &b.uri),
-        "status" => text(
-            visible_status(a, now).as_str(),
-            visible_status(b, now).as_str(),
-        ),
-        "createdDateTime" => a.created_at.cmp(&b.created_at),
-        "lastUpdateDateTime" => a.updated_at.cmp(&b.updated_at),
-        "expirationTime" => a.expires_at.cmp(&b.expires_at),
-        _ => Ordering::Equal,
-    }
 }
 
 /// `GET /webhooksubscription/{id}`.
@@ -326,15 +271,6 @@ pub(crate) fn queue_unavailable() -> ApiError {
         "QUEUE_UNAVAILABLE",
         "the delivery queue is unavailable or slow to answer; try again later",
     )
-}
-
-/// The status a client sees at `now`: an active subscription past its
-/// expiry is `EXPIRED`.
-pub fn visible_status(s: &StoredSubscription, now: i64) -> SubscriptionStatus {
-    match s.status {
-        SubscriptionStatus::Active if s.expires_at <= now => SubscriptionStatus::Expired,
-        other => other,
-    }
 }
 
 /// The public view of a stored subscription at time `now`.

@@ -120,6 +120,25 @@ UPDATE messages SET received_at = CAST((julianday('now') - 2440587.5) * 86400000
 -- The purge deletes by age.
 CREATE INDEX messages_by_age ON messages (received_at);
 "#,
+    r#"
+-- Lists paged in the store: a page in the default order (creation time,
+-- then id) is a range of this index; other orders sort one organization.
+CREATE INDEX subscriptions_by_creation ON subscriptions (org_id, created_at, id);
+-- totalElements and the per-organization cap, kept by triggers.
+CREATE TABLE subscription_counts (
+    org_id TEXT PRIMARY KEY,
+    n      INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO subscription_counts (org_id, n)
+    SELECT org_id, count(*) FROM subscriptions GROUP BY org_id;
+CREATE TRIGGER subscription_counted AFTER INSERT ON subscriptions BEGIN
+    INSERT INTO subscription_counts (org_id, n) VALUES (new.org_id, 1)
+        ON CONFLICT (org_id) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER subscription_uncounted AFTER DELETE ON subscriptions BEGIN
+    UPDATE subscription_counts SET n = n - 1 WHERE org_id = old.org_id;
+END;
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
