@@ -185,4 +185,46 @@ mod tests {
             "{before} <= {dated} <= {after}"
         );
     }
+
+    /// The per-organization counts start from the rows already there and
+    /// follow inserts and deletes.
+    #[test]
+    fn subscription_counts_start_from_existing_rows_and_follow_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = Connection::open(dir.path().join("counts.db")).unwrap();
+        for sql in &MIGRATIONS[..6] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 6).unwrap();
+        let insert = |conn: &Connection, id: &str, org: &str| {
+            conn.execute(
+                "INSERT INTO subscriptions (id, org_id, uri, event_filters, disabled_filters, \
+                 expires_at, status, created_at, updated_at, secret) \
+                 VALUES (?1, ?2, ?1, '[]', '[]', 0, 'ACTIVE', 0, 0, 's')",
+                [id, org],
+            )
+            .unwrap();
+        };
+        for (id, org) in [("a1", "a"), ("a2", "a"), ("b1", "b")] {
+            insert(&conn, id, org);
+        }
+        migrate(&mut conn).unwrap();
+        let count = |conn: &Connection, org: &str| -> i64 {
+            conn.query_row(
+                "SELECT coalesce((SELECT n FROM subscription_counts WHERE org_id = ?1), 0)",
+                [org],
+                |r| r.get(0),
+            )
+            .unwrap()
+        };
+        assert_eq!((count(&conn, "a"), count(&conn, "b")), (2, 1));
+        insert(&conn, "c1", "c");
+        insert(&conn, "a3", "a");
+        conn.execute("DELETE FROM subscriptions WHERE id IN ('a1', 'b1')", [])
+            .unwrap();
+        assert_eq!(
+            (count(&conn, "a"), count(&conn, "b"), count(&conn, "c")),
+            (2, 0, 1)
+        );
+    }
 }

@@ -353,6 +353,7 @@ fn list_page(
 /// order. `?4` is `now` (the visible status).
 fn order_by(page: &PageRequest) -> String {
     order::chain(page)
+        .into_iter()
         .map(|o| {
             let text = |column: &str| {
                 if o.ignore_case {

@@ -86,30 +86,51 @@ pub fn compare(
     }
 }
 
-/// Every order a list applies, the asked-for ones first, then the default
-/// order as tie-break.
-pub fn chain(page: &PageRequest) -> impl Iterator<Item = &Order> {
+/// Every order a list applies that can decide something: the asked-for
+/// ones, then the default order as tie-break, without an order whose
+/// property an earlier one compared case-sensitively (it would find the
+/// values equal again), and nothing after the id (ids are unique).
+pub fn chain(page: &PageRequest) -> Vec<&Order> {
     let asked: &[Order] = if page.sort.is_empty() {
         DEFAULT_ORDER
     } else {
         &page.sort
     };
-    asked.iter().chain(DEFAULT_ORDER)
+    let mut chain: Vec<&Order> = Vec::new();
+    for o in asked.iter().chain(DEFAULT_ORDER) {
+        if chain
+            .iter()
+            .any(|c| c.property == o.property && !(c.ignore_case && is_text(o.property)))
+        {
+            continue;
+        }
+        chain.push(o);
+        if o.property == "id" && !o.ignore_case {
+            break;
+        }
+    }
+    chain
+}
+
+fn is_text(property: &str) -> bool {
+    matches!(property, "id" | "uri" | "status")
 }
 
 /// `Some(ascending)` when the list is in creation order (creation time,
 /// then id, both in one direction): the order a store can keep an index
 /// in. Any other order is `None`.
 pub fn creation_order(page: &PageRequest) -> Option<bool> {
-    let mut orders = chain(page);
-    let first = orders.next()?;
-    if first.property != "createdDateTime" {
-        return None;
+    match chain(page)[..] {
+        [first, tie]
+            if first.property == "createdDateTime"
+                && tie.property == "id"
+                && tie.ascending == first.ascending
+                && !tie.ignore_case =>
+        {
+            Some(first.ascending)
+        }
+        _ => None,
     }
-    // Creation time again adds nothing; the next property decides ties.
-    let tie = orders.find(|o| o.property != "createdDateTime")?;
-    (tie.property == "id" && tie.ascending == first.ascending && !tie.ignore_case)
-        .then_some(first.ascending)
 }
 
 /// Sorts `items` (the whole organization) in the asked-for order and cuts
@@ -151,6 +172,39 @@ mod tests {
         assert_eq!(
             creation_order(&page("sort=createdDateTime,id,asc,ignorecase")),
             None
+        );
+    }
+
+    #[test]
+    fn the_chain_leaves_out_what_cannot_decide() {
+        let properties = |q: &str| -> Vec<(&str, bool, bool)> {
+            chain(&page(q))
+                .iter()
+                .map(|o| (o.property, o.ascending, o.ignore_case))
+                .collect()
+        };
+        let default = vec![("createdDateTime", true, false), ("id", true, false)];
+        assert_eq!(properties(""), default);
+        assert_eq!(properties("sort=createdDateTime"), default);
+        assert_eq!(
+            properties("sort=id,desc&sort=uri"),
+            vec![("id", false, false)]
+        );
+        assert_eq!(
+            properties("sort=id,ignorecase"),
+            vec![
+                ("id", true, true),
+                ("createdDateTime", true, false),
+                ("id", true, false)
+            ]
+        );
+        assert_eq!(
+            properties("sort=expirationTime,createdDateTime,desc"),
+            vec![
+                ("expirationTime", false, false),
+                ("createdDateTime", false, false),
+                ("id", true, false)
+            ]
         );
     }
 
