@@ -197,7 +197,7 @@ pub async fn list_subscriptions(
         .list_subscriptions(&caller.org_id, page, now)
         .await
         .map_err(store_failure)?;
-    Ok(page.map(|s| render(&s, now)))
+    Ok(page.map(|s| render_owned(s, now)))
 }
 
 /// `GET /webhooksubscription/{id}`.
@@ -273,6 +273,34 @@ pub(crate) fn queue_unavailable() -> ApiError {
     )
 }
 
+/// [`render`], moving the strings out instead of copying them.
+fn render_owned(s: StoredSubscription, now: i64) -> Subscription {
+    let status = visible_status(&s, now);
+    let (org_id, id) = (s.org_id.to_string(), s.id.to_string());
+    Subscription {
+        disabled_filters: s
+            .disabled_filters
+            .into_iter()
+            .map(|d| DisabledFilter {
+                filter: d.filter,
+                reason: d.reason,
+                message: d.message,
+                org_id: org_id.clone(),
+                id: id.clone(),
+            })
+            .collect(),
+        expiration_time: iso_millis(s.expires_at),
+        expires_in: (s.expires_at - now).max(0),
+        status,
+        created_date_time: iso_millis(s.created_at),
+        last_update_date_time: iso_millis(s.updated_at),
+        id,
+        uri: s.uri,
+        event_filters: s.event_filters,
+        org_id,
+    }
+}
+
 /// The public view of a stored subscription at time `now`.
 pub fn render(s: &StoredSubscription, now: i64) -> Subscription {
     let status = visible_status(s, now);
@@ -297,5 +325,36 @@ pub fn render(s: &StoredSubscription, now: i64) -> Subscription {
         created_date_time: iso_millis(s.created_at),
         last_update_date_time: iso_millis(s.updated_at),
         org_id: s.org_id.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::SubscriptionStatus;
+
+    #[test]
+    fn a_listed_subscription_renders_as_a_got_one() {
+        let s = StoredSubscription {
+            id: "id-1".into(),
+            org_id: "org-1".into(),
+            uri: "https://example.com/hook".into(),
+            event_filters: vec!["/orgId/org-1/department/d/contact".into()],
+            disabled_filters: vec![DisabledEntry {
+                filter: "/orgId/org-2/department/d/contact".into(),
+                reason: "PERMISSION_DENIED".into(),
+                message: "not yours".into(),
+            }],
+            expires_at: 5_000,
+            status: SubscriptionStatus::Active,
+            created_at: 1,
+            updated_at: 2,
+            secret: "whsec_x".into(),
+            previous_secrets: vec![],
+            failing_since: None,
+        };
+        for now in [0, 5_000] {
+            assert_eq!(render_owned(s.clone(), now), render(&s, now));
+        }
     }
 }
