@@ -25,7 +25,7 @@
 //!   (org, id, uri, status, expiry, secret), so no further reads.
 //! - **List** ([`super::listing`]) in creation order (the default) reads
 //!   the counter (`totalElements`), one `Query` of the list entries up to
-//!   the page's end (entries are ~70 bytes: 1,000 of them are ~18 read
+//!   the page's end (entries are ~85 bytes: 1,000 of them are ~21 read
 //!   units) and a `BatchGetItem` of the page's subscriptions. Other orders
 //!   are one `Query` on `pk = ORG#<org>`, `begins_with(sk, "SUB#")`, the
 //!   whole organization, bounded by the per-organization cap, sorted in

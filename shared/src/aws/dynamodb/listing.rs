@@ -3,7 +3,7 @@
 //! - **Creation order** (the default, and `sort=createdDateTime,id` in one
 //!   direction): the organization's counter item gives `totalElements`
 //!   (`GetItem`); one `Query` reads the list entries (`CREATED#<ms>#<id>`,
-//!   keys only, ~70 bytes each) from the start of the order, forwards or
+//!   keys only, ~85 bytes each) from the start of the order, forwards or
 //!   backwards, up to the end of the page; one `BatchGetItem` reads the
 //!   page's subscriptions. A page past the end reads the counter only.
 //! - **Any other order** reads the whole organization (one `Query` on
@@ -16,7 +16,8 @@
 //!   organization as above, writes the missing entries (each with a
 //!   condition that its subscription still exists, so a concurrent delete
 //!   leaves no stray entry) and then sets `listed`. So each organization is
-//!   repaired by its first list, with no command to run. Functions of a
+//!   repaired by its first list, with no command to run (a failed repair
+//!   is logged and tried again by the next list; the answer is the same). Functions of a
 //!   version without entries must not create subscriptions after that
 //!   (finish the deployment first); removing `listed` from a counter makes
 //!   the next list repair the organization again.
@@ -64,8 +65,12 @@ impl DynamoStore {
         let counter = self.counter(org_id).await?;
         if !counter.listed {
             let all = self.whole_organization(org_id).await?;
+            // The answer does not depend on the repair: a failed one is
+            // tried again by the next list.
             if counter.exists {
-                self.repair_entries(org_id, &all).await?;
+                if let Err(e) = self.repair_entries(org_id, &all).await {
+                    tracing::warn!(org_id = %org_id, error = %e, "list entries not repaired");
+                }
             }
             return Ok(order::sort_and_page(all, page, now));
         }
