@@ -15,6 +15,9 @@ use crate::store::{
 const COLUMNS: &str =
     "id, org_id, uri, event_filters, disabled_filters, expires_at, status, created_at, updated_at, secret, failing_since, previous_secrets";
 
+/// The largest page read on the calling thread.
+const INLINE_PAGE: u64 = 100;
+
 fn row_to_subscription(row: &Row<'_>) -> rusqlite::Result<StoredSubscription> {
     let json_err = |i: usize, e: serde_json::Error| {
         rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
@@ -135,10 +138,11 @@ impl Store for SqliteDb {
         now: i64,
     ) -> Result<Page<StoredSubscription>, StoreError> {
         let (org_id, page) = (org_id.to_owned(), page.clone());
-        // A page in creation order is a range of an index: cheap enough to
-        // read on the calling thread, like a get. Other orders sort the
-        // organization's rows.
-        if order::creation_order(&page).is_some() {
+        // A small page in creation order is a range of an index: cheap
+        // enough to read on the calling thread, like a get (tens of µs).
+        // Other orders sort the organization's rows, and big pages decode
+        // many: on the blocking pool.
+        if order::creation_order(&page).is_some() && page.size <= INLINE_PAGE {
             self.lookup(move |conn| list_page(conn, &org_id, &page, now))
                 .await
         } else {
