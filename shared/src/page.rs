@@ -93,6 +93,15 @@ impl PageRequest {
         }
     }
 
+    /// The first page of `size` (at most [`MAX_SIZE`]) in the default order.
+    pub fn first(size: u64) -> Self {
+        PageRequest {
+            page: 0,
+            size: size.clamp(1, MAX_SIZE),
+            sort: Vec::new(),
+        }
+    }
+
     pub fn offset(&self) -> u64 {
         self.page.saturating_mul(self.size)
     }

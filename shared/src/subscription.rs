@@ -1,7 +1,6 @@
 //! Subscription handlers: plain async functions over the ports, called by the
 //! Lambda functions and by `webhooks-local` alike.
 
-use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use http::StatusCode;
@@ -13,34 +12,13 @@ use crate::clock::iso_millis;
 use crate::error::{ApiError, FieldError};
 use crate::filter::EventFilter;
 use crate::ids::SubscriptionId;
-use crate::model::{
-    DisabledFilter, Page, SigningSecret, Subscription, SubscriptionRequest, SubscriptionStatus,
-};
-use crate::page::{Order, PageRequest};
+use crate::model::{DisabledFilter, Page, SigningSecret, Subscription, SubscriptionRequest};
+use crate::page::PageRequest;
 use crate::secret;
 use crate::store::{DisabledEntry, StoreError, StoredSubscription, Upsert};
 
 pub const MAX_FILTERS: usize = 20;
-pub const SORTABLE: &[&str] = &[
-    "id",
-    "uri",
-    "status",
-    "createdDateTime",
-    "lastUpdateDateTime",
-    "expirationTime",
-];
-const DEFAULT_ORDER: &[Order] = &[
-    Order {
-        property: "createdDateTime",
-        ascending: true,
-        ignore_case: false,
-    },
-    Order {
-        property: "id",
-        ascending: true,
-        ignore_case: false,
-    },
-];
+pub use crate::store::order::{visible_status, SORTABLE};
 
 /// `POST /webhooksubscription`: validate, run the handshake, then create or
 /// update the subscription identified by (organization, uri).
@@ -207,52 +185,19 @@ fn truncate(s: &str) -> String {
     }
 }
 
-/// `GET /webhooksubscription/all`.
+/// `GET /webhooksubscription/all`: the store sorts and cuts the page.
 pub async fn list_subscriptions(
     app: &App,
     caller: &Caller,
     page: &PageRequest,
 ) -> Result<Page<Subscription>, ApiError> {
-    let stored = app
+    let now = app.now_ms();
+    let page = app
         .store
-        .list_subscriptions(&caller.org_id)
+        .list_subscriptions(&caller.org_id, page, now)
         .await
         .map_err(store_failure)?;
-    let now = app.now_ms();
-    let page = page.apply(stored, DEFAULT_ORDER, |a, b, property, ignore_case| {
-        compare(a, b, property, ignore_case, now)
-    });
-    Ok(page.map(|s| render(&s, now)))
-}
-
-/// Orders by a property as the client sees it at `now` (an expired
-/// subscription sorts as `EXPIRED`).
-fn compare(
-    a: &StoredSubscription,
-    b: &StoredSubscription,
-    property: &str,
-    ignore_case: bool,
-    now: i64,
-) -> Ordering {
-    let text = |x: &str, y: &str| {
-        if ignore_case {
-            x.to_lowercase().cmp(&y.to_lowercase())
-        } else {
-            x.cmp(y)
-        }
-    };
-    match property {
-        "id" => text(a.id.as_str(), b.id.as_str()),
-        "uri" => text(&a.uri, &b.uri),
-        "status" => text(
-            visible_status(a, now).as_str(),
-            visible_status(b, now).as_str(),
-        ),
-        "createdDateTime" => a.created_at.cmp(&b.created_at),
-        "lastUpdateDateTime" => a.updated_at.cmp(&b.updated_at),
-        "expirationTime" => a.expires_at.cmp(&b.expires_at),
-        _ => Ordering::Equal,
-    }
+    Ok(page.map(|s| render_owned(s, now)))
 }
 
 /// `GET /webhooksubscription/{id}`.
@@ -328,12 +273,31 @@ pub(crate) fn queue_unavailable() -> ApiError {
     )
 }
 
-/// The status a client sees at `now`: an active subscription past its
-/// expiry is `EXPIRED`.
-pub fn visible_status(s: &StoredSubscription, now: i64) -> SubscriptionStatus {
-    match s.status {
-        SubscriptionStatus::Active if s.expires_at <= now => SubscriptionStatus::Expired,
-        other => other,
+/// [`render`], moving the strings out instead of copying them.
+fn render_owned(s: StoredSubscription, now: i64) -> Subscription {
+    let status = visible_status(&s, now);
+    let (org_id, id) = (s.org_id.to_string(), s.id.to_string());
+    Subscription {
+        disabled_filters: s
+            .disabled_filters
+            .into_iter()
+            .map(|d| DisabledFilter {
+                filter: d.filter,
+                reason: d.reason,
+                message: d.message,
+                org_id: org_id.clone(),
+                id: id.clone(),
+            })
+            .collect(),
+        expiration_time: iso_millis(s.expires_at),
+        expires_in: (s.expires_at - now).max(0),
+        status,
+        created_date_time: iso_millis(s.created_at),
+        last_update_date_time: iso_millis(s.updated_at),
+        id,
+        uri: s.uri,
+        event_filters: s.event_filters,
+        org_id,
     }
 }
 
@@ -361,5 +325,36 @@ pub fn render(s: &StoredSubscription, now: i64) -> Subscription {
         created_date_time: iso_millis(s.created_at),
         last_update_date_time: iso_millis(s.updated_at),
         org_id: s.org_id.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::SubscriptionStatus;
+
+    #[test]
+    fn a_listed_subscription_renders_as_a_got_one() {
+        let s = StoredSubscription {
+            id: "id-1".into(),
+            org_id: "org-1".into(),
+            uri: "https://example.com/hook".into(),
+            event_filters: vec!["/orgId/org-1/department/d/contact".into()],
+            disabled_filters: vec![DisabledEntry {
+                filter: "/orgId/org-2/department/d/contact".into(),
+                reason: "PERMISSION_DENIED".into(),
+                message: "not yours".into(),
+            }],
+            expires_at: 5_000,
+            status: SubscriptionStatus::Active,
+            created_at: 1,
+            updated_at: 2,
+            secret: "whsec_x".into(),
+            previous_secrets: vec![],
+            failing_since: None,
+        };
+        for now in [0, 5_000] {
+            assert_eq!(render_owned(s.clone(), now), render(&s, now));
+        }
     }
 }

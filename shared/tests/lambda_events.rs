@@ -26,6 +26,7 @@ use webhook_core::ids::{OrgId, SubscriptionId};
 use webhook_core::ingest::{self, EventEnvelope};
 use webhook_core::lambda::{self, authorizer, Endpoint};
 use webhook_core::model::Message;
+use webhook_core::page::{PageRequest, MAX_SIZE};
 use webhook_core::queue::DeliveryJob;
 use webhook_core::store::{Store, Upsert};
 use webhook_core::{App, Config, Profile};
@@ -160,9 +161,10 @@ async fn create_subscription_ok() {
     );
     assert_eq!(body["disabledFilters"], json!([]));
     let stored = store
-        .list_subscriptions(&OrgId::from("org-1"))
+        .list_subscriptions(&OrgId::from("org-1"), &PageRequest::first(MAX_SIZE), 0)
         .await
-        .unwrap();
+        .unwrap()
+        .content;
     assert_eq!(stored.len(), 1);
     assert_eq!(stored[0].id, body["id"].as_str().unwrap());
     let fan_out = store
@@ -200,9 +202,10 @@ async fn create_subscription_errors() {
         expect_problem(&app, Endpoint::CreateSubscription, event, status, code).await;
     }
     assert!(store
-        .list_subscriptions(&OrgId::from("org-1"))
+        .list_subscriptions(&OrgId::from("org-1"), &PageRequest::first(MAX_SIZE), 0)
         .await
         .unwrap()
+        .content
         .is_empty());
 }
 

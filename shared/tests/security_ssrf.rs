@@ -74,6 +74,7 @@ mod isolated {
     use webhook_core::delivery::{self, Verdict};
     use webhook_core::ids::OrgId;
     use webhook_core::model::SubscriptionRequest;
+    use webhook_core::page::{PageRequest, MAX_SIZE};
     use webhook_core::queue::{DeliveryJob, DeliveryQueue, Lease};
     use webhook_core::store::{Store, Upsert};
     use webhook_core::{subscription, ApiError, App, Caller};
@@ -243,9 +244,10 @@ mod isolated {
         );
         assert!(app
             .store
-            .list_subscriptions(&OrgId::from(ORG))
+            .list_subscriptions(&OrgId::from(ORG), &PageRequest::first(MAX_SIZE), 0)
             .await
             .unwrap()
+            .content
             .is_empty());
     }
 
@@ -320,7 +322,12 @@ mod isolated {
         );
         assert_eq!(public.connections(), 1);
 
-        let sub = &t.store.list_subscriptions(&OrgId::from(ORG)).await.unwrap()[0];
+        let sub = &t
+            .store
+            .list_subscriptions(&OrgId::from(ORG), &PageRequest::first(MAX_SIZE), 0)
+            .await
+            .unwrap()
+            .content[0];
         for _ in 0..2 {
             let lease = lease_for(&t, sub.id.as_str()).await;
             match delivery::deliver(&t.app, t.store.as_ref(), &lease)

@@ -19,6 +19,7 @@ async fn store() -> Arc<dyn webhook_core::store::Store> {
 
 conformance_tests!(store());
 secret_conformance_tests!(store());
+listing_conformance_tests!(store());
 
 /// The suite's times are in 2025 (`T0`): with the default 30 days the items'
 /// `ttl` would be past, and DynamoDB Local deletes expired items while a case

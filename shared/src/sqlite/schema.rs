@@ -120,6 +120,25 @@ UPDATE messages SET received_at = CAST((julianday('now') - 2440587.5) * 86400000
 -- The purge deletes by age.
 CREATE INDEX messages_by_age ON messages (received_at);
 "#,
+    r#"
+-- Lists paged in the store: a page in the default order (creation time,
+-- then id) is a range of this index; other orders sort one organization.
+CREATE INDEX subscriptions_by_creation ON subscriptions (org_id, created_at, id);
+-- totalElements and the per-organization cap, kept by triggers.
+CREATE TABLE subscription_counts (
+    org_id TEXT PRIMARY KEY,
+    n      INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO subscription_counts (org_id, n)
+    SELECT org_id, count(*) FROM subscriptions GROUP BY org_id;
+CREATE TRIGGER subscription_counted AFTER INSERT ON subscriptions BEGIN
+    INSERT INTO subscription_counts (org_id, n) VALUES (new.org_id, 1)
+        ON CONFLICT (org_id) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER subscription_uncounted AFTER DELETE ON subscriptions BEGIN
+    UPDATE subscription_counts SET n = n - 1 WHERE org_id = old.org_id;
+END;
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
@@ -164,6 +183,48 @@ mod tests {
         assert!(
             (before - 1..=after + 1).contains(&dated),
             "{before} <= {dated} <= {after}"
+        );
+    }
+
+    /// The per-organization counts start from the rows already there and
+    /// follow inserts and deletes.
+    #[test]
+    fn subscription_counts_start_from_existing_rows_and_follow_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = Connection::open(dir.path().join("counts.db")).unwrap();
+        for sql in &MIGRATIONS[..6] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 6).unwrap();
+        let insert = |conn: &Connection, id: &str, org: &str| {
+            conn.execute(
+                "INSERT INTO subscriptions (id, org_id, uri, event_filters, disabled_filters, \
+                 expires_at, status, created_at, updated_at, secret) \
+                 VALUES (?1, ?2, ?1, '[]', '[]', 0, 'ACTIVE', 0, 0, 's')",
+                [id, org],
+            )
+            .unwrap();
+        };
+        for (id, org) in [("a1", "a"), ("a2", "a"), ("b1", "b")] {
+            insert(&conn, id, org);
+        }
+        migrate(&mut conn).unwrap();
+        let count = |conn: &Connection, org: &str| -> i64 {
+            conn.query_row(
+                "SELECT coalesce((SELECT n FROM subscription_counts WHERE org_id = ?1), 0)",
+                [org],
+                |r| r.get(0),
+            )
+            .unwrap()
+        };
+        assert_eq!((count(&conn, "a"), count(&conn, "b")), (2, 1));
+        insert(&conn, "c1", "c");
+        insert(&conn, "a3", "a");
+        conn.execute("DELETE FROM subscriptions WHERE id IN ('a1', 'b1')", [])
+            .unwrap();
+        assert_eq!(
+            (count(&conn, "a"), count(&conn, "b"), count(&conn, "c")),
+            (2, 0, 1)
         );
     }
 }

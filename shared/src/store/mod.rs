@@ -3,11 +3,14 @@
 //! [`crate::aws::dynamodb`]. Every adapter passes the same conformance suite
 //! (`shared/tests/conformance`).
 
+pub mod order;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{OrgId, SubscriptionId};
-use crate::model::{Message, SubscriptionStatus};
+use crate::model::{Message, Page, SubscriptionStatus};
+use crate::page::PageRequest;
 
 /// A subscription as stored, including its signing secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,11 +189,17 @@ pub trait Store: Send + Sync {
         id: &SubscriptionId,
     ) -> Result<Option<StoredSubscription>, StoreError>;
 
-    /// Every subscription of the organization, any status (capped per org).
+    /// One page of the organization's subscriptions, any status, sorted in
+    /// the requested order ([`order`]: the properties, the default order and
+    /// its tie-break, `ignorecase`, the status as seen at `now`), with the
+    /// organization's total. The store sorts and cuts the page; what a page
+    /// costs is the adapter's (ARCHITECTURE.md, BENCHMARKS.md).
     async fn list_subscriptions(
         &self,
         org_id: &OrgId,
-    ) -> Result<Vec<StoredSubscription>, StoreError>;
+        page: &PageRequest,
+        now: i64,
+    ) -> Result<Page<StoredSubscription>, StoreError>;
 
     /// Deletes it and its filter index entries; false if there was none.
     async fn delete_subscription(

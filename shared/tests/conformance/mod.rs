@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod history;
+pub mod listing;
 pub mod secrets;
 
 use std::collections::HashSet;
@@ -12,6 +13,7 @@ use std::sync::Arc;
 
 use webhook_core::ids::{OrgId, SubscriptionId};
 use webhook_core::model::{Message, SubscriptionStatus};
+use webhook_core::page::{PageRequest, MAX_SIZE};
 use webhook_core::store::{DeliveryRecord, DisabledEntry, Store, StoreError, Upsert};
 
 /// Generates one `#[tokio::test]` per case for an adapter. `$make` is an
@@ -177,9 +179,10 @@ pub async fn concurrent_upserts_of_one_uri_make_one(store: Arc<dyn Store>) {
     assert_eq!(creations, 1, "exactly one upsert created it");
     assert_eq!(
         store
-            .list_subscriptions(&OrgId::from(&org))
+            .list_subscriptions(&OrgId::from(&org), &PageRequest::first(MAX_SIZE), 0)
             .await
             .unwrap()
+            .content
             .len(),
         1
     );
@@ -206,7 +209,11 @@ pub async fn creation_is_capped_per_organization(store: Arc<dyn Store>) {
         "updates are not creations"
     );
     // Deleting frees a place.
-    let subs = store.list_subscriptions(&OrgId::from(&org)).await.unwrap();
+    let subs = store
+        .list_subscriptions(&OrgId::from(&org), &PageRequest::first(MAX_SIZE), 0)
+        .await
+        .unwrap()
+        .content;
     assert!(store
         .delete_subscription(&OrgId::from(&org), &subs[0].id)
         .await
@@ -254,7 +261,11 @@ pub async fn reads_and_deletes_are_scoped_to_the_organization(store: Arc<dyn Sto
             .unwrap(),
         None
     );
-    let listed = store.list_subscriptions(&OrgId::from(&a)).await.unwrap();
+    let listed = store
+        .list_subscriptions(&OrgId::from(&a), &PageRequest::first(MAX_SIZE), 0)
+        .await
+        .unwrap()
+        .content;
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].id, sub.id);
     assert_eq!(
@@ -279,16 +290,22 @@ pub async fn reads_and_deletes_are_scoped_to_the_organization(store: Arc<dyn Sto
         .unwrap());
     assert_eq!(
         store
-            .list_subscriptions(&OrgId::from(&b))
+            .list_subscriptions(&OrgId::from(&b), &PageRequest::first(MAX_SIZE), 0)
             .await
             .unwrap()
+            .content
             .len(),
         1
     );
     assert!(store
-        .list_subscriptions(&OrgId::from(&unique("nobody")))
+        .list_subscriptions(
+            &OrgId::from(&unique("nobody")),
+            &PageRequest::first(MAX_SIZE),
+            0
+        )
         .await
         .unwrap()
+        .content
         .is_empty());
 }
 

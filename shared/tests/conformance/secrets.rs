@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use webhook_core::ids::{OrgId, SubscriptionId};
+use webhook_core::page::{PageRequest, MAX_SIZE};
 use webhook_core::secret::new_signing_secret;
 use webhook_core::store::{SecretRotation, Store, StoreError, MAX_PREVIOUS_SECRETS};
 
@@ -244,6 +245,10 @@ pub async fn fan_out_and_updates_see_the_rotated_secrets(store: Arc<dyn Store>) 
         .await
         .unwrap();
     assert_eq!(fanned[0].previous_secrets, rotated.previous_secrets);
-    let listed = store.list_subscriptions(&org_id).await.unwrap();
+    let listed = store
+        .list_subscriptions(&org_id, &PageRequest::first(MAX_SIZE), 0)
+        .await
+        .unwrap()
+        .content;
     assert_eq!(listed[0].previous_secrets, rotated.previous_secrets);
 }

@@ -7,12 +7,13 @@
 //! |---|---|---|---|
 //! | subscription | `ORG#<org>` | `SUB#<id>` | the subscription, `version` |
 //! | uniqueness guard | `ORG#<org>` | `URI#<sha256(uri), hex>` | `subscriptionId`, `uri` |
-//! | subscription counter | `ORG#<org>` | `COUNT` | `n` |
+//! | subscription counter | `ORG#<org>` | `COUNT` | `n`, `listed` |
+//! | list entry | `ORG#<org>` | `CREATED#<created ms, 13 digits>#<id>` | none |
 //! | filter index entry | `FILTER#<canonical filter>` | `SUB#<id>` | a copy of the subscription, `ttl` |
 //!
 //! - **Create** is one `TransactWriteItems`: put the guard if absent, add 1
-//!   to the counter if below the cap, put the subscription and one index
-//!   entry per filter. Concurrent creates of one (org, uri) race on the
+//!   to the counter if below the cap, put the subscription, its list entry
+//!   and one index entry per filter. Concurrent creates of one (org, uri) race on the
 //!   guard: one wins, the others are cancelled and retry as updates.
 //! - **Update** and **delete** read the subscription (strongly consistent),
 //!   then write it, its guard, counter and index entries in one transaction
@@ -22,8 +23,15 @@
 //! - **Fan-out** ([`Store::subscriptions_for_filter`]) is one `Query` on
 //!   `pk = FILTER#<filter>`: the entries carry everything delivery needs
 //!   (org, id, uri, status, expiry, secret), so no further reads.
-//! - **List** is one `Query` on `pk = ORG#<org>`, `begins_with(sk, "SUB#")`,
-//!   bounded by the per-organization cap.
+//! - **List** ([`super::listing`]) in creation order (the default) reads
+//!   the counter (`totalElements`), one `Query` of the list entries up to
+//!   the page's end (entries are ~85 bytes: 1,000 of them are ~21 read
+//!   units) and a `BatchGetItem` of the page's subscriptions. Other orders
+//!   are one `Query` on `pk = ORG#<org>`, `begins_with(sk, "SUB#")`, the
+//!   whole organization, bounded by the per-organization cap, sorted in
+//!   memory. The counter's `listed` says every subscription of the
+//!   organization has its entry; until then (data from before the entries)
+//!   a list reads the whole organization and writes the missing entries.
 //! - Reads that decide what to write, and reads right after a write by
 //!   another process (lists, lookups, fan-out), are strongly consistent.
 //!   Nothing scans.
@@ -108,6 +116,20 @@ pub(super) fn sub_sk(id: &SubscriptionId) -> String {
     format!("{SUB}{id}")
 }
 
+pub(super) const CREATED: &str = "CREATED#";
+
+/// A list entry: creation order is the entries' sort-key order.
+pub(super) fn created_sk(created_at: i64, id: &SubscriptionId) -> String {
+    format!("{CREATED}{}#{id}", millis_key(created_at))
+}
+
+/// The subscription a list entry names.
+pub(super) fn created_id(sk: &str) -> Option<SubscriptionId> {
+    let rest = sk.strip_prefix(CREATED)?;
+    let (ms, id) = rest.split_once('#')?;
+    (ms.len() == 13 && !id.is_empty()).then(|| SubscriptionId::from(id))
+}
+
 /// URIs can be longer than a sort key: the guard is keyed by their hash.
 pub(super) fn uri_sk(uri: &str) -> String {
     let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, uri.as_bytes());
@@ -187,5 +209,10 @@ mod tests {
         assert_eq!(message_pk(&"org-1".into(), "m#1"), "MSG#org-1#m#1");
         assert_eq!(event_pk(&"org-1".into(), "e-1"), "EVENT#org-1#e-1");
         assert_eq!(legacy_msg_sk("m-1"), "MSG#m-1");
+        let entry = created_sk(5, &"a#b".into());
+        assert_eq!(entry, "CREATED#0000000000005#a#b");
+        assert_eq!(created_id(&entry), Some("a#b".into()));
+        assert!(created_sk(999, &"z".into()) < created_sk(1000, &"a".into()));
+        assert_eq!(created_id("SUB#x"), None);
     }
 }

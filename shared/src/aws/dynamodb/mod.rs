@@ -6,7 +6,7 @@
 //!
 //! One concern a file: [`keys`] (key shapes and the schema), [`codec`]
 //! (items), [`write`] (conditional writes and transactions), [`backoff`],
-//! [`store`] (the port), [`secrets`] (signing-secret rotation), [`messages`] (messages and
+//! [`store`] (the port), [`listing`] (lists paged in the store), [`secrets`] (signing-secret rotation), [`messages`] (messages and
 //! their retention), [`events`] (the outbox's event records), [`history`] (the delivery
 //! history port) and [`history_items`], [`tables`] (provisioning).
 
@@ -17,6 +17,7 @@ mod events;
 mod history;
 mod history_items;
 mod keys;
+mod listing;
 mod messages;
 mod store;
 mod tables;

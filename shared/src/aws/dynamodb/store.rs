@@ -7,11 +7,12 @@ use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 use super::backoff::Backoff;
 use super::change::Planned;
 use super::codec::{n, parse_subscription, previous_secrets, s};
-use super::keys::{filter_pk, key, org_pk, sub_sk, uri_sk, COUNTER_SK, SUB};
+use super::keys::{created_sk, filter_pk, key, org_pk, sub_sk, uri_sk, COUNTER_SK};
 use super::write::{delete, distinct, Attempt, Condition, Transaction};
 use super::{backend_build, DynamoStore};
 use crate::ids::{OrgId, SubscriptionId};
-use crate::model::{Message, SubscriptionStatus};
+use crate::model::{Message, Page, SubscriptionStatus};
+use crate::page::PageRequest;
 use crate::store::{DeliveryRecord, SecretRotation, Store, StoreError, StoredSubscription, Upsert};
 
 #[async_trait]
@@ -44,12 +45,10 @@ impl Store for DynamoStore {
     async fn list_subscriptions(
         &self,
         org_id: &OrgId,
-    ) -> Result<Vec<StoredSubscription>, StoreError> {
-        self.query_all(&self.tables.subscriptions, org_pk(org_id), Some(SUB))
-            .await?
-            .iter()
-            .map(parse_subscription)
-            .collect()
+        page: &PageRequest,
+        now: i64,
+    ) -> Result<Page<StoredSubscription>, StoreError> {
+        self.list_page(org_id, page, now).await
     }
 
     async fn delete_subscription(
@@ -70,6 +69,11 @@ impl Store for DynamoStore {
                     Some(Condition::version(version)),
                 )?,
                 delete(table, key(org_pk(org_id), uri_sk(&sub.uri)), None)?,
+                delete(
+                    table,
+                    key(org_pk(org_id), created_sk(sub.created_at, id)),
+                    None,
+                )?,
                 TransactWriteItem::builder()
                     .update(
                         Update::builder()

@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::types::{
 };
 
 use super::codec::{index_item, n, number, parse_subscription, s, subscription_item, text};
-use super::keys::{filter_pk, key, org_pk, sub_sk, uri_sk, COUNTER_SK};
+use super::keys::{created_sk, filter_pk, key, org_pk, sub_sk, uri_sk, COUNTER_SK};
 use super::{backend, backend_build, DynamoStore, Item, MAX_SORT_KEY};
 use crate::ids::{OrgId, SubscriptionId};
 use crate::model::SubscriptionStatus;
@@ -114,6 +114,11 @@ impl DynamoStore {
                 Some(Condition::new("attribute_not_exists(pk)")),
             )?,
         ];
+        writes.push(put(
+            table,
+            key(org_pk(&u.org_id), created_sk(sub.created_at, &sub.id)),
+            None,
+        )?);
         for filter in distinct(&sub.event_filters) {
             writes.push(put(table, index_item(&sub, filter), None)?);
         }

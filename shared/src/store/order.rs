@@ -1,0 +1,219 @@
+//! The orders of a subscription list, shared by the handler and every
+//! adapter so they sort alike: the sortable properties, the default order
+//! (creation time, then id), the comparison of two subscriptions as the
+//! client sees them at `now`, and the in-memory sort-and-cut used where a
+//! store cannot order by the property itself.
+//!
+//! `ignorecase` folds ASCII letters only (`A`–`Z` to `a`–`z`), as SQLite's
+//! `lower()` does, so that both backends agree on every string; other
+//! letters compare by their UTF-8 bytes, case included.
+
+use std::borrow::Cow;
+use std::cmp::Ordering;
+
+use super::StoredSubscription;
+use crate::model::{Page, SubscriptionStatus};
+use crate::page::{Order, PageRequest};
+
+/// The properties a list can be sorted by (`sort=`).
+pub const SORTABLE: &[&str] = &[
+    "id",
+    "uri",
+    "status",
+    "createdDateTime",
+    "lastUpdateDateTime",
+    "expirationTime",
+];
+
+/// The order when none is asked for, and the tie-break after any asked for.
+pub const DEFAULT_ORDER: &[Order] = &[
+    Order {
+        property: "createdDateTime",
+        ascending: true,
+        ignore_case: false,
+    },
+    Order {
+        property: "id",
+        ascending: true,
+        ignore_case: false,
+    },
+];
+
+/// The status the client sees at `now`: an active subscription past its
+/// expiry is `EXPIRED`.
+pub fn visible_status(s: &StoredSubscription, now: i64) -> SubscriptionStatus {
+    match s.status {
+        SubscriptionStatus::Active if s.expires_at <= now => SubscriptionStatus::Expired,
+        other => other,
+    }
+}
+
+/// ASCII lower case (`ignorecase`): other characters are left as they are.
+pub fn fold(text: &str) -> Cow<'_, str> {
+    if text.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(text.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+/// Orders by one property, ascending, as the client sees it at `now`.
+pub fn compare(
+    a: &StoredSubscription,
+    b: &StoredSubscription,
+    property: &str,
+    ignore_case: bool,
+    now: i64,
+) -> Ordering {
+    let text = |x: &str, y: &str| {
+        if ignore_case {
+            fold(x).cmp(&fold(y))
+        } else {
+            x.cmp(y)
+        }
+    };
+    match property {
+        "id" => text(a.id.as_str(), b.id.as_str()),
+        "uri" => text(&a.uri, &b.uri),
+        "status" => text(
+            visible_status(a, now).as_str(),
+            visible_status(b, now).as_str(),
+        ),
+        "createdDateTime" => a.created_at.cmp(&b.created_at),
+        "lastUpdateDateTime" => a.updated_at.cmp(&b.updated_at),
+        "expirationTime" => a.expires_at.cmp(&b.expires_at),
+        _ => Ordering::Equal,
+    }
+}
+
+/// Every order a list applies that can decide something: the asked-for
+/// ones, then the default order as tie-break, without an order whose
+/// property an earlier one compared case-sensitively (it would find the
+/// values equal again), and nothing after the id (ids are unique).
+pub fn chain(page: &PageRequest) -> Vec<&Order> {
+    let asked: &[Order] = if page.sort.is_empty() {
+        DEFAULT_ORDER
+    } else {
+        &page.sort
+    };
+    let mut chain: Vec<&Order> = Vec::new();
+    for o in asked.iter().chain(DEFAULT_ORDER) {
+        if chain
+            .iter()
+            .any(|c| c.property == o.property && !(c.ignore_case && is_text(o.property)))
+        {
+            continue;
+        }
+        chain.push(o);
+        if o.property == "id" && !o.ignore_case {
+            break;
+        }
+    }
+    chain
+}
+
+fn is_text(property: &str) -> bool {
+    matches!(property, "id" | "uri" | "status")
+}
+
+/// `Some(ascending)` when the list is in creation order (creation time,
+/// then id, both in one direction): the order a store can keep an index
+/// in. Any other order is `None`.
+pub fn creation_order(page: &PageRequest) -> Option<bool> {
+    match chain(page)[..] {
+        [first, tie]
+            if first.property == "createdDateTime"
+                && tie.property == "id"
+                && tie.ascending == first.ascending
+                && !tie.ignore_case =>
+        {
+            Some(first.ascending)
+        }
+        _ => None,
+    }
+}
+
+/// Sorts `items` (the whole organization) in the asked-for order and cuts
+/// out the page: for stores that cannot order by the property themselves.
+pub fn sort_and_page(
+    items: Vec<StoredSubscription>,
+    page: &PageRequest,
+    now: i64,
+) -> Page<StoredSubscription> {
+    page.apply(items, DEFAULT_ORDER, |a, b, property, ignore_case| {
+        compare(a, b, property, ignore_case, now)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(query: &str) -> PageRequest {
+        PageRequest::from_query(Some(query), SORTABLE).unwrap()
+    }
+
+    #[test]
+    fn creation_order_is_recognised() {
+        assert_eq!(creation_order(&page("")), Some(true));
+        assert_eq!(creation_order(&page("sort=createdDateTime")), Some(true));
+        assert_eq!(
+            creation_order(&page("sort=createdDateTime,id,asc")),
+            Some(true)
+        );
+        assert_eq!(
+            creation_order(&page("sort=createdDateTime,id,desc")),
+            Some(false)
+        );
+        // Creation time descending breaks ties by id ascending: not the index.
+        assert_eq!(creation_order(&page("sort=createdDateTime,desc")), None);
+        assert_eq!(creation_order(&page("sort=id")), None);
+        assert_eq!(creation_order(&page("sort=uri&sort=createdDateTime")), None);
+        assert_eq!(
+            creation_order(&page("sort=createdDateTime,id,asc,ignorecase")),
+            None
+        );
+    }
+
+    #[test]
+    fn the_chain_leaves_out_what_cannot_decide() {
+        let properties = |q: &str| -> Vec<(&str, bool, bool)> {
+            chain(&page(q))
+                .iter()
+                .map(|o| (o.property, o.ascending, o.ignore_case))
+                .collect()
+        };
+        let default = vec![("createdDateTime", true, false), ("id", true, false)];
+        assert_eq!(properties(""), default);
+        assert_eq!(properties("sort=createdDateTime"), default);
+        assert_eq!(
+            properties("sort=id,desc&sort=uri"),
+            vec![("id", false, false)]
+        );
+        assert_eq!(
+            properties("sort=id,ignorecase"),
+            vec![
+                ("id", true, true),
+                ("createdDateTime", true, false),
+                ("id", true, false)
+            ]
+        );
+        assert_eq!(
+            properties("sort=expirationTime,createdDateTime,desc"),
+            vec![
+                ("expirationTime", false, false),
+                ("createdDateTime", false, false),
+                ("id", true, false)
+            ]
+        );
+    }
+
+    #[test]
+    fn ignorecase_folds_ascii_only() {
+        assert_eq!(fold("AbC_z"), "abc_z");
+        assert_eq!(fold("ÄÖ"), "ÄÖ");
+        assert!(matches!(fold("already"), Cow::Borrowed(_)));
+        // '_' sorts after the folded letters, as in SQLite's lower().
+        assert!(fold("A") > fold("_"));
+    }
+}
