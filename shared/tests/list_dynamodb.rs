@@ -235,8 +235,9 @@ async fn organizations_from_before_the_entries_are_repaired_by_their_first_list(
         repair.contains_key("TransactWriteItems"),
         "the missing entries were written: {repair:?}"
     );
-    // The next ones read the entries only.
-    for (number, size) in [(0, 7), (4, 7), (1, 30), (0, 2000)] {
+    // The next ones read the entries (pages of at most 3: a page more than
+    // an eighth of the organization reads it whole, which is cheaper).
+    for (number, size) in [(0, 1), (29, 1), (0, 3), (9, 3), (4, 2), (1, 30), (0, 2000)] {
         let want: Vec<String> = expected_ascending
             .iter()
             .skip(number * size)
@@ -248,6 +249,12 @@ async fn organizations_from_before_the_entries_are_repaired_by_their_first_list(
             (30, want)
         );
     }
+    let (_, newest) = ids(&watched, &org, "size=3&page=1&sort=createdDateTime,desc").await;
+    assert_eq!(
+        newest,
+        expected[3..6].to_vec(),
+        "backwards through the entries"
+    );
     let after = units.take();
     assert!(
         !after.contains_key("TransactWriteItems") && after.contains_key("BatchGetItem"),
