@@ -69,7 +69,7 @@ class Perf:
         self.stat = subprocess.Popen(cmd)
         self.record = None
         if record:
-            self.record = subprocess.Popen(["perf", "record", "-q", "-g", "-o", record, "-p", str(pid)],
+            self.record = subprocess.Popen(["perf", "record", "-q"] + os.environ.get("PERF_RECORD", "-g").split() + [ "-o", record, "-p", str(pid)],
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.3)
 
