@@ -6,6 +6,12 @@
 //! - `migrate-messages`: dates the messages of a DynamoDB table that predate
 //!   the per-id keys, so their retention applies (once, after upgrading)
 
+/// mimalloc rather than glibc's malloc: a request allocates a few dozen
+/// small blocks, and glibc's free lists were an eighth of the server's CPU
+/// (BENCHMARKS.md, "Hot paths profiled").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod backend;
 mod credentials;
 mod listen;

@@ -476,3 +476,52 @@ async fn jwks_is_not_refetched_for_every_unknown_kid() {
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
+
+#[tokio::test]
+async fn a_remembered_token_does_not_outlive_a_key_rotation() {
+    // Verified tokens are cached until their `exp`; a refetched key set that no longer
+    // holds the token's key must refuse it, as it would without the cache.
+    let jwk = |key: &EncodingKey, alg, kid: &str| {
+        let mut jwk = Jwk::from_encoding_key(key, alg).unwrap();
+        jwk.common.key_id = Some(kid.into());
+        jwk
+    };
+    let set = |keys| serde_json::to_string(&JwkSet { keys }).unwrap();
+    let served = std::sync::Arc::new(std::sync::Mutex::new(set(vec![jwk(
+        &rsa_key(),
+        Algorithm::RS256,
+        RSA_KID,
+    )])));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let body = served.clone();
+    let app = axum::Router::new().route(
+        "/jwks",
+        axum::routing::get(move || {
+            let body = body.lock().unwrap().clone();
+            async move { ([(http::header::CONTENT_TYPE, "application/json")], body) }
+        }),
+    );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let v = Verifier::new(&JwtConfig {
+        hs256_secret: None,
+        jwks_url: Some(format!("http://{addr}/jwks")),
+        issuer: None,
+        audience: None,
+        org_claim: "org_id".into(),
+        scopes: Default::default(),
+    })
+    .with_jwks_min_refresh(Duration::ZERO);
+    let old = rs256(&claims("org-a"));
+    for _ in 0..3 {
+        assert_accepted(&v, &old, "org-a", "RS256 before the rotation").await;
+    }
+    // The identity provider rotates: the RSA key is gone, an EC key replaces it.
+    *served.lock().unwrap() = set(vec![jwk(&ec_key(), Algorithm::ES256, EC_KID)]);
+    let new = sign(Algorithm::ES256, Some(EC_KID), &claims("org-b"), &ec_key());
+    assert_accepted(&v, &new, "org-b", "ES256 with the new key").await;
+    assert_invalid(&v, &old, "RS256 signed by the retired key").await;
+    assert_accepted(&v, &new, "org-b", "ES256, remembered").await;
+}

@@ -5,8 +5,12 @@
 //! unknown `kid`). `alg: none` cannot be expressed, and the key type is
 //! chosen from configuration, never from the token, so an HS256 token
 //! signed with a public RSA key is refused (algorithm confusion).
+//!
+//! A verified token is remembered until its `exp` (`cache.rs`), so a client
+//! that sends the same token on every request pays the checks once.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::JwkSet;
@@ -14,6 +18,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde_json::{Map, Value};
 use tokio::sync::RwLock;
 
+use super::cache::{self, TokenCache};
 use super::{Caller, ScopeConfig, SCOPE_READ, SCOPE_WRITE};
 use crate::config::{JwtConfig, JWKS_REFRESH_MIN_INTERVAL};
 use crate::error::ApiError;
@@ -31,6 +36,7 @@ pub struct Verifier {
     audiences: Vec<String>,
     org_claim: String,
     scopes: ScopeConfig,
+    verified: TokenCache,
 }
 
 type KeysById = HashMap<String, (Algorithm, DecodingKey)>;
@@ -41,6 +47,9 @@ struct JwksCache {
     /// The keys, and when they were last fetched.
     keys: RwLock<(KeysById, Option<Instant>)>,
     min_refresh: Duration,
+    /// Fetches of the key set so far: a verified token is remembered only
+    /// while the key set it was verified with is the current one.
+    generation: AtomicU64,
 }
 
 impl Verifier {
@@ -59,6 +68,7 @@ impl Verifier {
                     .expect("http client builds"),
                 keys: RwLock::new((HashMap::new(), None)),
                 min_refresh: JWKS_REFRESH_MIN_INTERVAL,
+                generation: AtomicU64::new(0),
             }),
             issuer: config.issuer.clone(),
             audiences: config
@@ -71,6 +81,7 @@ impl Verifier {
                 .collect(),
             org_claim: config.org_claim.clone(),
             scopes: config.scopes.clone(),
+            verified: TokenCache::default(),
         }
     }
 
@@ -92,11 +103,33 @@ impl Verifier {
         self.hs256.is_some() || self.jwks.is_some()
     }
 
-    /// Verifies a token and turns its claims into a [`Caller`].
+    /// Verifies a token and turns its claims into a [`Caller`]; a token
+    /// verified before is answered from the cache until its `exp`.
     pub async fn verify(&self, token: &str) -> Result<Caller, ApiError> {
         if token.len() > MAX_TOKEN_LEN {
             return Err(ApiError::invalid_token("the token is too long"));
         }
+        let key = cache::hash(token);
+        let now = jsonwebtoken::get_current_timestamp();
+        // Read before the key is looked up: a rotation meanwhile makes the
+        // entry stale at once.
+        let generation = self
+            .jwks
+            .as_ref()
+            .map_or(0, |j| j.generation.load(Ordering::Acquire));
+        if let Some(caller) = self.verified.get(&key, now, generation) {
+            return Ok(caller);
+        }
+        let (caller, exp) = self.verify_uncached(token).await?;
+        if let Some(exp) = exp {
+            self.verified
+                .insert(key, caller.clone(), exp, now, generation);
+        }
+        Ok(caller)
+    }
+
+    /// Every check, and the token's `exp` (seconds).
+    async fn verify_uncached(&self, token: &str) -> Result<(Caller, Option<u64>), ApiError> {
         let header = jsonwebtoken::decode_header(token)
             .map_err(|_| ApiError::invalid_token("the token is not a well-formed JWT"))?;
         let (alg, key) = match header.alg {
@@ -145,7 +178,10 @@ impl Verifier {
                 "the token audience is not accepted",
             ));
         }
-        self.caller_from_claims(claims)
+        let exp = claims
+            .get("exp")
+            .and_then(|v| v.as_u64().or_else(|| v.as_f64().map(|f| f as u64)));
+        Ok((self.caller_from_claims(claims)?, exp))
     }
 
     fn caller_from_claims(&self, claims: &Map<String, Value>) -> Result<Caller, ApiError> {
@@ -243,7 +279,10 @@ impl JwksCache {
         }
         keys.1 = Some(Instant::now());
         match self.fetch().await {
-            Ok(set) => keys.0 = set,
+            Ok(set) => {
+                keys.0 = set;
+                self.generation.fetch_add(1, Ordering::AcqRel);
+            }
             Err(e) => tracing::warn!(url = %self.url, error = %e, "JWKS fetch failed"),
         }
     }

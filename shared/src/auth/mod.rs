@@ -3,6 +3,7 @@
 //! `authorizer` function, which uses [`jwt::Verifier`]); `webhooks-local`
 //! calls [`Authenticator::authenticate`] in-process.
 
+pub mod cache;
 pub mod jwt;
 
 use http::{HeaderMap, Method, StatusCode};

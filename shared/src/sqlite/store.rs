@@ -175,7 +175,9 @@ impl Store for SqliteDb {
         filter: &str,
     ) -> Result<Vec<StoredSubscription>, StoreError> {
         let filter = filter.to_owned();
-        self.read(move |conn| {
+        // An indexed lookup of a few rows, on every event: in place like the
+        // point lookups (the hop to the blocking pool cost more than it).
+        self.lookup(move |conn| {
             let cols = COLUMNS.split(", ").map(|c| format!("s.{c}")).collect::<Vec<_>>().join(", ");
             let mut stmt = conn
                 .prepare_cached(&format!(

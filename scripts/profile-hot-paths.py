@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Instructions per request of `webhooks-local`, counted by the CPU (`perf stat -e
+instructions` attached to the server), which holds on a noisy machine where timings do
+not. Usage:
+
+    scripts/profile-hot-paths.py [--bin target/release/webhooks-local] [--requests 4000]
+
+Starts the server on a temp data dir and a callback receiver (this script), creates one
+subscription, then for each scenario sends the requests one after another over one
+keep-alive connection and divides the server's instructions by the requests:
+
+- get: GET /webhooksubscription/{id} (same token every time)
+- ingest: POST /events, fan-out 1, counted until every notification arrived (so it holds
+  ingestion, delivery and the outcome's record)
+
+The server's idle work over the same wall time (delivery poll, purges) is subtracted.
+With `--record DIR`, also writes `perf record` profiles of each scenario there."""
+
+import argparse, base64, hashlib, hmac, http.client, http.server, json, os, signal
+import subprocess, sys, tempfile, threading, time
+
+received = 0
+received_lock = threading.Lock()
+
+
+class Receiver(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):
+        token = self.headers.get("validation-token")
+        self.send_response(200)
+        if token:
+            self.send_header("validation-token", token)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def do_POST(self):
+        global received
+        self.rfile.read(int(self.headers.get("content-length", "0")))
+        with received_lock:
+            received += 1
+        self.send_response(200)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def b64(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def hs256(secret, org):
+    head = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+    now = int(time.time())
+    body = b64(json.dumps({"sub": "bench", "org_id": org, "scope": "webhooks/read webhooks/write",
+                           "iat": now, "exp": now + 86400}).encode())
+    sig = hmac.new(secret.encode(), f"{head}.{body}".encode(), hashlib.sha256).digest()
+    return f"{head}.{body}.{b64(sig)}"
+
+
+class Perf:
+    """`perf stat` (and optionally `perf record`) attached to a process."""
+
+    def __init__(self, pid, record=None):
+        self.out = tempfile.NamedTemporaryFile(suffix=".perf", delete=False).name
+        cmd = ["perf", "stat", "-x,", "-e", "instructions", "-o", self.out, "-p", str(pid)]
+        self.stat = subprocess.Popen(cmd)
+        self.record = None
+        if record:
+            self.record = subprocess.Popen(["perf", "record", "-q"] + os.environ.get("PERF_RECORD", "-g").split() + [ "-o", record, "-p", str(pid)],
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.3)
+
+    def stop(self):
+        for p in (self.stat, self.record):
+            if p:
+                p.send_signal(signal.SIGINT)
+                p.wait()
+        for line in open(self.out):
+            parts = line.split(",")
+            if len(parts) > 2 and parts[2].startswith("instructions"):
+                return int(parts[0])
+        raise RuntimeError(open(self.out).read())
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default="target/release/webhooks-local")
+    ap.add_argument("--requests", type=int, default=4000)
+    ap.add_argument("--record", help="directory for perf record profiles")
+    ap.add_argument("--log", default="info", help="RUST_LOG of the server")
+    args = ap.parse_args()
+
+    recv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=recv.serve_forever, daemon=True).start()
+    data = tempfile.mkdtemp()
+    key, secret = "profile-key", "profile-secret-0123456789abcdef"
+    env = dict(os.environ, WEBHOOKS_API_KEYS=key, WEBHOOKS_JWT_HS256_SECRET=secret, RUST_LOG=args.log)
+    env.pop("WEBHOOKS_BACKEND", None)
+    server = subprocess.Popen([args.bin, "serve", "--addr", "127.0.0.1:0", "--data-dir", data + "/data"],
+                              env=env, stdout=subprocess.PIPE, stderr=open(data + "/server.log", "w"), text=True)
+    try:
+        addr = None
+        for line in server.stdout:
+            if line.startswith("webhooks-local listening on http://"):
+                addr = line.split("http://")[1].split("/")[0]
+                break
+        threading.Thread(target=lambda: server.stdout.read(), daemon=True).start()
+        host, port = addr.rsplit(":", 1)
+        conn = http.client.HTTPConnection(host, int(port))
+        org = "prof"
+        headers = {"x-api-key": key, "authorization": "Bearer " + hs256(secret, org),
+                   "content-type": "application/json"}
+
+        def call(method, path, body=None, expect=200):
+            conn.request(method, "/prod" + path, body=body, headers=headers)
+            r = conn.getresponse()
+            payload = r.read()
+            if r.status != expect:
+                raise RuntimeError(f"{method} {path}: {r.status} {payload[:300]}")
+            return payload
+
+        filt = f"/orgId/{org}/department/d/message?direction=inbound"
+        uri = f"http://127.0.0.1:{recv.server_address[1]}/hook"
+        sub = json.loads(call("POST", "/webhooksubscription",
+                              json.dumps({"uri": uri, "eventFilters": [filt], "expiresDateInMillies": 0})))["id"]
+
+        def event(i, tag):
+            return json.dumps({"eventId": f"{tag}-{i}", "type": "message.inbound", "organizationId": org,
+                               "departmentId": "d", "message": {"id": f"{tag}-m{i}", "to": ["+15550100"],
+                               "from": "+15550199", "text": f"benchmark message {i}"},
+                               "carrierMessageId": f"carrier-{i}", "status": "RECEIVED"})
+
+        def get(n):
+            for _ in range(n):
+                call("GET", f"/webhooksubscription/{sub}")
+
+        def ingest(n, tag):
+            start = received
+            for i in range(n):
+                call("POST", "/events", event(i, tag), expect=202)
+            deadline = time.time() + 60
+            while received - start < n and time.time() < deadline:
+                time.sleep(0.01)
+            if received - start < n:
+                raise RuntimeError(f"only {received - start} of {n} notifications arrived")
+
+        get(300)
+        ingest(300, "warm")
+        n = args.requests
+        results = {}
+        for name, run in [("get subscription", lambda: get(n)),
+                          ("ingest + delivery (fan-out 1)", lambda: ingest(n, "timed"))]:
+            record = args.record and os.path.join(args.record, name.split()[0] + ".data")
+            perf = Perf(server.pid, record)
+            t0 = time.time()
+            run()
+            wall = time.time() - t0
+            busy = perf.stop()
+            perf = Perf(server.pid)
+            time.sleep(wall)
+            idle = perf.stop()
+            results[name] = (busy - idle) / n
+            print(f"{name}: {results[name]:,.0f} instructions per request "
+                  f"({busy:,} in {wall:.1f} s, idle {idle:,})", flush=True)
+    finally:
+        server.terminate()
+        server.wait()
+        recv.shutdown()
+
+
+if __name__ == "__main__":
+    main()
