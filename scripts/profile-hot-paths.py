@@ -10,6 +10,7 @@ subscription, then for each scenario sends the requests one after another over o
 keep-alive connection and divides the server's instructions by the requests:
 
 - get: GET /webhooksubscription/{id} (same token every time)
+- list: GET /webhooksubscription/all?page=0&size=20, the organization holding 1,000
 - ingest: POST /events, fan-out 1, counted until every notification arrived (so it holds
   ingestion, delivery and the outcome's record)
 
@@ -137,6 +138,10 @@ def main():
             for _ in range(n):
                 call("GET", f"/webhooksubscription/{sub}")
 
+        def list_page(n):
+            for _ in range(n):
+                call("GET", "/webhooksubscription/all?page=0&size=20")
+
         def ingest(n, tag):
             start = received
             for i in range(n):
@@ -147,11 +152,18 @@ def main():
             if received - start < n:
                 raise RuntimeError(f"only {received - start} of {n} notifications arrived")
 
+        # 999 more for the list, on a filter no event matches (fan-out stays 1).
+        other = f"/orgId/{org}/department/other/message?direction=inbound"
+        for i in range(999):
+            call("POST", "/webhooksubscription",
+                 json.dumps({"uri": f"{uri}/{i}", "eventFilters": [other], "expiresDateInMillies": 0}))
         get(300)
+        list_page(300)
         ingest(300, "warm")
         n = args.requests
         results = {}
         for name, run in [("get subscription", lambda: get(n)),
+                          ("list (page of 20 of 1,000)", lambda: list_page(n)),
                           ("ingest + delivery (fan-out 1)", lambda: ingest(n, "timed"))]:
             record = args.record and os.path.join(args.record, name.split()[0] + ".data")
             perf = Perf(server.pid, record)
