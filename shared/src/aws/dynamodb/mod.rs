@@ -1,4 +1,4 @@
-//! DynamoDB store adapter (feature `aws`): the same [`Store`] port as SQLite,
+//! DynamoDB store adapter (feature `aws`): the same [`Store`](crate::store::Store) port as SQLite,
 //! passing the same conformance suite, on two tables whose key schema is a
 //! string partition key `pk` and a string sort key `sk` (`template.yaml`).
 //! The tables, keys and items are documented in [`keys`], where every key
@@ -6,9 +6,11 @@
 //!
 //! One concern a file: [`keys`] (key shapes and the schema), [`codec`]
 //! (items), [`write`] (conditional writes and transactions), [`backoff`],
-//! [`store`] (the port), [`listing`] (lists paged in the store), [`secrets`] (signing-secret rotation), [`messages`] (messages and
-//! their retention), [`events`] (the outbox's event records), [`history`] (the delivery
-//! history port) and [`history_items`], [`tables`] (provisioning).
+//! [`store`] (the port), [`listing`] (lists paged in the store),
+//! [`change`] (delivery state and secret rotation, copies included),
+//! [`messages`] (messages and their retention), [`events`] (the outbox's
+//! event records), [`history`] (the delivery history port) and
+//! [`history_items`], [`tables`] (provisioning).
 
 mod backoff;
 mod change;
