@@ -56,13 +56,6 @@ enum Write {
 /// new (`false`: a duplicate); an error of its own fails it alone.
 type Written = Result<bool, String>;
 
-/// Pages are read through a memory map, not copied by `read(2)`: in WAL
-/// mode every commit of one connection empties the page cache of the
-/// others, which then fetched each page again with a system call (a large
-/// share of the kernel's time under ingestion). Address space only; the
-/// file's pages are the kernel's page cache either way.
-const MMAP: &str = "PRAGMA mmap_size = 268435456;";
-
 /// Prepared statements kept per connection: more than any one runs.
 const STATEMENT_CACHE: usize = 64;
 
@@ -117,10 +110,10 @@ impl SqliteDb {
     }
 
     fn init(mut conn: Connection) -> Result<Self, StoreError> {
-        conn.execute_batch(&format!(
+        conn.execute_batch(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-             PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000; {MMAP}"
-        ))
+             PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;",
+        )
         .map_err(backend)?;
         // rusqlite keeps 16 prepared statements by default; the writer runs
         // more kinds than that, and an evicted one is prepared again.
@@ -240,10 +233,8 @@ fn open_reader(path: &Path) -> Result<Connection, StoreError> {
     )
     .map_err(backend)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-    conn.execute_batch(&format!(
-        "PRAGMA query_only = 1; PRAGMA busy_timeout = 5000; {MMAP}"
-    ))
-    .map_err(backend)?;
+    conn.execute_batch("PRAGMA query_only = 1; PRAGMA busy_timeout = 5000;")
+        .map_err(backend)?;
     Ok(conn)
 }
 
