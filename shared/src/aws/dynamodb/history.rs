@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, PutRequest, WriteRequest};
+use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use futures_util::{stream, StreamExt, TryStreamExt};
 
 use super::backoff::Backoff;
@@ -410,40 +410,15 @@ impl DynamoStore {
     }
 
     /// Payloads of notification items by uuid (`BatchGetItem`, strongly consistent).
-    async fn payloads(&self, mut keys: Vec<Item>) -> Result<HashMap<String, String>, StoreError> {
+    async fn payloads(&self, keys: Vec<Item>) -> Result<HashMap<String, String>, StoreError> {
         let mut found = HashMap::new();
-        let mut backoff = Backoff::default();
-        while !keys.is_empty() {
-            let request = KeysAndAttributes::builder()
-                .set_keys(Some(keys))
-                .consistent_read(true)
-                .build()
-                .map_err(backend_build)?;
-            let out = self
-                .client
-                .batch_get_item()
-                .request_items(&self.tables.messages, request)
-                .send()
-                .await
-                .map_err(backend)?;
-            for item in out
-                .responses()
-                .and_then(|r| r.get(&self.tables.messages))
-                .into_iter()
-                .flatten()
-            {
-                let pk = text(item, "pk")?;
-                if let Some(uuid) = pk.rsplit('#').next() {
-                    found.insert(uuid.to_owned(), text(item, "payload")?);
-                }
-            }
-            keys = out
-                .unprocessed_keys()
-                .and_then(|m| m.get(&self.tables.messages))
-                .map(|k| k.keys().to_vec())
-                .unwrap_or_default();
-            if !keys.is_empty() {
-                backoff.wait("history batch read").await?;
+        for item in self
+            .batch_get(&self.tables.messages, keys, "history batch read")
+            .await?
+        {
+            let pk = text(&item, "pk")?;
+            if let Some(uuid) = pk.rsplit('#').next() {
+                found.insert(uuid.to_owned(), text(&item, "payload")?);
             }
         }
         Ok(found)

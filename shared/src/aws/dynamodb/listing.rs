@@ -29,9 +29,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use aws_sdk_dynamodb::types::{ConditionCheck, KeysAndAttributes, TransactWriteItem};
+use aws_sdk_dynamodb::types::{ConditionCheck, TransactWriteItem};
 
-use super::backoff::Backoff;
 use super::codec::{n, number, parse_subscription, s, text};
 use super::keys::{created_id, created_sk, key, org_pk, sub_sk, COUNTER_SK, CREATED, SUB};
 use super::write::{put, Transaction};
@@ -41,8 +40,6 @@ use crate::model::Page;
 use crate::page::PageRequest;
 use crate::store::{order, StoreError, StoredSubscription};
 
-/// `BatchGetItem` takes at most 100 keys.
-const BATCH_GET: usize = 100;
 /// A small organization is read whole: a `Query` costs its items' bytes
 /// (a subscription is ~0.4 KB, a tenth of a 4 KB read unit), a
 /// `BatchGetItem` a whole unit per item, so reading every subscription is
@@ -186,45 +183,17 @@ impl DynamoStore {
         org_id: &OrgId,
         ids: &[SubscriptionId],
     ) -> Result<Vec<StoredSubscription>, StoreError> {
-        let table = &self.tables.subscriptions;
+        let keys = ids
+            .iter()
+            .map(|id| key(org_pk(org_id), sub_sk(id)))
+            .collect();
         let mut found: HashMap<SubscriptionId, StoredSubscription> = HashMap::new();
-        for chunk in ids.chunks(BATCH_GET) {
-            let mut keys: Vec<Item> = chunk
-                .iter()
-                .map(|id| key(org_pk(org_id), sub_sk(id)))
-                .collect();
-            let mut backoff = Backoff::default();
-            while !keys.is_empty() {
-                let request = KeysAndAttributes::builder()
-                    .set_keys(Some(keys))
-                    .consistent_read(true)
-                    .build()
-                    .map_err(backend_build)?;
-                let output = self
-                    .client
-                    .batch_get_item()
-                    .request_items(table, request)
-                    .send()
-                    .await
-                    .map_err(backend)?;
-                for item in output
-                    .responses()
-                    .and_then(|r| r.get(table))
-                    .into_iter()
-                    .flatten()
-                {
-                    let sub = parse_subscription(item)?;
-                    found.insert(sub.id.clone(), sub);
-                }
-                keys = output
-                    .unprocessed_keys()
-                    .and_then(|m| m.get(table))
-                    .map(|k| k.keys().to_vec())
-                    .unwrap_or_default();
-                if !keys.is_empty() {
-                    backoff.wait("list batch read").await?;
-                }
-            }
+        for item in self
+            .batch_get(&self.tables.subscriptions, keys, "list batch read")
+            .await?
+        {
+            let sub = parse_subscription(&item)?;
+            found.insert(sub.id.clone(), sub);
         }
         Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
     }

@@ -5,7 +5,8 @@
 //! shape is built.
 //!
 //! One concern a file: [`keys`] (key shapes and the schema), [`codec`]
-//! (items), [`write`] (conditional writes and transactions), [`backoff`],
+//! (items), [`write`] (conditional writes and transactions), [`read`]
+//! (a partition, a batch of keys), [`backoff`],
 //! [`store`] (the port), [`listing`] (lists paged in the store),
 //! [`change`] (delivery state and secret rotation, copies included),
 //! [`messages`] (messages and their retention), [`events`] (the outbox's
@@ -21,6 +22,7 @@ mod history_items;
 mod keys;
 mod listing;
 mod messages;
+mod read;
 mod store;
 mod tables;
 mod write;

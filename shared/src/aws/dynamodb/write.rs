@@ -216,35 +216,6 @@ impl DynamoStore {
             },
         }
     }
-
-    pub(super) async fn query_all(
-        &self,
-        table: &str,
-        pk: String,
-        sk_prefix: Option<&str>,
-    ) -> Result<Vec<Item>, StoreError> {
-        let mut request = self
-            .client
-            .query()
-            .table_name(table)
-            .consistent_read(true)
-            .expression_attribute_names("#pk", "pk")
-            .expression_attribute_values(":pk", s(pk));
-        request = match sk_prefix {
-            Some(prefix) => request
-                .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
-                .expression_attribute_names("#sk", "sk")
-                .expression_attribute_values(":prefix", s(prefix.into())),
-            None => request.key_condition_expression("#pk = :pk"),
-        };
-        request
-            .into_paginator()
-            .items()
-            .send()
-            .try_collect()
-            .await
-            .map_err(backend)
-    }
 }
 
 pub(super) enum Attempt<T> {
