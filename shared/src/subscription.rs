@@ -273,7 +273,7 @@ pub(crate) fn queue_unavailable() -> ApiError {
     )
 }
 
-/// [`render`], moving the strings out instead of copying them.
+/// [`render`], moving the strings out of `s` (a list renders its page this way).
 fn render_owned(s: StoredSubscription, now: i64) -> Subscription {
     let status = visible_status(&s, now);
     let (org_id, id) = (s.org_id.to_string(), s.id.to_string());
@@ -303,29 +303,7 @@ fn render_owned(s: StoredSubscription, now: i64) -> Subscription {
 
 /// The public view of a stored subscription at time `now`.
 pub fn render(s: &StoredSubscription, now: i64) -> Subscription {
-    let status = visible_status(s, now);
-    Subscription {
-        id: s.id.to_string(),
-        uri: s.uri.clone(),
-        event_filters: s.event_filters.clone(),
-        disabled_filters: s
-            .disabled_filters
-            .iter()
-            .map(|d| DisabledFilter {
-                filter: d.filter.clone(),
-                reason: d.reason.clone(),
-                message: d.message.clone(),
-                org_id: s.org_id.to_string(),
-                id: s.id.to_string(),
-            })
-            .collect(),
-        expiration_time: iso_millis(s.expires_at),
-        expires_in: (s.expires_at - now).max(0),
-        status,
-        created_date_time: iso_millis(s.created_at),
-        last_update_date_time: iso_millis(s.updated_at),
-        org_id: s.org_id.to_string(),
-    }
+    render_owned(s.clone(), now)
 }
 
 #[cfg(test)]
