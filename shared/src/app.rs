@@ -8,6 +8,8 @@ use tokio::sync::Notify;
 use crate::callback::{AddressPolicy, CallbackClient, Dns, SystemDns};
 use crate::clock::Clock;
 use crate::config::Config;
+use crate::delivery::health_cache::HealthCache;
+use crate::delivery::in_flight::InFlight;
 use crate::history::DeliveryHistory;
 use crate::store::Store;
 
@@ -20,6 +22,10 @@ pub struct App {
     pub clock: Arc<dyn Clock>,
     /// Notified when notifications are enqueued, to wake delivery workers.
     pub delivery_wake: Arc<Notify>,
+    /// Calls in flight per subscription, capped (this process).
+    pub in_flight: InFlight,
+    /// Open breakers seen lately (this process).
+    pub breakers: HealthCache,
 }
 
 impl App {
@@ -36,6 +42,8 @@ impl App {
         let policy =
             AddressPolicy::new(config.allow_private_callbacks, config.allow_http_callbacks);
         App {
+            in_flight: InFlight::new(config.max_in_flight_per_subscription),
+            breakers: HealthCache::default(),
             callbacks: CallbackClient::new(policy, dns),
             config,
             history: store.clone(),

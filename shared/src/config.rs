@@ -103,6 +103,11 @@ pub struct Config {
     pub delivery_timeout: Duration,
     /// Deliveries in flight at once per process (local workers).
     pub delivery_concurrency: usize,
+    /// Calls in flight at once to one subscription's callback, per process
+    /// (`WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION`).
+    pub max_in_flight_per_subscription: usize,
+    /// The per-subscription circuit breaker (`WEBHOOKS_BREAKER_*`).
+    pub breaker: crate::delivery::breaker::BreakerRule,
     pub default_lifetime: Duration,
     pub max_lifetime: Duration,
     pub max_subscriptions_per_org: usize,
@@ -214,8 +219,48 @@ impl Config {
                     message: format!("expected an integer from 1 to 4096, got '{v}'"),
                 })?,
         };
+        let count_var = |var: &'static str, default: usize, max: usize| match get(var) {
+            None => Ok(default),
+            Some(v) => v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=max).contains(n))
+                .ok_or(ConfigError {
+                    var,
+                    message: format!("expected an integer from 1 to {max}, got '{v}'"),
+                }),
+        };
+        // A hung callback holds this many slots for the delivery timeout;
+        // one healthy subscription delivers at up to cap ÷ callback latency
+        // (BENCHMARKS.md, "Tenant isolation").
+        let max_in_flight_per_subscription =
+            count_var("WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION", 32, 4096)?;
+        let breaker_defaults = crate::delivery::breaker::BreakerRule::default();
+        let breaker = crate::delivery::breaker::BreakerRule {
+            failures: count_var(
+                "WEBHOOKS_BREAKER_FAILURES",
+                breaker_defaults.failures as usize,
+                1000,
+            )? as u32,
+            window: duration_var("WEBHOOKS_BREAKER_WINDOW", breaker_defaults.window)?,
+            cooldown: duration_var("WEBHOOKS_BREAKER_COOLDOWN", breaker_defaults.cooldown)?,
+            max_cooldown: duration_var(
+                "WEBHOOKS_BREAKER_MAX_COOLDOWN",
+                breaker_defaults.max_cooldown,
+            )?,
+        };
+        if breaker.cooldown.is_zero() || breaker.max_cooldown < breaker.cooldown {
+            return Err(ConfigError {
+                var: "WEBHOOKS_BREAKER_MAX_COOLDOWN",
+                message: "must be at least WEBHOOKS_BREAKER_COOLDOWN, which must be longer than 0"
+                    .into(),
+            });
+        }
         let config = Config {
             delivery_concurrency,
+            max_in_flight_per_subscription,
+            breaker,
             api_keys: get("WEBHOOKS_API_KEYS")
                 .map(|v| {
                     v.split(',')

@@ -222,6 +222,8 @@ pub async fn resend_notification(
             body: detail.payload,
             created_at: detail.summary.created_at,
             trigger: Trigger::Manual,
+            attempts: 0,
+            not_before: None,
         },
         status: detail.summary.status,
         attempts: detail.summary.attempts,

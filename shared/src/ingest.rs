@@ -314,6 +314,8 @@ pub async fn ingest(app: &App, outbox: &dyn Outbox, event: Event) -> Result<Inge
                 body: serde_json::to_string(&notification).expect("notification serialises"),
                 created_at: now,
                 trigger: Trigger::Scheduled,
+                attempts: 0,
+                not_before: None,
             }
         })
         .collect();

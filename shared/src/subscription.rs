@@ -330,6 +330,7 @@ mod tests {
             secret: "whsec_x".into(),
             previous_secrets: vec![],
             failing_since: None,
+            health: Default::default(),
         };
         for now in [0, 5_000] {
             assert_eq!(render_owned(s.clone(), now), render(&s, now));

@@ -88,12 +88,16 @@ async fn enqueue(w: &World, subscription_id: &SubscriptionId) {
         body: "{}".into(),
         created_at: 0,
         trigger: Default::default(),
+        attempts: 0,
+        not_before: None,
     };
     w.db.enqueue(vec![job]).await.unwrap();
 }
 
 async fn due(w: &World) -> Vec<Lease> {
-    w.db.receive(10, Duration::from_secs(30)).await.unwrap()
+    w.db.receive(10, 100, Duration::from_secs(30))
+        .await
+        .unwrap()
 }
 
 #[tokio::test]

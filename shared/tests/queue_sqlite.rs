@@ -73,7 +73,7 @@ async fn dead_letters_are_kept_and_leases_released_on_restart() {
         .await
         .unwrap();
     let leases = store
-        .receive(10, std::time::Duration::from_secs(3600))
+        .receive(10, 100, std::time::Duration::from_secs(3600))
         .await
         .unwrap();
     store.dead_letter(&leases[0], "gave up").await.unwrap();
@@ -83,13 +83,13 @@ async fn dead_letters_are_kept_and_leases_released_on_restart() {
     // A new process on the same file: the job leased by the dead one is due again.
     let reopened = SqliteDb::open(&dir.path().join("queue.db")).unwrap();
     assert!(reopened
-        .receive(10, std::time::Duration::from_secs(60))
+        .receive(10, 100, std::time::Duration::from_secs(60))
         .await
         .unwrap()
         .is_empty());
     assert_eq!(reopened.release_leases().await.unwrap(), 1);
     let again = reopened
-        .receive(10, std::time::Duration::from_secs(60))
+        .receive(10, 100, std::time::Duration::from_secs(60))
         .await
         .unwrap();
     assert_eq!((again.len(), again[0].attempt), (1, 2));

@@ -55,7 +55,7 @@ async fn dead_letters_land_on_the_dlq_with_their_reason() {
         .await
         .unwrap();
     let leases = queue
-        .receive(10, std::time::Duration::from_secs(30))
+        .receive(10, 100, std::time::Duration::from_secs(30))
         .await
         .unwrap();
     queue

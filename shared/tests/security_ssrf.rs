@@ -431,9 +431,15 @@ mod isolated {
             body: r#"{"uuid":"u","timestamp":1,"event":"e","subscriptionId":"s"}"#.into(),
             created_at: 1,
             trigger: Default::default(),
+            attempts: 0,
+            not_before: None,
         };
         t.store.enqueue(vec![job.clone()]).await.unwrap();
-        let leases = t.store.receive(100, Duration::from_secs(60)).await.unwrap();
+        let leases = t
+            .store
+            .receive(100, 100, Duration::from_secs(60))
+            .await
+            .unwrap();
         leases
             .into_iter()
             .find(|l| l.job.id == job.id)

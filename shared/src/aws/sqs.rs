@@ -1,6 +1,14 @@
 //! The delivery queue on SQS: `SendMessageBatch` to enqueue, visibility
-//! timeouts as leases (`ChangeMessageVisibility` schedules a retry), an
-//! explicit dead-letter queue for notifications that are given up on.
+//! timeouts as leases, an explicit dead-letter queue for notifications that
+//! are given up on.
+//!
+//! A retry or a deferral is not held in flight for its wait: the job is sent
+//! again with a delay (`DelaySeconds`, at most 15 minutes; a longer wait
+//! carries `notBefore` and goes in hops) and the received message is
+//! deleted, so the messages in flight are only those being worked on. The
+//! job carries the attempts made so far (`attempts`). Every message has
+//! `MessageGroupId` = the subscription id, so an SQS fair queue keeps one
+//! noisy subscription from delaying the others.
 //!
 //! Two ways to consume, one [`DeliveryQueue`] each, both settled by the same
 //! `delivery::deliver`:
@@ -22,6 +30,8 @@ use crate::queue::{DeliveryJob, DeliveryQueue, Lease, QueueError};
 
 /// SQS's longest visibility timeout (12 hours).
 const MAX_VISIBILITY: Duration = Duration::from_secs(43_200);
+/// SQS's longest delay of one message (15 minutes).
+const MAX_DELAY: Duration = Duration::from_secs(900);
 
 #[derive(Clone)]
 pub struct SqsQueue {
@@ -114,11 +124,75 @@ impl SqsQueue {
     ) -> Result<Lease, QueueError> {
         let job: DeliveryJob =
             serde_json::from_str(body).map_err(|e| err(format!("not a delivery job: {e}")))?;
+        // A message received again after its lease ran out (a crash) counts
+        // as another attempt, as before retries were new messages.
+        let received = receive_count.and_then(|c| c.parse().ok()).unwrap_or(1u32);
         Ok(Lease {
+            attempt: job.attempts.saturating_add(received.max(1)),
             job,
-            attempt: receive_count.and_then(|c| c.parse().ok()).unwrap_or(1),
             receipt: receipt.to_owned(),
         })
+    }
+
+    /// A batch entry for `job`, in its subscription's message group, due
+    /// after `delay`.
+    fn entry(
+        id: usize,
+        job: &DeliveryJob,
+        delay: Duration,
+    ) -> Result<SendMessageBatchRequestEntry, QueueError> {
+        SendMessageBatchRequestEntry::builder()
+            .id(id.to_string())
+            .message_body(serde_json::to_string(job).expect("job serialises"))
+            .message_group_id(job.subscription_id.as_str())
+            .delay_seconds(delay.min(MAX_DELAY).as_secs_f64().ceil() as i32)
+            .build()
+            .map_err(err)
+    }
+
+    /// The job of `lease` sent again, due after `delay`, with `attempts`
+    /// made: a wait past [`MAX_DELAY`] carries `notBefore` and hops.
+    async fn send_again(
+        &self,
+        lease: &Lease,
+        attempts: u32,
+        delay: Duration,
+    ) -> Result<(), QueueError> {
+        let mut job = lease.job.clone();
+        job.attempts = attempts;
+        job.not_before = (delay > MAX_DELAY).then(|| {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(crate::clock::millis)
+                .unwrap_or(0);
+            now + crate::clock::millis(delay)
+        });
+        self.send_batch(&[Self::entry(0, &job, delay)?]).await
+    }
+
+    async fn send_batch(&self, entries: &[SendMessageBatchRequestEntry]) -> Result<(), QueueError> {
+        let out = self
+            .client
+            .send_message_batch()
+            .queue_url(&self.queue_url)
+            .set_entries(Some(entries.to_vec()))
+            .send()
+            .await
+            .map_err(sdk_err)?;
+        if let Some(failed) = out.failed().first() {
+            // SQS's own fault (not the sender's) is worth retrying later.
+            let fail = match failed.sender_fault() {
+                true => err,
+                false => QueueError::unavailable,
+            };
+            return Err(fail(format!(
+                "SendMessageBatch refused {} of {} messages: {}",
+                out.failed().len(),
+                entries.len(),
+                failed.message().unwrap_or(failed.code())
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -129,40 +203,21 @@ impl DeliveryQueue for SqsQueue {
             let entries = chunk
                 .iter()
                 .enumerate()
-                .map(|(i, job)| {
-                    SendMessageBatchRequestEntry::builder()
-                        .id(i.to_string())
-                        .message_body(serde_json::to_string(job).expect("job serialises"))
-                        .build()
-                        .map_err(err)
-                })
+                .map(|(i, job)| Self::entry(i, job, Duration::ZERO))
                 .collect::<Result<Vec<_>, _>>()?;
-            let out = self
-                .client
-                .send_message_batch()
-                .queue_url(&self.queue_url)
-                .set_entries(Some(entries))
-                .send()
-                .await
-                .map_err(sdk_err)?;
-            if let Some(failed) = out.failed().first() {
-                // SQS's own fault (not the sender's) is worth retrying later.
-                let fail = match failed.sender_fault() {
-                    true => err,
-                    false => QueueError::unavailable,
-                };
-                return Err(fail(format!(
-                    "SendMessageBatch refused {} of {} messages: {}",
-                    out.failed().len(),
-                    chunk.len(),
-                    failed.message().unwrap_or(failed.code())
-                )));
-            }
+            self.send_batch(&entries).await?;
         }
         Ok(())
     }
 
-    async fn receive(&self, max: usize, visibility: Duration) -> Result<Vec<Lease>, QueueError> {
+    /// SQS cannot tell how many messages of a subscription are in flight:
+    /// `per_subscription` is left to the pipeline's cap.
+    async fn receive(
+        &self,
+        max: usize,
+        _per_subscription: usize,
+        visibility: Duration,
+    ) -> Result<Vec<Lease>, QueueError> {
         let out = self
             .client
             .receive_message()
@@ -204,16 +259,17 @@ impl DeliveryQueue for SqsQueue {
         Ok(())
     }
 
+    /// Sent again (the attempt counted), then the received one deleted: a
+    /// crash in between sends it twice, never loses it.
     async fn retry_after(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError> {
-        self.client
-            .change_message_visibility()
-            .queue_url(&self.queue_url)
-            .receipt_handle(&lease.receipt)
-            .visibility_timeout(secs(delay))
-            .send()
-            .await
-            .map_err(sdk_err)?;
-        Ok(())
+        self.send_again(lease, lease.attempt, delay).await?;
+        self.complete(lease).await
+    }
+
+    async fn defer(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError> {
+        self.send_again(lease, lease.attempt.saturating_sub(1), delay)
+            .await?;
+        self.complete(lease).await
     }
 
     async fn dead_letter(&self, lease: &Lease, reason: &str) -> Result<(), QueueError> {
@@ -250,9 +306,8 @@ impl SqsQueue {
 }
 
 /// One batch of Lambda's SQS event source. Every record counts as failed
-/// (SQS redelivers it) until [`DeliveryQueue::complete`] or a successful
-/// [`DeliveryQueue::dead_letter`] marks it done; a retry changes the
-/// message's visibility and leaves it failed, so SQS redelivers it then.
+/// (SQS redelivers it) until [`DeliveryQueue::complete`], or a successful
+/// retry, deferral or dead letter (each a message sent first) marks it done.
 pub struct SqsEventBatch {
     queue: SqsQueue,
     done: Mutex<HashSet<String>>,
@@ -288,7 +343,12 @@ impl DeliveryQueue for SqsEventBatch {
         self.queue.enqueue(jobs).await
     }
 
-    async fn receive(&self, _max: usize, _visibility: Duration) -> Result<Vec<Lease>, QueueError> {
+    async fn receive(
+        &self,
+        _max: usize,
+        _per_subscription: usize,
+        _visibility: Duration,
+    ) -> Result<Vec<Lease>, QueueError> {
         Err(err("an event source batch is pushed by Lambda, not polled"))
     }
 
@@ -298,7 +358,16 @@ impl DeliveryQueue for SqsEventBatch {
     }
 
     async fn retry_after(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError> {
-        self.queue.retry_after(lease, delay).await
+        self.queue.send_again(lease, lease.attempt, delay).await?;
+        self.mark_done(lease);
+        Ok(())
+    }
+
+    async fn defer(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError> {
+        let attempts = lease.attempt.saturating_sub(1);
+        self.queue.send_again(lease, attempts, delay).await?;
+        self.mark_done(lease);
+        Ok(())
     }
 
     async fn dead_letter(&self, lease: &Lease, reason: &str) -> Result<(), QueueError> {

@@ -55,6 +55,10 @@ pub enum Verdict {
     /// Not sent and never will be (subscription deleted, inactive, expired,
     /// or the callback answered 410): remove it.
     Drop(String),
+    /// Not attempted: its subscription's calls are at their cap, its
+    /// breaker is open, or it is not due yet. Due again at `at` (epoch ms),
+    /// with no attempt counted and nothing recorded.
+    Defer { at: i64, reason: String },
 }
 
 impl Verdict {
@@ -63,6 +67,7 @@ impl Verdict {
         match self {
             Verdict::Delivered => None,
             Verdict::Retry { reason, .. }
+            | Verdict::Defer { reason, .. }
             | Verdict::Dead(reason)
             | Verdict::Blacklist(reason)
             | Verdict::Drop(reason) => Some(reason),

@@ -2,8 +2,13 @@
 //! workers, the SQS poller of `webhooks-local --backend aws`, the
 //! `deliver-notifications` Lambda): [`deliver`] runs the steps
 //!
+//! 0. [`admit`]: tenant isolation. A job that is not due yet, whose
+//!    subscription has its cap of calls in flight ([`in_flight`]), or whose
+//!    circuit breaker is open ([`breaker`]) is deferred: not attempted,
+//!    nothing recorded, no attempt counted;
 //! 1. [`prepare`]: read the subscription, check it is deliverable, its key
-//!    and its callback target (the address policy);
+//!    and its callback target (the address policy), and ask its breaker
+//!    ([`gate`]: closed, or this attempt is the half-open probe);
 //! 2. post: sign and POST ([`CallbackClient::post`](crate::callback::CallbackClient::post));
 //! 3. [`record`]: the subscription's failure bookkeeping (streak, blacklist);
 //! 4. [`decide`]: a pure function from what happened to a [`Verdict`];
@@ -16,7 +21,10 @@
 //! crash or a store failure can duplicate an attempt but never lose an
 //! outcome. Runtimes only lease jobs and call [`deliver`].
 
+pub mod breaker;
 pub mod decide;
+pub mod health_cache;
+pub mod in_flight;
 pub mod outcome;
 pub mod worker;
 
@@ -40,23 +48,31 @@ pub async fn deliver(
     lease: &Lease,
 ) -> Result<Verdict, QueueError> {
     let now = app.clock.now_ms();
+    let random = u32::from_le_bytes(crate::secret::random_bytes::<4>()) as f64 / u32::MAX as f64;
+    let _slot = match admit(app, lease, now, random) {
+        Ok(slot) => slot,
+        Err(verdict) => return settled(queue, lease, verdict, now).await,
+    };
     if superseded(app, lease).await {
         let verdict = Verdict::Drop("delivered meanwhile (a resend)".into());
-        settle(queue, lease, &verdict, now).await?;
-        return Ok(verdict);
+        return settled(queue, lease, verdict, now).await;
     }
     let (attempt, made) = match prepare(app, &lease.job, now).await {
         Ok(ready) => {
+            let health = match gate(app, &ready.subscription, lease, now, random).await {
+                Ok(health) => health,
+                Err(verdict) => return settled(queue, lease, verdict, now).await,
+            };
             let posted = post(app, &ready, &lease.job, now).await;
             let made = outcome::attempt_record(&posted, outcome::trigger(lease), now);
-            (
-                record(app, &ready.subscription, &posted, now).await,
-                Some(made),
-            )
+            let signal = breaker::Signal::of(&posted);
+            let attempt = record(app, &ready.subscription, &posted, now).await;
+            let ended = app.clock.now_ms();
+            remember_health(app, &ready.subscription, health, &signal, ended).await;
+            (attempt, Some(made))
         }
         Err(not_sent) => (not_sent, None),
     };
-    let random = u32::from_le_bytes(crate::secret::random_bytes::<4>()) as f64 / u32::MAX as f64;
     let verdict = decide(
         &attempt,
         lease.attempt,
@@ -67,6 +83,136 @@ pub async fn deliver(
     remember(app, &lease.job, &attempt, made, &verdict).await?;
     settle(queue, lease, &verdict, now).await?;
     Ok(verdict)
+}
+
+async fn settled(
+    queue: &dyn DeliveryQueue,
+    lease: &Lease,
+    verdict: Verdict,
+    now: i64,
+) -> Result<Verdict, QueueError> {
+    settle(queue, lease, &verdict, now).await?;
+    Ok(verdict)
+}
+
+/// How long a job over its subscription's cap waits, before the spread: a
+/// slot frees when a call ends, at the latest after the delivery timeout.
+const CAP_WAIT_MS: i64 = 1_000;
+
+/// Step 0, before anything is read: a job that is not due yet (a wait in
+/// hops, SQS), over its subscription's cap of calls in flight, or of a
+/// subscription whose breaker this process saw open lately is deferred.
+/// Otherwise the slot it holds until the delivery is settled.
+pub fn admit(app: &App, lease: &Lease, now: i64, random: f64) -> Result<in_flight::Slot, Verdict> {
+    let job = &lease.job;
+    if let Some(due) = job.not_before.filter(|due| *due > now) {
+        return Err(Verdict::Defer {
+            at: due,
+            reason: "not due yet".into(),
+        });
+    }
+    let manual = outcome::trigger(lease) == crate::history::Trigger::Manual;
+    if let Some(at) = app
+        .breakers
+        .wait_until(&job.subscription_id, now, random, manual)
+    {
+        return Err(Verdict::Defer {
+            at,
+            reason: "the subscription's circuit breaker is open".into(),
+        });
+    }
+    let timeout = crate::clock::millis(app.config.delivery_timeout);
+    app.in_flight
+        .try_acquire(&job.subscription_id)
+        .ok_or_else(|| Verdict::Defer {
+            // Spread over up to a delivery timeout so that the jobs over the
+            // cap come back a few at a time, not together.
+            at: now + CAP_WAIT_MS + (timeout as f64 * random) as i64,
+            reason: format!(
+                "{} calls in flight to this subscription (WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION)",
+                app.in_flight.cap()
+            ),
+        })
+}
+
+/// Step 1's question to the subscription's breaker as stored: closed lets
+/// the attempt through; open defers it; half-open lets it through if it
+/// wins the probe (compare-and-set, so one probe at a time across every
+/// worker and instance). The breaker's state the attempt goes out with.
+pub async fn gate(
+    app: &App,
+    subscription: &StoredSubscription,
+    lease: &Lease,
+    now: i64,
+    random: f64,
+) -> Result<breaker::Health, Verdict> {
+    let health = &subscription.health;
+    app.breakers.remember(&subscription.id, health, now);
+    let manual = outcome::trigger(lease) == crate::history::Trigger::Manual;
+    let open = |at: i64| Verdict::Defer {
+        at,
+        reason: "the subscription's circuit breaker is open".into(),
+    };
+    if let Some(at) = health.wait_until(now, random, manual) {
+        return Err(open(at));
+    }
+    let probe_lease = app.config.delivery_timeout + std::time::Duration::from_secs(5);
+    let Some(probing) = health.claim_probe(now, probe_lease, manual) else {
+        return Ok(health.clone()); // closed
+    };
+    let won = app
+        .store
+        .update_health(&subscription.org_id, &subscription.id, health.rev, &probing)
+        .await;
+    match won {
+        Ok(true) => {
+            tracing::info!(subscription_id = %subscription.id, org_id = %subscription.org_id, "circuit breaker half-open: probing");
+            app.breakers.remember(&subscription.id, &probing, now);
+            Ok(probing)
+        }
+        // Another worker probes (or the store cannot tell): wait for it.
+        _ => Err(open(
+            now + crate::clock::millis(probe_lease) / 2 + (1000.0 * random) as i64,
+        )),
+    }
+}
+
+/// After an attempt: the breaker's new state, written compare-and-set
+/// (re-read and applied again when another worker wrote first). A store
+/// that cannot be written loses a count, never a notification.
+async fn remember_health(
+    app: &App,
+    subscription: &StoredSubscription,
+    mut current: breaker::Health,
+    signal: &breaker::Signal,
+    now: i64,
+) {
+    for _ in 0..4 {
+        let Some(next) = current.after(signal, &app.config.breaker, now) else {
+            return;
+        };
+        let (org, id) = (&subscription.org_id, &subscription.id);
+        match app.store.update_health(org, id, current.rev, &next).await {
+            Ok(true) => {
+                let (was, is) = (current.state(now), next.state(now));
+                if was.as_str() != is.as_str() {
+                    tracing::warn!(subscription_id = %id, org_id = %org, from = was.as_str(), to = is.as_str(),
+                        failures = next.failures, last_failure = next.last_failure.as_deref().unwrap_or(""),
+                        "circuit breaker changed");
+                }
+                app.breakers.remember(id, &next, now);
+                return;
+            }
+            Ok(false) => match app.store.get_subscription(org, id).await {
+                Ok(Some(fresh)) => current = fresh.health,
+                _ => return,
+            },
+            Err(e) => {
+                tracing::warn!(subscription_id = %id, error = %e, "cannot record the circuit breaker's state");
+                return;
+            }
+        }
+    }
 }
 
 /// A scheduled retry of a notification that a resend delivered meanwhile
@@ -272,6 +418,11 @@ pub async fn settle(
             let delay = Duration::from_millis(u64::try_from(at - now).unwrap_or(0));
             tracing::info!(notification = %job.id, subscription_id = %job.subscription_id, org_id = %job.org_id, attempt = lease.attempt, delay_ms = delay.as_millis() as u64, %reason, "delivery failed, will retry");
             queue.retry_after(lease, delay).await
+        }
+        Verdict::Defer { at, reason } => {
+            let delay = Duration::from_millis(u64::try_from(at - now).unwrap_or(0));
+            tracing::debug!(notification = %job.id, subscription_id = %job.subscription_id, delay_ms = delay.as_millis() as u64, %reason, "deferred");
+            queue.defer(lease, delay).await
         }
         Verdict::Dead(reason) | Verdict::Blacklist(reason) => {
             tracing::warn!(notification = %job.id, subscription_id = %job.subscription_id, org_id = %job.org_id, attempt = lease.attempt, %reason, "notification dead-lettered");

@@ -27,7 +27,8 @@ pub async fn run_workers(
     tokio::pin!(shutdown);
     loop {
         let free = permits.available_permits().clamp(1, 256);
-        let leases = match queue.receive(free, visibility).await {
+        let per_subscription = app.in_flight.cap();
+        let leases = match queue.receive(free, per_subscription, visibility).await {
             Ok(l) => l,
             Err(e) => {
                 tracing::error!(error = %e, "cannot read the delivery queue");

@@ -33,6 +33,18 @@ pub struct DeliveryJob {
     /// MANUAL for a resend or recover: its first attempt is recorded so.
     #[serde(default, skip_serializing_if = "Trigger::is_scheduled")]
     pub trigger: Trigger,
+    /// Attempts made before this message was sent (a queue that carries
+    /// a retry as a new message, SQS; 0 elsewhere).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub attempts: u32,
+    /// Not to be attempted before this time (epoch ms): a wait longer than
+    /// the queue can delay one message (SQS: 15 minutes) goes in hops.
+    #[serde(rename = "notBefore", default, skip_serializing_if = "Option::is_none")]
+    pub not_before: Option<i64>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Who asked for an attempt: the retry schedule, or a person (resend, recover).
@@ -103,12 +115,24 @@ impl QueueError {
 #[async_trait]
 pub trait DeliveryQueue: Send + Sync {
     async fn enqueue(&self, jobs: Vec<DeliveryJob>) -> Result<(), QueueError>;
-    /// Leases up to `max` due jobs for `visibility`.
-    async fn receive(&self, max: usize, visibility: Duration) -> Result<Vec<Lease>, QueueError>;
+    /// Leases up to `max` due jobs for `visibility`, fairly across
+    /// subscriptions and at most `per_subscription` leases held at once for
+    /// one subscription, where the adapter can tell (SQLite); where it
+    /// cannot (SQS), the pipeline defers what is over the cap.
+    async fn receive(
+        &self,
+        max: usize,
+        per_subscription: usize,
+        visibility: Duration,
+    ) -> Result<Vec<Lease>, QueueError>;
     /// Delivered (or dropped for good): remove it.
     async fn complete(&self, lease: &Lease) -> Result<(), QueueError>;
-    /// Make it due again after `delay`.
+    /// The attempt failed: make it due again after `delay` (its next
+    /// lease is the next attempt).
     async fn retry_after(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError>;
+    /// Not attempted: make it due again after `delay`, with no attempt
+    /// counted (its next lease has the same attempt number).
+    async fn defer(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError>;
     /// Give up: move it to the dead letters with the reason.
     async fn dead_letter(&self, lease: &Lease, reason: &str) -> Result<(), QueueError>;
 }

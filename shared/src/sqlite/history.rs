@@ -299,6 +299,8 @@ impl DeliveryHistory for SqliteDb {
                             body: r.get(3)?,
                             created_at: r.get(4)?,
                             trigger: Trigger::Manual,
+                            attempts: 0,
+                            not_before: None,
                         },
                         status: NotificationStatus::parse(&status)
                             .unwrap_or(NotificationStatus::Pending),

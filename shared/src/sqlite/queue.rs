@@ -48,7 +48,7 @@ pub(super) fn insert_jobs(
             "INSERT INTO notifications (id, org_id, subscription_id, event_id, event, created_at, \
                                         status, next_attempt_at, body, due_at, manual) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'PENDING', ?7, ?8, ?7, ?9) \
-             ON CONFLICT (id) DO UPDATE SET due_at = excluded.due_at, lease = 0, leased = 0, manual = 1 \
+             ON CONFLICT (id) DO UPDATE SET due_at = excluded.due_at, lease = 0, leased = 0, deferrals = 0, manual = 1 \
              WHERE excluded.manual = 1",
         )
         .map_err(backend)?;
@@ -102,23 +102,41 @@ impl DeliveryQueue for SqliteDb {
         .map_err(queue_err)
     }
 
-    async fn receive(&self, max: usize, visibility: Duration) -> Result<Vec<Lease>, QueueError> {
+    async fn receive(
+        &self,
+        max: usize,
+        per_subscription: usize,
+        visibility: Duration,
+    ) -> Result<Vec<Lease>, QueueError> {
         let now = self.now_ms();
         self.with(move |conn| {
+            // Fair: the oldest due job of every subscription first, then the
+            // second of each, and so on; a subscription gets at most
+            // `per_subscription` leases held at once (those it holds count),
+            // so the jobs of a hung callback wait untouched, unleased.
             // `LIMIT CAST(?3 …)`, not `LIMIT ?3`: SQLite plans with a bare
             // LIMIT parameter's value, so every new binding re-prepared the
             // statement (a quarter of the writer's time under load).
             let mut stmt = conn
                 .prepare_cached(
                     "UPDATE notifications SET lease = lease + 1, due_at = ?1 + ?2, leased = 1 \
-                     WHERE rowid IN (SELECT rowid FROM notifications WHERE due_at <= ?1 ORDER BY due_at \
-                                     LIMIT CAST(?3 AS INTEGER)) \
-                     RETURNING id, org_id, subscription_id, body, lease, created_at, manual",
+                     WHERE rowid IN ( \
+                       WITH held AS (SELECT subscription_id, count(*) AS n FROM notifications \
+                                     WHERE leased = 1 AND due_at > ?1 GROUP BY subscription_id), \
+                            due AS (SELECT rowid AS r, subscription_id, due_at, \
+                                           row_number() OVER (PARTITION BY subscription_id ORDER BY due_at) AS rank \
+                                    FROM notifications WHERE due_at <= ?1) \
+                       SELECT r FROM due LEFT JOIN held USING (subscription_id) \
+                       WHERE rank + coalesce(held.n, 0) <= ?4 \
+                       ORDER BY rank, due_at LIMIT CAST(?3 AS INTEGER)) \
+                     RETURNING id, org_id, subscription_id, body, lease, created_at, manual, deferrals",
                 )
                 .map_err(backend)?;
             let rows = stmt
-                .query_map(params![now, millis(visibility), max as i64], |r| {
-                    let attempt: u32 = r.get(4)?;
+                .query_map(params![now, millis(visibility), max as i64, per_subscription as i64], |r| {
+                    let lease: u32 = r.get(4)?;
+                    let deferrals: u32 = r.get(7)?;
+                    let attempt = lease.saturating_sub(deferrals).max(1);
                     Ok(Lease {
                         job: DeliveryJob {
                             id: r.get(0)?,
@@ -127,9 +145,11 @@ impl DeliveryQueue for SqliteDb {
                             body: r.get(3)?,
                             created_at: r.get(5)?,
                             trigger: if r.get::<_, i64>(6)? == 1 { Trigger::Manual } else { Trigger::Scheduled },
+                            attempts: 0,
+                            not_before: None,
                         },
                         attempt,
-                        receipt: attempt.to_string(),
+                        receipt: lease.to_string(),
                     })
                 })
                 .map_err(backend)?;
@@ -174,6 +194,22 @@ impl DeliveryQueue for SqliteDb {
         self.with(move |conn| {
             conn.prepare_cached(
                 "UPDATE notifications SET due_at = ?3, leased = 0 WHERE id = ?1 AND lease = ?2",
+            )
+            .and_then(|mut s| s.execute(params![id, receipt, due]))
+            .map_err(backend)?;
+            Ok(())
+        })
+        .await
+        .map_err(queue_err)
+    }
+
+    async fn defer(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError> {
+        let (id, receipt) = (lease.job.id.clone(), lease.receipt.clone());
+        let due = self.now_ms() + millis(delay);
+        self.with(move |conn| {
+            conn.prepare_cached(
+                "UPDATE notifications SET due_at = ?3, leased = 0, deferrals = deferrals + 1 \
+                 WHERE id = ?1 AND lease = ?2",
             )
             .and_then(|mut s| s.execute(params![id, receipt, due]))
             .map_err(backend)?;

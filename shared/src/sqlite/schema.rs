@@ -139,6 +139,17 @@ CREATE TRIGGER subscription_uncounted AFTER DELETE ON subscriptions BEGIN
     UPDATE subscription_counts SET n = n - 1 WHERE org_id = old.org_id;
 END;
 "#,
+    r#"
+-- Tenant isolation. Each subscription's circuit breaker (delivery/breaker.rs,
+-- JSON) and its compare-and-set revision.
+ALTER TABLE subscriptions ADD COLUMN health TEXT;
+ALTER TABLE subscriptions ADD COLUMN health_rev INTEGER NOT NULL DEFAULT 0;
+-- Leases that were deferred (cap, open breaker) rather than attempted: the
+-- attempt number is lease - deferrals.
+ALTER TABLE notifications ADD COLUMN deferrals INTEGER NOT NULL DEFAULT 0;
+-- Leases held per subscription, for the cap-aware fair lease.
+CREATE INDEX notifications_leased ON notifications (subscription_id) WHERE leased = 1;
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension, Row, TransactionBehavior};
 
 use super::{backend, SqliteDb};
+use crate::delivery::breaker::Health;
 use crate::ids::{OrgId, SubscriptionId};
 use crate::model::{Message, Page, SubscriptionStatus};
 use crate::page::PageRequest;
@@ -13,7 +14,7 @@ use crate::store::{
 };
 
 const COLUMNS: &str =
-    "id, org_id, uri, event_filters, disabled_filters, expires_at, status, created_at, updated_at, secret, failing_since, previous_secrets";
+    "id, org_id, uri, event_filters, disabled_filters, expires_at, status, created_at, updated_at, secret, failing_since, previous_secrets, health, health_rev";
 
 /// The largest page read on the calling thread.
 const INLINE_PAGE: u64 = 100;
@@ -41,6 +42,14 @@ fn row_to_subscription(row: &Row<'_>) -> rusqlite::Result<StoredSubscription> {
         failing_since: row.get(10)?,
         previous_secrets: serde_json::from_str::<Vec<PreviousSecret>>(&previous)
             .map_err(|e| json_err(11, e))?,
+        // The column is the revision: a re-post clears the JSON and bumps it.
+        health: Health {
+            rev: row.get::<_, i64>(13)? as u64,
+            ..match row.get::<_, Option<String>>(12)? {
+                Some(health) => serde_json::from_str(&health).map_err(|e| json_err(12, e))?,
+                None => Health::default(),
+            }
+        },
     })
 }
 
@@ -69,7 +78,8 @@ impl Store for SqliteDb {
                 Some(id) => {
                     tx.execute(
                         "UPDATE subscriptions SET event_filters = ?2, disabled_filters = ?3, \
-                         expires_at = ?4, status = 'ACTIVE', updated_at = ?5, failing_since = NULL WHERE id = ?1",
+                         expires_at = ?4, status = 'ACTIVE', updated_at = ?5, failing_since = NULL, \
+                         health = NULL, health_rev = health_rev + 1 WHERE id = ?1",
                         params![id, filters, disabled, u.expires_at, u.now],
                     )
                     .map_err(backend)?;
@@ -226,6 +236,29 @@ impl Store for SqliteDb {
                 .optional()
                 .map_err(backend)?;
             Ok(status.and_then(|s| SubscriptionStatus::parse(&s)))
+        })
+        .await
+    }
+
+    async fn update_health(
+        &self,
+        org_id: &OrgId,
+        id: &SubscriptionId,
+        expected_rev: u64,
+        new: &Health,
+    ) -> Result<bool, StoreError> {
+        let (org_id, id) = (org_id.to_owned(), id.to_owned());
+        let json = serde_json::to_string(new).map_err(backend)?;
+        let (expected, rev) = (expected_rev as i64, new.rev as i64);
+        self.with(move |conn| {
+            let changed = conn
+                .prepare_cached(
+                    "UPDATE subscriptions SET health = ?3, health_rev = ?5 \
+                     WHERE id = ?1 AND org_id = ?2 AND health_rev = ?4",
+                )
+                .and_then(|mut s| s.execute(params![id, org_id, json, expected, rev]))
+                .map_err(backend)?;
+            Ok(changed == 1)
         })
         .await
     }

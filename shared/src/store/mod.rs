@@ -8,6 +8,7 @@ pub mod order;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use crate::delivery::breaker::Health;
 use crate::ids::{OrgId, SubscriptionId};
 use crate::model::{Message, Page, SubscriptionStatus};
 use crate::page::PageRequest;
@@ -34,6 +35,9 @@ pub struct StoredSubscription {
     pub previous_secrets: Vec<PreviousSecret>,
     /// Start of the current run of failed deliveries (epoch ms), if any.
     pub failing_since: Option<i64>,
+    /// Its circuit breaker ([`crate::delivery::breaker`]); cleared when the
+    /// subscription is re-posted.
+    pub health: Health,
 }
 
 impl StoredSubscription {
@@ -223,6 +227,18 @@ pub trait Store: Send + Sync {
         id: &SubscriptionId,
         record: DeliveryRecord,
     ) -> Result<Option<SubscriptionStatus>, StoreError>;
+
+    /// Replaces the subscription's [`Health`] with `new` if it is still at
+    /// revision `expected_rev` (compare-and-set, so every worker and
+    /// instance shares one breaker); false when it changed meanwhile or the
+    /// subscription is gone. Nothing else of the subscription changes.
+    async fn update_health(
+        &self,
+        org_id: &OrgId,
+        id: &SubscriptionId,
+        expected_rev: u64,
+        new: &Health,
+    ) -> Result<bool, StoreError>;
 
     /// Rotates the signing secret atomically ([`SecretRotation::apply`]),
     /// also setting `updated_at`; None if the organization has no such

@@ -64,6 +64,8 @@ fn job(f: &Fixture, n: i64) -> DeliveryJob {
         ),
         created_at: T0 + n,
         trigger: Trigger::Scheduled,
+        attempts: 0,
+        not_before: None,
     }
 }
 

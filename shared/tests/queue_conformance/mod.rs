@@ -41,6 +41,8 @@ pub fn job(n: usize) -> DeliveryJob {
         body: format!(r#"{{"n":{n},"text":"héllo"}}"#),
         created_at: 1_700_000_000_000 + n as i64,
         trigger: Default::default(),
+        attempts: 0,
+        not_before: None,
     }
 }
 
@@ -54,7 +56,7 @@ async fn receive_n(
     let start = std::time::Instant::now();
     let mut out = Vec::new();
     while out.len() < n && start.elapsed() < limit {
-        out.extend(queue.receive(10, visibility).await.unwrap());
+        out.extend(queue.receive(10, 100, visibility).await.unwrap());
         if out.len() < n {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -74,13 +76,13 @@ pub async fn received_jobs_are_leased_until_completed(queue: Arc<dyn DeliveryQue
     let l1 = leases.iter().find(|l| l.job.id == job(1).id).unwrap();
     assert_eq!(l1.job, job(1), "the job comes back byte for byte");
     assert!(
-        queue.receive(10, LONG).await.unwrap().is_empty(),
+        queue.receive(10, 100, LONG).await.unwrap().is_empty(),
         "leased jobs are invisible"
     );
     for l in &leases {
         queue.complete(l).await.unwrap();
     }
-    assert!(queue.receive(10, LONG).await.unwrap().is_empty());
+    assert!(queue.receive(10, 100, LONG).await.unwrap().is_empty());
 }
 
 pub async fn an_expired_lease_makes_the_job_visible_again(queue: Arc<dyn DeliveryQueue>) {
@@ -109,7 +111,7 @@ pub async fn retry_after_delays_the_next_attempt(queue: Arc<dyn DeliveryQueue>) 
         .await
         .unwrap();
     assert!(
-        queue.receive(10, LONG).await.unwrap().is_empty(),
+        queue.receive(10, 100, LONG).await.unwrap().is_empty(),
         "not due yet"
     );
     let again = receive_n(queue.as_ref(), 1, LONG, Duration::from_secs(10)).await;
@@ -130,7 +132,7 @@ pub async fn dead_lettered_jobs_leave_the_queue(queue: Arc<dyn DeliveryQueue>) {
     queue.dead_letter(&first[0], "gave up").await.unwrap();
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(
-        queue.receive(10, LONG).await.unwrap().is_empty(),
+        queue.receive(10, 100, LONG).await.unwrap().is_empty(),
         "a dead letter never comes back"
     );
 }

@@ -6,6 +6,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::keys::{filter_pk, key, org_pk, sub_sk};
 use super::Item;
+use crate::delivery::breaker::Health;
 use crate::model::SubscriptionStatus;
 use crate::store::{DisabledEntry, PreviousSecret, StoreError, StoredSubscription};
 
@@ -82,7 +83,34 @@ pub(super) fn subscription_item(sub: &StoredSubscription, version: u64) -> Item 
     let mut item = subscription_attributes(sub);
     item.extend(key(org_pk(&sub.org_id), sub_sk(&sub.id)));
     item.insert("version".into(), n(version as i64));
+    // The breaker lives on the subscription item only: deliveries read it,
+    // the fan-out's index copies need not.
+    item.insert(HEALTH_REV.into(), n(sub.health.rev as i64));
+    if !sub.health.is_clear() {
+        item.insert(HEALTH.into(), s(health_json(&sub.health)));
+    }
     item
+}
+
+/// The breaker's state, as JSON ([`Health`]), and its revision.
+pub(super) const HEALTH: &str = "health";
+pub(super) const HEALTH_REV: &str = "healthRev";
+
+pub(super) fn health_json(health: &Health) -> String {
+    serde_json::to_string(health).expect("health serialises")
+}
+
+fn parse_health(item: &Item) -> Result<Health, StoreError> {
+    let stored = match item.get(HEALTH) {
+        None => Health::default(),
+        Some(AttributeValue::S(json)) => serde_json::from_str(json).map_err(|_| corrupt(HEALTH))?,
+        Some(_) => return Err(corrupt(HEALTH)),
+    };
+    let rev = match item.contains_key(HEALTH_REV) {
+        true => number(item, HEALTH_REV)? as u64,
+        false => 0,
+    };
+    Ok(Health { rev, ..stored })
 }
 
 pub(super) fn index_item(sub: &StoredSubscription, filter: &str) -> Item {
@@ -124,6 +152,7 @@ pub(super) fn parse_subscription(item: &Item) -> Result<StoredSubscription, Stor
             .contains_key("failingSince")
             .then(|| number(item, "failingSince"))
             .transpose()?,
+        health: parse_health(item)?,
     })
 }
 
@@ -215,6 +244,7 @@ mod tests {
                 expires_at: 9,
             }],
             failing_since: Some(3),
+            health: Default::default(),
         };
         let item = subscription_item(&sub, 7);
         assert_eq!(parse_subscription(&item).unwrap(), sub);

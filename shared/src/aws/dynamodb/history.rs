@@ -357,6 +357,8 @@ impl DeliveryHistory for DynamoStore {
                         body: body.clone(),
                         created_at: number(item, "createdAt")?,
                         trigger: Trigger::Manual,
+                        attempts: 0,
+                        not_before: None,
                         id,
                     },
                     status: status_of(item)?,

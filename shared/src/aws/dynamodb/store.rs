@@ -6,10 +6,11 @@ use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
 use super::backoff::Backoff;
 use super::change::Planned;
-use super::codec::{n, parse_subscription, previous_secrets, s};
+use super::codec::{health_json, n, parse_subscription, previous_secrets, s, HEALTH, HEALTH_REV};
 use super::keys::{created_sk, filter_pk, key, org_pk, sub_sk, uri_sk, COUNTER_SK};
 use super::write::{delete, distinct, Attempt, Condition, Transaction};
 use super::{backend_build, DynamoStore};
+use crate::delivery::breaker::Health;
 use crate::ids::{OrgId, SubscriptionId};
 use crate::model::{Message, Page, SubscriptionStatus};
 use crate::page::PageRequest;
@@ -128,6 +129,46 @@ impl Store for DynamoStore {
             ))
         })
         .await
+    }
+
+    async fn update_health(
+        &self,
+        org_id: &OrgId,
+        id: &SubscriptionId,
+        expected_rev: u64,
+        new: &Health,
+    ) -> Result<bool, StoreError> {
+        // The subscription item only, one write unit, no transaction: the
+        // index copies do not carry the breaker.
+        let condition = match expected_rev {
+            0 => "attribute_exists(pk) AND (attribute_not_exists(#r) OR #r = :old)",
+            _ => "attribute_exists(pk) AND #r = :old",
+        };
+        let result = self
+            .client()
+            .update_item()
+            .table_name(&self.tables().subscriptions)
+            .key("pk", s(org_pk(org_id)))
+            .key("sk", s(sub_sk(id)))
+            .update_expression("SET #h = :h, #r = :new")
+            .condition_expression(condition)
+            .expression_attribute_names("#h", HEALTH)
+            .expression_attribute_names("#r", HEALTH_REV)
+            .expression_attribute_values(":h", s(health_json(new)))
+            .expression_attribute_values(":new", n(new.rev as i64))
+            .expression_attribute_values(":old", n(expected_rev as i64))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(super::backend(e)),
+        }
     }
 
     async fn rotate_secret(

@@ -83,6 +83,7 @@ impl DynamoStore {
             secret: u.new_secret.clone(),
             previous_secrets: Vec::new(),
             failing_since: None,
+            health: Default::default(),
         };
         let table = &self.tables.subscriptions;
         let mut guard = key(org_pk(&u.org_id), uri_sk(&u.uri));
@@ -164,6 +165,11 @@ impl DynamoStore {
             status: SubscriptionStatus::Active,
             updated_at: u.now,
             failing_since: None,
+            // Re-posting (after a successful handshake) closes the breaker.
+            health: crate::delivery::breaker::Health {
+                rev: current.health.rev + 1,
+                ..Default::default()
+            },
             ..current.clone()
         };
         let table = &self.tables.subscriptions;

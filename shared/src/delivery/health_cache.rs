@@ -1,0 +1,117 @@
+//! The breakers this process has seen open, kept briefly, so that the jobs
+//! of a subscription whose breaker is open are deferred without reading the
+//! subscription again for each one (on DynamoDB, a read unit per job).
+//! Trusted for [`TRUST`] at most: a breaker closed elsewhere (another
+//! instance's probe, a re-posted subscription) is seen within that time.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use super::breaker::Health;
+use crate::ids::SubscriptionId;
+
+/// How long a remembered state is trusted, ms.
+pub const TRUST: i64 = 5_000;
+
+/// Past this many remembered breakers, the stale ones are forgotten.
+const MAX_ENTRIES: usize = 10_000;
+
+#[derive(Debug, Default)]
+pub struct HealthCache {
+    entries: Mutex<HashMap<SubscriptionId, (Health, i64)>>,
+}
+
+impl HealthCache {
+    /// Remembers the state read or written at `now`; a clear one is
+    /// forgotten (only unhealthy subscriptions take memory).
+    pub fn remember(&self, subscription: &SubscriptionId, health: &Health, now: i64) {
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        if health.is_clear() {
+            entries.remove(subscription);
+            return;
+        }
+        if let Some((known, _)) = entries.get(subscription) {
+            if known.rev > health.rev {
+                return; // an older read must not replace a newer write
+            }
+        }
+        if entries.len() >= MAX_ENTRIES {
+            entries.retain(|_, (_, at)| now - *at < TRUST);
+        }
+        entries.insert(subscription.clone(), (health.clone(), now));
+    }
+
+    /// Until when a job of `subscription` waits, if a state remembered less
+    /// than [`TRUST`] ago says so ([`Health::wait_until`]).
+    pub fn wait_until(
+        &self,
+        subscription: &SubscriptionId,
+        now: i64,
+        random: f64,
+        manual: bool,
+    ) -> Option<i64> {
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let (health, at) = entries.get(subscription)?;
+        if now - at >= TRUST {
+            return None;
+        }
+        health.wait_until(now, random, manual)
+    }
+
+    /// How many remembered breakers are open or half-open at `now`.
+    pub fn open_count(&self, now: i64) -> usize {
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        entries
+            .values()
+            .filter(|(h, _)| {
+                h.opened_at.is_some() && h.state(now) != super::breaker::BreakerState::Closed
+            })
+            .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::delivery::breaker::{BreakerRule, Signal};
+
+    const T0: i64 = 1_800_000_000_000;
+
+    fn open() -> Health {
+        let rule = BreakerRule {
+            failures: 1,
+            ..BreakerRule::default()
+        };
+        Health::default()
+            .after(&Signal::Outage("TIMEOUT".into()), &rule, T0)
+            .unwrap()
+    }
+
+    #[test]
+    fn an_open_breaker_is_trusted_briefly_and_a_clear_one_is_forgotten() {
+        let cache = HealthCache::default();
+        let a: SubscriptionId = "a".into();
+        cache.remember(&a, &open(), T0);
+        assert_eq!(cache.wait_until(&a, T0 + 1, 0.0, false), Some(T0 + 30_000));
+        assert_eq!(cache.wait_until(&a, T0 + TRUST, 0.0, false), None);
+        assert_eq!(cache.open_count(T0 + 1), 1);
+        cache.remember(&a, &Health::default(), T0 + 2);
+        assert_eq!(cache.wait_until(&a, T0 + 3, 0.0, false), None);
+        assert_eq!(cache.open_count(T0 + 3), 0);
+    }
+
+    #[test]
+    fn an_older_read_does_not_replace_a_newer_write() {
+        let cache = HealthCache::default();
+        let a: SubscriptionId = "a".into();
+        let newer = open();
+        let older = Health {
+            rev: 0,
+            failures: 1,
+            ..Health::default()
+        };
+        cache.remember(&a, &newer, T0);
+        cache.remember(&a, &older, T0 + 1);
+        assert!(cache.wait_until(&a, T0 + 2, 0.0, false).is_some());
+    }
+}
