@@ -118,6 +118,38 @@ pub struct Subscription {
     pub last_update_date_time: String,
     #[serde(rename = "orgId")]
     pub org_id: String,
+    /// Its circuit breaker (an addition to the original interface).
+    pub health: SubscriptionHealth,
+}
+
+/// A subscription's delivery health: its circuit breaker and the failures
+/// it counted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubscriptionHealth {
+    /// `closed` (delivering), `open` (deliveries wait, no calls) or
+    /// `half-open` (one probe call decides).
+    pub state: String,
+    /// When it opened; absent while closed.
+    #[serde(rename = "openSince", skip_serializing_if = "Option::is_none", default)]
+    pub open_since: Option<String>,
+    /// When the next probe may go; absent while closed.
+    #[serde(rename = "openUntil", skip_serializing_if = "Option::is_none", default)]
+    pub open_until: Option<String>,
+    /// Consecutive failed attempts that looked like an outage.
+    #[serde(rename = "consecutiveFailures")]
+    pub consecutive_failures: u32,
+    #[serde(rename = "lastFailure", skip_serializing_if = "Option::is_none", default)]
+    pub last_failure: Option<LastFailure>,
+}
+
+/// The last failed attempt the breaker counted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastFailure {
+    pub timestamp: String,
+    /// The failing step (`TIMEOUT`, `CONNECT_FAILED`, ...) or `BAD_STATUS`.
+    pub code: String,
+    #[serde(rename = "httpStatus", skip_serializing_if = "Option::is_none", default)]
+    pub http_status: Option<u16>,
 }
 
 /// `GET /webhooksubscription/{id}/secret`.

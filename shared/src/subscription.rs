@@ -12,7 +12,10 @@ use crate::clock::iso_millis;
 use crate::error::{ApiError, FieldError};
 use crate::filter::EventFilter;
 use crate::ids::SubscriptionId;
-use crate::model::{DisabledFilter, Page, SigningSecret, Subscription, SubscriptionRequest};
+use crate::model::{
+    DisabledFilter, LastFailure, Page, SigningSecret, Subscription, SubscriptionHealth,
+    SubscriptionRequest,
+};
 use crate::page::PageRequest;
 use crate::secret;
 use crate::store::{DisabledEntry, StoreError, StoredSubscription, Upsert};
@@ -298,6 +301,32 @@ fn render_owned(s: StoredSubscription, now: i64) -> Subscription {
         uri: s.uri,
         event_filters: s.event_filters,
         org_id,
+        health: render_health(&s.health, now),
+    }
+}
+
+fn render_health(h: &crate::delivery::breaker::Health, now: i64) -> SubscriptionHealth {
+    let state = h.state(now);
+    let open = state != crate::delivery::breaker::BreakerState::Closed;
+    SubscriptionHealth {
+        state: state.as_str().to_owned(),
+        open_since: h.opened_at.filter(|_| open).map(iso_millis),
+        open_until: h.open_until.filter(|_| open).map(iso_millis),
+        consecutive_failures: h.failures,
+        last_failure: h.last_failure_at.map(|at| {
+            let reason = h.last_failure.as_deref().unwrap_or("");
+            let http_status = reason
+                .strip_prefix("status ")
+                .and_then(|s| s.parse().ok());
+            LastFailure {
+                timestamp: iso_millis(at),
+                code: match http_status {
+                    Some(_) => "BAD_STATUS".to_owned(),
+                    None => reason.to_owned(),
+                },
+                http_status,
+            }
+        }),
     }
 }
 
