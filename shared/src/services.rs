@@ -57,7 +57,9 @@ impl Services {
                     crate::aws::sdk_config_with(&config.aws_calls.api, crate::aws::Roots::System)
                         .await;
                 let store = aws::open_store(&aws, &sdk, &config).await?;
-                let queue = aws::open_queue(&aws, &sdk).await?;
+                let queue = aws::open_queue(&aws, &sdk)
+                    .await?
+                    .with_parking(store.clone());
                 let app = App::new(config, store.clone());
                 Ok(Services {
                     outbox: Arc::new(crate::aws::outbox::AwsOutbox::new(
@@ -195,7 +197,8 @@ pub mod aws {
             aws_sdk_sqs::Client::new(&sdk),
             url,
             config.delivery_dead_letter_url.clone(),
-        );
+        )
+        .with_parking(store.clone());
         let app = App::new(config, store.clone());
         Ok(QueueFunctions {
             outbox: AwsOutbox::new(store, queue.clone(), app.clock.clone()),

@@ -19,14 +19,15 @@
 //!   failures (Lambda deletes it), never by a delete of ours.
 
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_sqs::types::{MessageSystemAttributeName, SendMessageBatchRequestEntry};
 use aws_sdk_sqs::Client;
 
-use crate::queue::{DeliveryJob, DeliveryQueue, Lease, QueueError};
+use crate::ids::SubscriptionId;
+use crate::queue::{DeliveryJob, DeliveryQueue, Lease, ParkingLot, QueueError};
 
 /// SQS's longest visibility timeout (12 hours).
 const MAX_VISIBILITY: Duration = Duration::from_secs(43_200);
@@ -38,6 +39,9 @@ pub struct SqsQueue {
     client: Client,
     queue_url: String,
     dead_letter_url: Option<String>,
+    /// Where jobs of an open breaker wait ([`DeliveryQueue::park`]); without
+    /// one they are deferred like the others.
+    parking: Option<Arc<dyn ParkingLot>>,
 }
 
 fn err(e: impl std::fmt::Display) -> QueueError {
@@ -86,6 +90,45 @@ impl SqsQueue {
             client,
             queue_url: queue_url.into(),
             dead_letter_url,
+            parking: None,
+        }
+    }
+
+    /// Parks the jobs of open breakers in `lot`.
+    pub fn with_parking(mut self, lot: Arc<dyn ParkingLot>) -> Self {
+        self.parking = Some(lot);
+        self
+    }
+
+    /// The job parked (its attempt not counted), then its message done with
+    /// by `done`; without a parking lot, deferred.
+    async fn park_job(&self, lease: &Lease) -> Result<bool, QueueError> {
+        let Some(lot) = &self.parking else {
+            return Ok(false);
+        };
+        let mut job = lease.job.clone();
+        job.attempts = lease.attempt.saturating_sub(1);
+        job.not_before = None;
+        lot.park(&job).await?;
+        Ok(true)
+    }
+
+    /// Every parked job of `subscription` back on the queue, due now, in
+    /// batches of 100: sent first, then forgotten (a crash in between sends
+    /// some twice, never loses one).
+    async fn unpark_all(&self, subscription: &SubscriptionId) -> Result<usize, QueueError> {
+        let Some(lot) = &self.parking else {
+            return Ok(0);
+        };
+        let mut total = 0;
+        loop {
+            let jobs = lot.parked(subscription, 100).await?;
+            if jobs.is_empty() {
+                return Ok(total);
+            }
+            self.enqueue(jobs.clone()).await?;
+            lot.release(subscription, &jobs).await?;
+            total += jobs.len();
         }
     }
 
@@ -276,6 +319,21 @@ impl DeliveryQueue for SqsQueue {
         self.send_to_dead_letters(lease, reason).await?;
         self.complete(lease).await
     }
+
+    async fn park(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError> {
+        match self.park_job(lease).await? {
+            true => self.complete(lease).await,
+            false => self.defer(lease, delay).await,
+        }
+    }
+
+    fn parks(&self) -> bool {
+        self.parking.is_some()
+    }
+
+    async fn unpark(&self, subscription: &SubscriptionId) -> Result<usize, QueueError> {
+        self.unpark_all(subscription).await
+    }
 }
 
 impl SqsQueue {
@@ -374,5 +432,23 @@ impl DeliveryQueue for SqsEventBatch {
         self.queue.send_to_dead_letters(lease, reason).await?;
         self.mark_done(lease);
         Ok(())
+    }
+
+    async fn park(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError> {
+        match self.queue.park_job(lease).await? {
+            true => {
+                self.mark_done(lease);
+                Ok(())
+            }
+            false => self.defer(lease, delay).await,
+        }
+    }
+
+    fn parks(&self) -> bool {
+        self.queue.parks()
+    }
+
+    async fn unpark(&self, subscription: &SubscriptionId) -> Result<usize, QueueError> {
+        self.queue.unpark_all(subscription).await
     }
 }

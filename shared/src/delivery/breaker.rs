@@ -70,6 +70,13 @@ pub struct Health {
     /// A probe is in flight until then (half-open).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe_until: Option<i64>,
+    /// While open, the one job kept in the queue to probe is due then; the
+    /// others are parked (a queue whose deferrals cost requests, SQS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waker_until: Option<i64>,
+    /// Jobs may be parked: the close puts them back in the queue.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub parked: bool,
 }
 
 /// What the breaker lets through at a moment.
@@ -141,9 +148,39 @@ impl Health {
         }
     }
 
-    /// Nothing counted and closed: no write needed to keep it so.
+    /// Nothing counted, closed and nothing parked: no write needed to keep it so.
     pub fn is_clear(&self) -> bool {
-        self.failures == 0 && self.opened_at.is_none()
+        self.failures == 0 && self.opened_at.is_none() && !self.parked
+    }
+
+    /// While open, a job deferred to `at` becomes the one kept in the queue
+    /// to probe, unless one is already due later than `now`: `Some` (the
+    /// state to write) when it does; the others may then be parked.
+    pub fn claim_waker(&self, now: i64, at: i64) -> Option<Health> {
+        if self.waker_until.is_some_and(|due| due > now) {
+            return None;
+        }
+        Some(Health {
+            rev: self.rev + 1,
+            waker_until: Some(at),
+            parked: true,
+            ..self.clone()
+        })
+    }
+
+    /// Closed with jobs parked: they are to be put back in the queue.
+    pub fn must_unpark(&self, now: i64) -> bool {
+        self.parked && self.state(now) == BreakerState::Closed
+    }
+
+    /// After the parked jobs are back in the queue.
+    pub fn unparked(&self) -> Health {
+        Health {
+            rev: self.rev + 1,
+            parked: false,
+            waker_until: None,
+            ..self.clone()
+        }
     }
 
     /// The state after an attempt at `now` that gave `signal`, or `None`
@@ -156,6 +193,8 @@ impl Health {
                 rev: self.rev + 1,
                 last_failure_at: self.last_failure_at,
                 last_failure: self.last_failure.clone(),
+                // Cleared only once the parked jobs are back in the queue.
+                parked: self.parked,
                 ..Health::default()
             }),
             Signal::Outage(reason) => Some(self.after_outage(reason, rule, now)),

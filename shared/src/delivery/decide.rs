@@ -59,6 +59,9 @@ pub enum Verdict {
     /// breaker is open, or it is not due yet. Due again at `at` (epoch ms),
     /// with no attempt counted and nothing recorded.
     Defer { at: i64, reason: String },
+    /// Not attempted, its subscription's breaker open: parked until the
+    /// breaker closes (or, where parking is a deferral, due again at `at`).
+    Park { at: i64, reason: String },
 }
 
 impl Verdict {
@@ -68,6 +71,7 @@ impl Verdict {
             Verdict::Delivered => None,
             Verdict::Retry { reason, .. }
             | Verdict::Defer { reason, .. }
+            | Verdict::Park { reason, .. }
             | Verdict::Dead(reason)
             | Verdict::Blacklist(reason)
             | Verdict::Drop(reason) => Some(reason),

@@ -58,6 +58,13 @@ impl HealthCache {
         health.wait_until(now, random, manual)
     }
 
+    /// The state remembered less than [`TRUST`] ago, if any.
+    pub fn fresh(&self, subscription: &SubscriptionId, now: i64) -> Option<Health> {
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let (health, at) = entries.get(subscription)?;
+        (now - at < TRUST).then(|| health.clone())
+    }
+
     /// How many remembered breakers are open or half-open at `now`.
     pub fn open_count(&self, now: i64) -> usize {
         let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());

@@ -39,6 +39,7 @@ use crate::callback::{CallFailure, CallbackTarget, UriProblem};
 use crate::model::SubscriptionStatus;
 use crate::queue::{DeliveryJob, DeliveryQueue, Lease, QueueError};
 use crate::signature::{signature_header, SigningKey};
+use crate::ids::{OrgId, SubscriptionId};
 use crate::store::{DeliveryRecord, StoredSubscription};
 
 /// Attempts one delivery, records it and settles the lease with the verdict.
@@ -49,9 +50,9 @@ pub async fn deliver(
 ) -> Result<Verdict, QueueError> {
     let now = app.clock.now_ms();
     let random = u32::from_le_bytes(crate::secret::random_bytes::<4>()) as f64 / u32::MAX as f64;
-    let _slot = match admit(app, lease, now, random) {
+    let _slot = match admit(app, queue, lease, now, random).await {
         Ok(slot) => slot,
-        Err(verdict) => return settled(queue, lease, verdict, now).await,
+        Err(verdict) => return settled_held(app, queue, lease, verdict, now).await,
     };
     if superseded(app, lease).await {
         let verdict = Verdict::Drop("delivered meanwhile (a resend)".into());
@@ -59,16 +60,16 @@ pub async fn deliver(
     }
     let (attempt, made) = match prepare(app, &lease.job, now).await {
         Ok(ready) => {
-            let health = match gate(app, &ready.subscription, lease, now, random).await {
+            let health = match gate(app, queue, &ready.subscription, lease, now, random).await {
                 Ok(health) => health,
-                Err(verdict) => return settled(queue, lease, verdict, now).await,
+                Err(verdict) => return settled_held(app, queue, lease, verdict, now).await,
             };
             let posted = post(app, &ready, &lease.job, now).await;
             let made = outcome::attempt_record(&posted, outcome::trigger(lease), now);
             let signal = breaker::Signal::of(&posted);
             let attempt = record(app, &ready.subscription, &posted, now).await;
             let ended = app.clock.now_ms();
-            remember_health(app, &ready.subscription, health, &signal, ended).await;
+            remember_health(app, queue, &ready.subscription, health, &signal, ended).await;
             (attempt, Some(made))
         }
         Err(not_sent) => (not_sent, None),
@@ -103,7 +104,13 @@ const CAP_WAIT_MS: i64 = 1_000;
 /// hops, SQS), over its subscription's cap of calls in flight, or of a
 /// subscription whose breaker this process saw open lately is deferred.
 /// Otherwise the slot it holds until the delivery is settled.
-pub fn admit(app: &App, lease: &Lease, now: i64, random: f64) -> Result<in_flight::Slot, Verdict> {
+pub async fn admit(
+    app: &App,
+    queue: &dyn DeliveryQueue,
+    lease: &Lease,
+    now: i64,
+    random: f64,
+) -> Result<in_flight::Slot, Verdict> {
     let job = &lease.job;
     if let Some(due) = job.not_before.filter(|due| *due > now) {
         return Err(Verdict::Defer {
@@ -112,14 +119,11 @@ pub fn admit(app: &App, lease: &Lease, now: i64, random: f64) -> Result<in_fligh
         });
     }
     let manual = outcome::trigger(lease) == crate::history::Trigger::Manual;
-    if let Some(at) = app
-        .breakers
-        .wait_until(&job.subscription_id, now, random, manual)
-    {
-        return Err(Verdict::Defer {
-            at,
-            reason: "the subscription's circuit breaker is open".into(),
-        });
+    if let Some(known) = app.breakers.fresh(&job.subscription_id, now) {
+        if let Some(at) = known.wait_until(now, random, manual) {
+            let (org, id) = (&job.org_id, &job.subscription_id);
+            return Err(hold(app, queue, org, id, known, at, now).await);
+        }
     }
     let timeout = crate::clock::millis(app.config.delivery_timeout);
     app.in_flight
@@ -141,20 +145,25 @@ pub fn admit(app: &App, lease: &Lease, now: i64, random: f64) -> Result<in_fligh
 /// worker and instance). The breaker's state the attempt goes out with.
 pub async fn gate(
     app: &App,
+    queue: &dyn DeliveryQueue,
     subscription: &StoredSubscription,
     lease: &Lease,
     now: i64,
     random: f64,
 ) -> Result<breaker::Health, Verdict> {
     let health = &subscription.health;
-    app.breakers.remember(&subscription.id, health, now);
+    let (org, id) = (&subscription.org_id, &subscription.id);
+    app.breakers.remember(id, health, now);
+    if health.must_unpark(now) {
+        unpark(app, queue, org, id, health.clone(), now).await;
+    }
     let manual = outcome::trigger(lease) == crate::history::Trigger::Manual;
     let open = |at: i64| Verdict::Defer {
         at,
         reason: "the subscription's circuit breaker is open".into(),
     };
     if let Some(at) = health.wait_until(now, random, manual) {
-        return Err(open(at));
+        return Err(hold(app, queue, org, id, health.clone(), at, now).await);
     }
     let probe_lease = app.config.delivery_timeout + std::time::Duration::from_secs(5);
     let Some(probing) = health.claim_probe(now, probe_lease, manual) else {
@@ -182,6 +191,7 @@ pub async fn gate(
 /// that cannot be written loses a count, never a notification.
 async fn remember_health(
     app: &App,
+    queue: &dyn DeliveryQueue,
     subscription: &StoredSubscription,
     mut current: breaker::Health,
     signal: &breaker::Signal,
@@ -201,6 +211,9 @@ async fn remember_health(
                         "circuit breaker changed");
                 }
                 app.breakers.remember(id, &next, now);
+                if next.must_unpark(now) {
+                    unpark(app, queue, org, id, next, now).await;
+                }
                 return;
             }
             Ok(false) => match app.store.get_subscription(org, id).await {
@@ -211,6 +224,105 @@ async fn remember_health(
                 tracing::warn!(subscription_id = %id, error = %e, "cannot record the circuit breaker's state");
                 return;
             }
+        }
+    }
+}
+
+/// A job its subscription's open breaker holds until `at`: while open, one
+/// job is kept in the queue to probe when the cool-down ends (the waker,
+/// claimed compare-and-set); the others are parked, where the queue parks.
+/// Half-open with a probe in flight, it is deferred past the probe.
+async fn hold(
+    app: &App,
+    queue: &dyn DeliveryQueue,
+    org: &OrgId,
+    id: &SubscriptionId,
+    mut health: breaker::Health,
+    at: i64,
+    now: i64,
+) -> Verdict {
+    let reason = "the subscription's circuit breaker is open".to_owned();
+    if !queue.parks() {
+        return Verdict::Defer { at, reason };
+    }
+    for _ in 0..3 {
+        if !matches!(health.state(now), breaker::BreakerState::Open { .. }) {
+            break;
+        }
+        let Some(waker) = health.claim_waker(now, at) else {
+            return Verdict::Park { at, reason };
+        };
+        match app.store.update_health(org, id, health.rev, &waker).await {
+            Ok(true) => {
+                app.breakers.remember(id, &waker, now);
+                let reason = format!("{reason}; kept in the queue to probe");
+                return Verdict::Defer { at, reason };
+            }
+            Ok(false) => match app.store.get_subscription(org, id).await {
+                Ok(Some(fresh)) => health = fresh.health,
+                _ => break,
+            },
+            Err(_) => break,
+        }
+    }
+    Verdict::Defer { at, reason }
+}
+
+/// Settles a job held before its attempt. A parked job whose breaker closed
+/// meanwhile (the close may have listed the parked jobs before this one was
+/// parked) is put back at once: a job is parked before this read, and a
+/// close lists them after its write, so every parked job is either listed
+/// by a close or sees it.
+async fn settled_held(
+    app: &App,
+    queue: &dyn DeliveryQueue,
+    lease: &Lease,
+    verdict: Verdict,
+    now: i64,
+) -> Result<Verdict, QueueError> {
+    settle(queue, lease, &verdict, now).await?;
+    if matches!(verdict, Verdict::Park { .. }) {
+        let (org, id) = (&lease.job.org_id, &lease.job.subscription_id);
+        if let Ok(Some(sub)) = app.store.get_subscription(org, id).await {
+            let at = app.clock.now_ms();
+            app.breakers.remember(id, &sub.health, at);
+            if sub.health.state(at) == breaker::BreakerState::Closed {
+                unpark(app, queue, org, id, sub.health, at).await;
+            }
+        }
+    }
+    Ok(verdict)
+}
+
+/// Puts a closed breaker's parked jobs back in the queue, then clears its
+/// `parked` mark; a failure leaves the mark, so the next delivery of the
+/// subscription tries again.
+async fn unpark(
+    app: &App,
+    queue: &dyn DeliveryQueue,
+    org: &OrgId,
+    id: &SubscriptionId,
+    health: breaker::Health,
+    now: i64,
+) {
+    if !queue.parks() {
+        return;
+    }
+    match queue.unpark(id).await {
+        Ok(n) => {
+            if n > 0 {
+                tracing::info!(subscription_id = %id, org_id = %org, jobs = n, "circuit breaker closed: parked notifications queued again");
+                app.delivery_wake.notify_waiters();
+            }
+            if health.parked {
+                let cleared = health.unparked();
+                if let Ok(true) = app.store.update_health(org, id, health.rev, &cleared).await {
+                    app.breakers.remember(id, &cleared, now);
+                }
+            }
+        }
+        Err(e) => {
+            tracing::warn!(subscription_id = %id, error = %e, "cannot queue parked notifications again; the next delivery retries")
         }
     }
 }
@@ -423,6 +535,11 @@ pub async fn settle(
             let delay = Duration::from_millis(u64::try_from(at - now).unwrap_or(0));
             tracing::debug!(notification = %job.id, subscription_id = %job.subscription_id, delay_ms = delay.as_millis() as u64, %reason, "deferred");
             queue.defer(lease, delay).await
+        }
+        Verdict::Park { at, reason } => {
+            let delay = Duration::from_millis(u64::try_from(at - now).unwrap_or(0));
+            tracing::debug!(notification = %job.id, subscription_id = %job.subscription_id, %reason, "parked");
+            queue.park(lease, delay).await
         }
         Verdict::Dead(reason) | Verdict::Blacklist(reason) => {
             tracing::warn!(notification = %job.id, subscription_id = %job.subscription_id, org_id = %job.org_id, attempt = lease.attempt, %reason, "notification dead-lettered");

@@ -65,7 +65,7 @@ pub fn of(attempt: &Attempt, made: Option<AttemptRecord>, verdict: &Verdict) -> 
     let (status, next_attempt_at) = match verdict {
         Verdict::Delivered => (NotificationStatus::Delivered, None),
         Verdict::Retry { at, .. } => (NotificationStatus::Pending, Some(*at)),
-        Verdict::Defer { .. } => return None,
+        Verdict::Defer { .. } | Verdict::Park { .. } => return None,
         Verdict::Dead(_) | Verdict::Blacklist(_) | Verdict::Drop(_) => {
             (NotificationStatus::Failed, None)
         }

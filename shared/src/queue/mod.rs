@@ -135,6 +135,42 @@ pub trait DeliveryQueue: Send + Sync {
     async fn defer(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError>;
     /// Give up: move it to the dead letters with the reason.
     async fn dead_letter(&self, lease: &Lease, reason: &str) -> Result<(), QueueError>;
+    /// Not attempted, its subscription's breaker open: keep it out of the
+    /// queue until [`DeliveryQueue::unpark`], where each deferral costs
+    /// requests (SQS: a dead callback's jobs would otherwise come back
+    /// every cool-down). A queue whose deferral is a row update defers it
+    /// to `delay` instead (the default).
+    async fn park(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError> {
+        self.defer(lease, delay).await
+    }
+    /// Whether [`DeliveryQueue::park`] parks (true) or defers.
+    fn parks(&self) -> bool {
+        false
+    }
+    /// Puts the parked jobs of a subscription back in the queue, due now;
+    /// returns how many.
+    async fn unpark(&self, _subscription: &SubscriptionId) -> Result<usize, QueueError> {
+        Ok(0)
+    }
+}
+
+/// Where a queue parks jobs ([`DeliveryQueue::park`]): durable, read per
+/// subscription, oldest first. Adapter: DynamoDB (`aws/dynamodb/parking.rs`).
+#[async_trait]
+pub trait ParkingLot: Send + Sync {
+    async fn park(&self, job: &DeliveryJob) -> Result<(), QueueError>;
+    /// Up to `max` parked jobs of the subscription, oldest first.
+    async fn parked(
+        &self,
+        subscription: &SubscriptionId,
+        max: usize,
+    ) -> Result<Vec<DeliveryJob>, QueueError>;
+    /// Forgets these parked jobs (they are back in the queue).
+    async fn release(
+        &self,
+        subscription: &SubscriptionId,
+        jobs: &[DeliveryJob],
+    ) -> Result<(), QueueError>;
 }
 
 /// Where an ingested event's effects go: the event id (for deduplication),

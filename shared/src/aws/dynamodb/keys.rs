@@ -184,6 +184,11 @@ pub(super) fn attempt_sk(at: i64, random: u32) -> String {
     format!("{ATTEMPT}{}#{random:08x}", millis_key(at))
 }
 
+/// The jobs a subscription's open breaker parked (`parking.rs`).
+pub(super) fn parked_pk(subscription_id: &SubscriptionId) -> String {
+    format!("PARKED#{subscription_id}")
+}
+
 pub(super) fn key(pk: String, sk: String) -> Item {
     HashMap::from([
         ("pk".to_owned(), AttributeValue::S(pk)),

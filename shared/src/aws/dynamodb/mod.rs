@@ -22,6 +22,7 @@ mod history_items;
 mod keys;
 mod listing;
 mod messages;
+mod parking;
 mod read;
 mod store;
 mod tables;
