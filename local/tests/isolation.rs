@@ -17,7 +17,17 @@ use http::StatusCode;
 use serde_json::{json, Value};
 use webhook_core::notification::notification_id;
 
-const FLOOD: usize = 2_000;
+/// The flood of the issue on the embedded backend. On moto it is smaller:
+/// moto's SQS scans every message of a queue on each request (a receive of
+/// 10 takes 0.4 s with 900 messages queued on this 2-core machine), so 2,000
+/// measure moto, not the service (ARCHITECTURE.md, "Tenant isolation").
+fn flood_size() -> usize {
+    if aws_backend() {
+        300
+    } else {
+        2_000
+    }
+}
 const HEALTHY_EVENTS: usize = 100;
 
 fn contact_event(id: &str, org: &str) -> Value {
@@ -70,6 +80,7 @@ async fn a_hung_callback_does_not_delay_another_organization() {
         ("WEBHOOKS_BREAKER_COOLDOWN", "10s"),
         ("WEBHOOKS_BREAKER_MAX_COOLDOWN", "20s"),
     ]));
+    let flood_n = flood_size();
     let hung = Receiver::start(Handshake::Echo).await;
     let healthy = Receiver::start(Handshake::Echo).await;
     let hung_id = subscribe(&server, "org-a", &hung).await;
@@ -77,11 +88,12 @@ async fn a_hung_callback_does_not_delay_another_organization() {
     hung.slow(Duration::from_secs(3600));
 
     let queued = Instant::now();
-    flood(&server, "org-a", FLOOD).await;
-    eprintln!("{FLOOD} events of org-a accepted in {:?}", queued.elapsed());
+    flood(&server, "org-a", flood_n).await;
+    eprintln!("{flood_n} events of org-a accepted in {:?}", queued.elapsed());
 
     // B: one event every 100 ms while A's notifications are queued.
     let mut sent = HashMap::new();
+    let mut accepted = Vec::new();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     for i in 0..HEALTHY_EVENTS {
         tick.tick().await;
@@ -91,11 +103,19 @@ async fn a_hung_callback_does_not_delay_another_organization() {
             Instant::now(),
         );
         let event = contact_event(&id, "org-b");
+        let posting = Instant::now();
         assert_eq!(
             produce(&server, "org-b", &event).await,
             StatusCode::ACCEPTED
         );
+        accepted.push(posting.elapsed());
     }
+    accepted.sort();
+    eprintln!(
+        "healthy organization's events accepted in p50 {:?}, max {:?}",
+        percentile(&accepted, 0.5),
+        accepted.last().unwrap()
+    );
     let got = healthy
         .wait_for_unique(HEALTHY_EVENTS, Duration::from_secs(60))
         .await;
@@ -103,6 +123,16 @@ async fn a_hung_callback_does_not_delay_another_organization() {
         .iter()
         .filter_map(|r| Some(r.at.duration_since(*sent.get(r.header("webhook-id"))?)))
         .collect();
+    let slow: Vec<String> = got
+        .iter()
+        .filter_map(|r| {
+            let at = *sent.get(r.header("webhook-id"))?;
+            let late = r.at.duration_since(at);
+            (late > Duration::from_millis(250))
+                .then(|| format!("{:?} after the flood: {late:?}", at.duration_since(queued)))
+        })
+        .collect();
+    eprintln!("slow notifications of the healthy organization: {slow:?}");
     latencies.sort();
     let (p50, p99) = (percentile(&latencies, 0.5), percentile(&latencies, 0.99));
     eprintln!(
@@ -127,9 +157,9 @@ async fn a_hung_callback_does_not_delay_another_organization() {
     // was given at ingestion.
     hung.slow(Duration::ZERO);
     let recovered = Instant::now();
-    let got = hung.wait_for_unique(FLOOD, Duration::from_secs(180)).await;
-    eprintln!("org-a's {FLOOD} delivered {:?} after recovery", recovered.elapsed());
-    let expected: HashSet<String> = (0..FLOOD)
+    let got = hung.wait_for_unique(flood_n, Duration::from_secs(180)).await;
+    eprintln!("org-a's {flood_n} delivered {:?} after recovery", recovered.elapsed());
+    let expected: HashSet<String> = (0..flood_n)
         .map(|i| notification_id(&format!("flood-{i}"), &hung_id).to_string())
         .collect();
     let arrived: HashSet<String> = got

@@ -255,40 +255,30 @@ impl DeliveryQueue for SqsQueue {
 
     /// SQS cannot tell how many messages of a subscription are in flight:
     /// `per_subscription` is left to the pipeline's cap.
+    /// Up to [`POLLERS`] `ReceiveMessage` calls of 10 at once, as Lambda's
+    /// event source polls with several pollers: a backlog of one noisy
+    /// subscription's jobs (each parked or deferred in a moment) is drained
+    /// that much sooner, and the jobs of the others behind it with it.
     async fn receive(
         &self,
         max: usize,
         _per_subscription: usize,
         visibility: Duration,
     ) -> Result<Vec<Lease>, QueueError> {
-        let out = self
-            .client
-            .receive_message()
-            .queue_url(&self.queue_url)
-            .max_number_of_messages(max.clamp(1, 10) as i32)
-            .visibility_timeout(secs(visibility))
-            .wait_time_seconds(1)
-            .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
-            .send()
-            .await
-            .map_err(sdk_err)?;
+        let calls = max.div_ceil(10).clamp(1, POLLERS);
+        let polls = (0..calls).map(|i| self.receive_batch((max - 10 * i).clamp(1, 10), visibility));
         let mut leases = Vec::new();
-        for m in out.messages() {
-            let (Some(body), Some(receipt)) = (m.body(), m.receipt_handle()) else {
-                continue;
-            };
-            let count = m
-                .attributes()
-                .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
-                .map(String::as_str);
-            match Self::lease(body, receipt, count) {
-                Ok(lease) => leases.push(lease),
-                // A body that is not a job can never be delivered: leave it to
-                // the queue's redrive policy, which moves it to the DLQ.
-                Err(e) => tracing::error!(error = %e, "unreadable message on the delivery queue"),
+        let mut failure = None;
+        for polled in futures_util::future::join_all(polls).await {
+            match polled {
+                Ok(batch) => leases.extend(batch),
+                Err(e) => failure = Some(e),
             }
         }
-        Ok(leases)
+        match (leases.is_empty(), failure) {
+            (true, Some(e)) => Err(e),
+            _ => Ok(leases),
+        }
     }
 
     async fn complete(&self, lease: &Lease) -> Result<(), QueueError> {
@@ -336,7 +326,41 @@ impl DeliveryQueue for SqsQueue {
     }
 }
 
+/// Concurrent `ReceiveMessage` calls of a poll.
+const POLLERS: usize = 4;
+
 impl SqsQueue {
+    async fn receive_batch(&self, max: usize, visibility: Duration) -> Result<Vec<Lease>, QueueError> {
+        let out = self
+            .client
+            .receive_message()
+            .queue_url(&self.queue_url)
+            .max_number_of_messages(max.clamp(1, 10) as i32)
+            .visibility_timeout(secs(visibility))
+            .wait_time_seconds(1)
+            .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
+            .send()
+            .await
+            .map_err(sdk_err)?;
+        let mut leases = Vec::new();
+        for m in out.messages() {
+            let (Some(body), Some(receipt)) = (m.body(), m.receipt_handle()) else {
+                continue;
+            };
+            let count = m
+                .attributes()
+                .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
+                .map(String::as_str);
+            match Self::lease(body, receipt, count) {
+                Ok(lease) => leases.push(lease),
+                // A body that is not a job can never be delivered: leave it to
+                // the queue's redrive policy, which moves it to the DLQ.
+                Err(e) => tracing::error!(error = %e, "unreadable message on the delivery queue"),
+            }
+        }
+        Ok(leases)
+    }
+
     /// A copy of the job, with its reason, on the dead-letter queue.
     async fn send_to_dead_letters(&self, lease: &Lease, reason: &str) -> Result<(), QueueError> {
         let Some(dlq) = &self.dead_letter_url else {

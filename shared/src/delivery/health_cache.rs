@@ -4,7 +4,7 @@
 //! Trusted for [`TRUST`] at most: a breaker closed elsewhere (another
 //! instance's probe, a re-posted subscription) is seen within that time.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use super::breaker::Health;
@@ -19,6 +19,22 @@ const MAX_ENTRIES: usize = 10_000;
 #[derive(Debug, Default)]
 pub struct HealthCache {
     entries: Mutex<HashMap<SubscriptionId, (Health, i64)>>,
+    /// Subscriptions whose parked jobs this process is putting back.
+    unparking: Mutex<HashSet<SubscriptionId>>,
+}
+
+/// Held while this process puts a subscription's parked jobs back: one at
+/// a time, however many deliveries see the mark.
+pub struct Unparking<'a> {
+    cache: &'a HealthCache,
+    subscription: SubscriptionId,
+}
+
+impl Drop for Unparking<'_> {
+    fn drop(&mut self) {
+        let mut set = self.cache.unparking.lock().unwrap_or_else(|p| p.into_inner());
+        set.remove(&self.subscription);
+    }
 }
 
 impl HealthCache {
@@ -56,6 +72,15 @@ impl HealthCache {
             return None;
         }
         health.wait_until(now, random, manual)
+    }
+
+    /// `None` when this process is already putting them back.
+    pub fn begin_unpark(&self, subscription: &SubscriptionId) -> Option<Unparking<'_>> {
+        let mut set = self.unparking.lock().unwrap_or_else(|p| p.into_inner());
+        set.insert(subscription.clone()).then(|| Unparking {
+            cache: self,
+            subscription: subscription.clone(),
+        })
     }
 
     /// The state remembered less than [`TRUST`] ago, if any.

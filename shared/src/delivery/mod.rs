@@ -96,8 +96,7 @@ async fn settled(
     Ok(verdict)
 }
 
-/// How long a job over its subscription's cap waits, before the spread: a
-/// slot frees when a call ends, at the latest after the delivery timeout.
+/// The shortest wait of a job over its subscription's cap.
 const CAP_WAIT_MS: i64 = 1_000;
 
 /// Step 0, before anything is read: a job that is not due yet (a wait in
@@ -129,9 +128,10 @@ pub async fn admit(
     app.in_flight
         .try_acquire(&job.subscription_id)
         .ok_or_else(|| Verdict::Defer {
-            // Spread over up to a delivery timeout so that the jobs over the
-            // cap come back a few at a time, not together.
-            at: now + CAP_WAIT_MS + (timeout as f64 * random) as i64,
+            // A slot frees when a call ends, within a delivery timeout; the
+            // wait is spread over two of them so that the jobs over the cap
+            // (many, when the callback hangs) come back a few at a time.
+            at: now + (timeout / 2 + (2.0 * timeout as f64 * random) as i64).max(CAP_WAIT_MS),
             reason: format!(
                 "{} calls in flight to this subscription (WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION)",
                 app.in_flight.cap()
@@ -308,6 +308,9 @@ async fn unpark(
     if !queue.parks() {
         return;
     }
+    let Some(_unparking) = app.breakers.begin_unpark(id) else {
+        return;
+    };
     match queue.unpark(id).await {
         Ok(n) => {
             if n > 0 {
