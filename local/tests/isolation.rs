@@ -23,7 +23,7 @@ use webhook_core::notification::notification_id;
 /// measure moto, not the service (ARCHITECTURE.md, "Tenant isolation").
 fn flood_size() -> usize {
     if aws_backend() {
-        300
+        2000
     } else {
         2_000
     }

@@ -24,6 +24,34 @@ async fn queue() -> Arc<dyn DeliveryQueue> {
 
 queue_conformance_tests!(queue());
 
+/// Due jobs are leased fairly across subscriptions, at most the cap per
+/// subscription counting the leases it holds: a flood of one subscription
+/// waits unleased while another's job goes first.
+#[tokio::test]
+async fn leases_are_fair_across_subscriptions_and_capped() {
+    let (_dir, store) = open();
+    let of = |sub: &str, n: usize| {
+        let mut job = queue_conformance::job(n);
+        job.subscription_id = sub.into();
+        job
+    };
+    let flood: Vec<_> = (0..50).map(|n| of("noisy", n)).collect();
+    store.enqueue(flood).await.unwrap();
+    store.enqueue(vec![of("quiet", 100)]).await.unwrap();
+    let long = std::time::Duration::from_secs(60);
+    let first = store.receive(10, 4, long).await.unwrap();
+    let count = |leases: &[webhook_core::queue::Lease], sub: &str| {
+        leases.iter().filter(|l| l.job.subscription_id.as_str() == sub).count()
+    };
+    assert_eq!((count(&first, "noisy"), count(&first, "quiet")), (4, 1));
+    // The noisy subscription holds its cap: nothing more of it is leased.
+    assert!(store.receive(10, 4, long).await.unwrap().is_empty());
+    store.complete(&first[0]).await.unwrap();
+    let freed = first.iter().find(|l| l.job.subscription_id.as_str() == "noisy").unwrap();
+    store.complete(freed).await.unwrap();
+    assert_eq!(count(&store.receive(10, 4, long).await.unwrap(), "noisy"), 1);
+}
+
 #[tokio::test]
 async fn outbox_commits_message_and_jobs_once_per_event() {
     let (_dir, store) = open();

@@ -45,6 +45,48 @@ async fn queue() -> Arc<dyn DeliveryQueue> {
 
 queue_conformance_tests!(queue());
 
+/// A retry is not held in flight for its wait: the received message is
+/// deleted and the job sent again with a delay, in its subscription's
+/// message group (what SQS fair queues order by).
+#[tokio::test]
+async fn retries_leave_the_in_flight_window_in_their_subscriptions_group() {
+    use aws_sdk_sqs::types::{MessageSystemAttributeName as Attr, QueueAttributeName as Q};
+    let client = client().await;
+    let (url, dlq) = new_queue(&client).await;
+    let queue = SqsQueue::new(client.clone(), url.clone(), Some(dlq));
+    queue.enqueue(vec![queue_conformance::job(6)]).await.unwrap();
+    let leases = queue
+        .receive(10, 100, std::time::Duration::from_secs(30))
+        .await
+        .unwrap();
+    queue
+        .retry_after(&leases[0], std::time::Duration::from_secs(60))
+        .await
+        .unwrap();
+    let counts = client
+        .get_queue_attributes()
+        .queue_url(&url)
+        .attribute_names(Q::All)
+        .send()
+        .await
+        .unwrap();
+    let count = |name: Q| -> u32 { counts.attributes().unwrap()[&name].parse().unwrap() };
+    assert_eq!(count(Q::ApproximateNumberOfMessagesNotVisible), 0, "nothing in flight");
+    assert_eq!(count(Q::ApproximateNumberOfMessagesDelayed), 1, "the retry, delayed");
+    // The first message carries the group too.
+    queue.enqueue(vec![queue_conformance::job(7)]).await.unwrap();
+    let out = client
+        .receive_message()
+        .queue_url(&url)
+        .message_system_attribute_names(Attr::MessageGroupId)
+        .wait_time_seconds(1)
+        .send()
+        .await
+        .unwrap();
+    let group = out.messages()[0].attributes().unwrap()[&Attr::MessageGroupId].clone();
+    assert_eq!(group, queue_conformance::job(7).subscription_id.to_string());
+}
+
 #[tokio::test]
 async fn dead_letters_land_on_the_dlq_with_their_reason() {
     let client = client().await;

@@ -18,6 +18,7 @@ macro_rules! queue_conformance_tests {
             received_jobs_are_leased_until_completed,
             an_expired_lease_makes_the_job_visible_again,
             retry_after_delays_the_next_attempt,
+            a_deferral_delays_without_counting_an_attempt,
             dead_lettered_jobs_leave_the_queue,
             large_batches_are_enqueued_whole,
         );
@@ -118,6 +119,29 @@ pub async fn retry_after_delays_the_next_attempt(queue: Arc<dyn DeliveryQueue>) 
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].attempt, 2);
     queue.complete(&again[0]).await.unwrap();
+}
+
+/// A job deferred (cap, open breaker) comes back as the same attempt; the
+/// attempt after it counts on.
+pub async fn a_deferral_delays_without_counting_an_attempt(queue: Arc<dyn DeliveryQueue>) {
+    queue.enqueue(vec![job(10)]).await.unwrap();
+    let first = receive_n(queue.as_ref(), 1, LONG, Duration::from_secs(10)).await;
+    assert_eq!(first[0].attempt, 1);
+    queue.defer(&first[0], Duration::from_secs(2)).await.unwrap();
+    assert!(
+        queue.receive(10, 100, LONG).await.unwrap().is_empty(),
+        "not due yet"
+    );
+    let deferred = receive_n(queue.as_ref(), 1, LONG, Duration::from_secs(10)).await;
+    assert_eq!((deferred[0].attempt, &deferred[0].job.id), (1, &job(10).id));
+    queue
+        .retry_after(&deferred[0], Duration::from_secs(1))
+        .await
+        .unwrap();
+    let retried = receive_n(queue.as_ref(), 1, LONG, Duration::from_secs(10)).await;
+    assert_eq!(retried[0].attempt, 2);
+    assert_eq!(retried[0].job.body, job(10).body, "the same bytes every attempt");
+    queue.complete(&retried[0]).await.unwrap();
 }
 
 pub async fn dead_lettered_jobs_leave_the_queue(queue: Arc<dyn DeliveryQueue>) {
