@@ -8,7 +8,12 @@
 #   scripts/bench.sh --zips                  # first build the arm64 Lambda zips (cargo lambda)
 #   scripts/bench.sh api e2e --duration 5s   # other arguments go to webhooks-bench
 #
-# webhooks-bench --help lists the suites (api, e2e, lambda, fanout, sizes, cost) and settings.
+#   scripts/bench.sh noisy                   # tenant isolation, embedded backend: builds only
+#                                            # webhooks-local and webhooks-bench, no emulators
+#   scripts/bench.sh noisy --noisy-backend embedded --noisy-backend aws   # and on the emulators
+#   scripts/bench.sh noisy --noisy-env WEBHOOKS_DELIVERY_CONCURRENCY=64   # the same, other settings
+#
+# webhooks-bench --help lists the suites (api, e2e, lambda, fanout, sizes, cost, noisy) and settings.
 # The cost suite runs webhooks-local --backend aws behind a recording proxy (50 operations
 # per phase by default: about a minute on 2 cores; --cost-operations changes it).
 set -euo pipefail
@@ -25,8 +30,35 @@ done
 
 step() { printf '\n==> %s\n' "$*"; }
 
-step "release build (functions, webhooks-local, webhooks-bench, noop-lambda)"
-cargo build --release --locked --workspace --bins
+# The noisy suite alone needs two binaries, and the emulators only with --noisy-backend aws.
+only_noisy=0
+for arg in "${args[@]}"; do
+    case "$arg" in
+        noisy) only_noisy=1 ;;
+    esac
+done
+for arg in "${args[@]}"; do
+    case "$arg" in
+        api | e2e | lambda | fanout | sizes | cost) only_noisy=0 ;;
+    esac
+done
+emulators=1
+if [ "$only_noisy" = 1 ]; then
+    emulators=0
+    for arg in "${args[@]}"; do
+        case "$arg" in
+            *aws) emulators=1 ;;
+        esac
+    done
+fi
+
+if [ "$only_noisy" = 1 ] && [ "$zips" = 0 ]; then
+    step "release build (webhooks-local, webhooks-bench)"
+    cargo build --release --locked -p webhooks-local -p webhooks-bench
+else
+    step "release build (functions, webhooks-local, webhooks-bench, noop-lambda)"
+    cargo build --release --locked --workspace --bins
+fi
 
 if [ "$zips" = 1 ]; then
     step "arm64 Lambda zips (cargo lambda build --release --arm64 --output-format zip)"
@@ -42,12 +74,14 @@ if [ "$zips" = 1 ]; then
     cargo lambda build --release --arm64 --output-format zip --locked "${packages[@]}"
 fi
 
-# shellcheck source=scripts/emulators.sh
-source scripts/emulators.sh
-trap stop_emulators EXIT
-step "emulators (DynamoDB Local, moto SQS)"
-start_dynamodb
-start_moto
+if [ "$emulators" = 1 ]; then
+    # shellcheck source=scripts/emulators.sh
+    source scripts/emulators.sh
+    trap stop_emulators EXIT
+    step "emulators (DynamoDB Local, moto SQS)"
+    start_dynamodb
+    start_moto
+fi
 
 step "webhooks-bench ${args[*]:-}"
 target/release/webhooks-bench "${args[@]}"

@@ -9,6 +9,8 @@
 //! - `fanout`: dispatch cost with 0 vs 100,000 unrelated subscriptions
 //!   (SQLite, DynamoDB Local)
 //! - `sizes`: function binaries and arm64 zips
+//! - `noisy`: tenant isolation: one organization's latency while another's
+//!   hanging callback has thousands of notifications queued
 //! - `cost`: what AWS bills per notification, API read and create: DynamoDB
 //!   units and SQS requests counted by a recording proxy in front of the
 //!   emulators, priced at public on-demand prices (`cost/`)
@@ -25,6 +27,7 @@ mod fanout;
 mod http;
 mod lambda;
 mod load;
+mod noisy;
 mod process;
 mod receiver;
 mod report;
@@ -47,6 +50,7 @@ pub enum Suite {
     Fanout,
     Sizes,
     Cost,
+    Noisy,
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -108,6 +112,32 @@ pub struct Settings {
     /// Operations of each phase of the cost suite (creates, reads, events at fan-out 1 and 10).
     #[arg(long, default_value_t = 50)]
     cost_operations: u64,
+    /// Backends of the noisy suite (repeatable): embedded (SQLite), aws (DynamoDB Local + moto).
+    #[arg(long, value_enum, default_values_t = [noisy::Backend::Embedded])]
+    noisy_backend: Vec<noisy::Backend>,
+    /// Environment of the noisy suite's webhooks-local, after its
+    /// WEBHOOKS_DELIVERY_TIMEOUT_MS=2000 (repeatable), e.g.
+    /// `--noisy-env WEBHOOKS_DELIVERY_CONCURRENCY=64`.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = noisy::env_pair)]
+    noisy_env: Vec<(String, String)>,
+    /// Events the noisy organization posts at the start of the flood phase.
+    #[arg(long, default_value_t = 2000)]
+    noisy_flood: u64,
+    /// Closed-loop senders of the noisy organization's events.
+    #[arg(long, default_value_t = 4)]
+    noisy_senders: usize,
+    /// Interval between the measured organization's events.
+    #[arg(long, default_value = "100ms", value_parser = duration)]
+    noisy_interval: Duration,
+    /// Length of the quiet phase (no flood).
+    #[arg(long, default_value = "10s", value_parser = duration)]
+    noisy_quiet: Duration,
+    /// Length of the flood phase (the measured organization's sending).
+    #[arg(long, default_value = "20s", value_parser = duration)]
+    noisy_flood_phase: Duration,
+    /// How long after a phase a notification may still arrive; later ones count as lost.
+    #[arg(long, default_value = "60s", value_parser = duration)]
+    noisy_grace: Duration,
     /// Where the release binaries are (default: beside this binary).
     #[arg(long)]
     bin_dir: Option<PathBuf>,
@@ -230,6 +260,15 @@ async fn run(s: Settings) -> Result<(), String> {
 
     if has(Suite::Api) || has(Suite::E2e) {
         results.add_http(http::run(&s, has(Suite::Api), has(Suite::E2e)).await?);
+    }
+    if has(Suite::Noisy) {
+        for &backend in &s.noisy_backend {
+            println!("\n== Tenant isolation ({backend:?}): a hanging callback's flood beside a healthy one");
+            match noisy::run(&s, backend).await {
+                Ok(r) => results.noisy.push(r),
+                Err(e) => results.problems.push(format!("noisy ({backend:?}): {e}")),
+            }
+        }
     }
     if has(Suite::Lambda) {
         println!("\n== Lambda init and invoke (fake Runtime API)");

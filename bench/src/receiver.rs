@@ -1,17 +1,26 @@
 //! The callback receiver: answers the validation handshake and records the
-//! arrival time of every notification by its `webhook-id`.
+//! arrival time of every notification by its `webhook-id`. Notifications to
+//! a path under `/hang/` are held for [`HANG`] and not recorded: a callback
+//! that accepts the request and never answers in time.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::Response;
 
+/// How long a notification to `/hang/...` waits for its answer: longer than
+/// any delivery timeout the benchmark sets, so the service gives up first.
+pub const HANG: Duration = Duration::from_secs(60);
+
 #[derive(Default)]
 struct Inner {
     arrivals: Mutex<Vec<(String, Instant)>>,
+    /// Notifications that reached a `/hang/` path.
+    hung: AtomicU64,
 }
 
 #[derive(Clone)]
@@ -45,6 +54,11 @@ impl Receiver {
         self.inner.arrivals.lock().expect("not poisoned").len() as u64
     }
 
+    /// Notifications that reached a `/hang/` path so far (never taken).
+    pub fn hung(&self) -> u64 {
+        self.inner.hung.load(Ordering::Relaxed)
+    }
+
     /// Takes the arrivals recorded so far: (webhook-id, when).
     pub fn take(&self) -> Vec<(String, Instant)> {
         std::mem::take(&mut *self.inner.arrivals.lock().expect("not poisoned"))
@@ -62,6 +76,11 @@ async fn answer(State(inner): State<Arc<Inner>>, request: Request) -> Response<B
     } else {
         // Read the body so the connection is kept alive.
         let _ = axum::body::to_bytes(body, 1 << 20).await;
+        if parts.uri.path().starts_with("/hang/") {
+            inner.hung.fetch_add(1, Ordering::Relaxed);
+            tokio::time::sleep(HANG).await;
+            return response.body(Body::empty()).expect("valid response");
+        }
         if let Some(id) = parts
             .headers
             .get("webhook-id")

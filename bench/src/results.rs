@@ -12,6 +12,7 @@ use crate::fanout::{self, FanoutResult};
 use crate::http::{self, HttpResults, ServiceMemory};
 use crate::lambda::{self, LambdaResult};
 use crate::load::Summary;
+use crate::noisy::{self, NoisyResult};
 use crate::report::{self, LatencyBars, Report, Section, Target};
 use crate::sizes::{self, SizeRow};
 
@@ -81,6 +82,7 @@ pub struct Results {
     pub fanout: Vec<FanoutResult>,
     pub sizes: Vec<SizeRow>,
     pub cost: Option<CostResults>,
+    pub noisy: Vec<NoisyResult>,
     pub targets: Vec<Target>,
     pub problems: Vec<String>,
 }
@@ -101,6 +103,7 @@ impl Results {
             fanout: vec![],
             sizes: vec![],
             cost: None,
+            noisy: vec![],
             targets: vec![],
             problems: vec![],
         }
@@ -162,6 +165,7 @@ impl Results {
                 .as_ref()
                 .map(|average| api::section(&load, &self.reference_runs, average, &self.api)),
             e2e::section(&self.e2e),
+            noisy::section(&self.noisy),
             self.service_memory.as_ref().map(http::memory_section),
             lambda::section(&self.lambda, s.cold_starts, s.invocations),
             fanout::section(&self.fanout),
@@ -178,6 +182,7 @@ impl Results {
     fn latency_bars(&self) -> Vec<LatencyBars> {
         let mut bars = api::latency_bars(self.reference.as_ref(), &self.api);
         bars.extend(e2e::latency_bars(&self.e2e));
+        bars.extend(noisy::latency_bars(&self.noisy));
         bars.extend(fanout::latency_bars(&self.fanout));
         bars
     }
