@@ -17,17 +17,9 @@ use http::StatusCode;
 use serde_json::{json, Value};
 use webhook_core::notification::notification_id;
 
-/// The flood of the issue on the embedded backend. On moto it is smaller:
-/// moto's SQS scans every message of a queue on each request (a receive of
-/// 10 takes 0.4 s with 900 messages queued on this 2-core machine), so 2,000
-/// measure moto, not the service (ARCHITECTURE.md, "Tenant isolation").
-fn flood_size() -> usize {
-    if aws_backend() {
-        2000
-    } else {
-        2_000
-    }
-}
+/// Notifications queued for the hung callback: the issue's flood, on both
+/// backends.
+const FLOOD: usize = 2_000;
 const HEALTHY_EVENTS: usize = 100;
 
 fn contact_event(id: &str, org: &str) -> Value {
@@ -80,7 +72,7 @@ async fn a_hung_callback_does_not_delay_another_organization() {
         ("WEBHOOKS_BREAKER_COOLDOWN", "10s"),
         ("WEBHOOKS_BREAKER_MAX_COOLDOWN", "20s"),
     ]));
-    let flood_n = flood_size();
+    let flood_n = FLOOD;
     let hung = Receiver::start(Handshake::Echo).await;
     let healthy = Receiver::start(Handshake::Echo).await;
     let hung_id = subscribe(&server, "org-a", &hung).await;
@@ -89,7 +81,10 @@ async fn a_hung_callback_does_not_delay_another_organization() {
 
     let queued = Instant::now();
     flood(&server, "org-a", flood_n).await;
-    eprintln!("{flood_n} events of org-a accepted in {:?}", queued.elapsed());
+    eprintln!(
+        "{flood_n} events of org-a accepted in {:?}",
+        queued.elapsed()
+    );
 
     // B: one event every 100 ms while A's notifications are queued.
     let mut sent = HashMap::new();
@@ -140,7 +135,11 @@ async fn a_hung_callback_does_not_delay_another_organization() {
         latencies.len(),
         latencies.last().unwrap()
     );
-    assert_eq!(latencies.len(), HEALTHY_EVENTS, "every notification of B arrives");
+    assert_eq!(
+        latencies.len(),
+        HEALTHY_EVENTS,
+        "every notification of B arrives"
+    );
     assert!(p50 < Duration::from_millis(250), "p50 {p50:?}");
     assert!(p99 < Duration::from_secs(1), "p99 {p99:?}");
 
@@ -150,15 +149,23 @@ async fn a_hung_callback_does_not_delay_another_organization() {
         .await;
     assert_eq!(status, StatusCode::OK);
     assert_ne!(sub["health"]["state"], "closed", "{sub}");
-    assert!(sub["health"]["consecutiveFailures"].as_u64().unwrap() >= 5, "{sub}");
+    assert!(
+        sub["health"]["consecutiveFailures"].as_u64().unwrap() >= 5,
+        "{sub}"
+    );
     assert_eq!(sub["health"]["lastFailure"]["code"], "TIMEOUT", "{sub}");
 
     // A recovers: every one of its notifications arrives, with the uuid it
     // was given at ingestion.
     hung.slow(Duration::ZERO);
     let recovered = Instant::now();
-    let got = hung.wait_for_unique(flood_n, Duration::from_secs(180)).await;
-    eprintln!("org-a's {flood_n} delivered {:?} after recovery", recovered.elapsed());
+    let got = hung
+        .wait_for_unique(flood_n, Duration::from_secs(180))
+        .await;
+    eprintln!(
+        "org-a's {flood_n} delivered {:?} after recovery",
+        recovered.elapsed()
+    );
     let expected: HashSet<String> = (0..flood_n)
         .map(|i| notification_id(&format!("flood-{i}"), &hung_id).to_string())
         .collect();

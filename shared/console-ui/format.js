@@ -71,6 +71,23 @@ export const STATUS_HELP = {
   EXPIRED: 'past its expiry: reactivate it to receive notifications again',
 };
 
+/** A subscription's `health` (its circuit breaker) in words. */
+export function healthWords(health) {
+  if (!health) return 'unknown';
+  const last = health.lastFailure
+    ? `last failure ${health.lastFailure.httpStatus ? `HTTP ${health.lastFailure.httpStatus}` : health.lastFailure.code} ${relative(health.lastFailure.timestamp)}`
+    : '';
+  const failures = `${health.consecutiveFailures} failed attempt${health.consecutiveFailures === 1 ? '' : 's'} in a row`;
+  switch (health.state) {
+    case 'open':
+      return `paused: the callback looks down (${failures}; ${last}); next try ${relative(health.openUntil)}`;
+    case 'half-open':
+      return `trying the callback again (${failures}; ${last})`;
+    default:
+      return health.consecutiveFailures > 0 ? `delivering (${failures}; ${last})` : `delivering${last ? ` (${last})` : ''}`;
+  }
+}
+
 /** Filter paths in words. */
 export function filterWords(filter) {
   const m = /^\/orgId\/([^/]+)\/department\/([^/]+)\/(message\?direction=(inbound|outbound)|contact)$/.exec(filter);

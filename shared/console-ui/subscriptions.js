@@ -5,7 +5,7 @@
 
 import { h, show, toast, confirmDialog, badge } from './dom.js';
 import * as api from './api.js';
-import { time, relative, filterWords, STATUS_HELP, handshakeFailure } from './format.js';
+import { time, relative, filterWords, STATUS_HELP, handshakeFailure, healthWords } from './format.js';
 import { form } from './subscription-form.js';
 
 const SIZE = 20;
@@ -123,6 +123,7 @@ export function render(main, ctx) {
       h('p', { class: 'muted' }, STATUS_HELP[sub.status] || ''),
       h('dl', { class: 'facts' },
         h('dt', {}, 'Filters'), h('dd', {}, filters),
+        h('dt', {}, 'Delivery'), h('dd', { class: `health health-${sub.health ? sub.health.state : 'unknown'}` }, healthWords(sub.health)),
         h('dt', {}, 'Expires'), h('dd', {}, `${time(sub.expirationTime)} `, h('span', { class: 'muted' }, `(${relative(sub.expirationTime)})`)),
         h('dt', {}, 'Created'), h('dd', {}, time(sub.createdDateTime)),
         h('dt', {}, 'Id'), h('dd', {}, h('code', {}, sub.id))),

@@ -138,7 +138,11 @@ pub struct SubscriptionHealth {
     /// Consecutive failed attempts that looked like an outage.
     #[serde(rename = "consecutiveFailures")]
     pub consecutive_failures: u32,
-    #[serde(rename = "lastFailure", skip_serializing_if = "Option::is_none", default)]
+    #[serde(
+        rename = "lastFailure",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
     pub last_failure: Option<LastFailure>,
 }
 
@@ -148,7 +152,11 @@ pub struct LastFailure {
     pub timestamp: String,
     /// The failing step (`TIMEOUT`, `CONNECT_FAILED`, ...) or `BAD_STATUS`.
     pub code: String,
-    #[serde(rename = "httpStatus", skip_serializing_if = "Option::is_none", default)]
+    #[serde(
+        rename = "httpStatus",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
     pub http_status: Option<u16>,
 }
 

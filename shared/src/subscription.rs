@@ -315,9 +315,7 @@ fn render_health(h: &crate::delivery::breaker::Health, now: i64) -> Subscription
         consecutive_failures: h.failures,
         last_failure: h.last_failure_at.map(|at| {
             let reason = h.last_failure.as_deref().unwrap_or("");
-            let http_status = reason
-                .strip_prefix("status ")
-                .and_then(|s| s.parse().ok());
+            let http_status = reason.strip_prefix("status ").and_then(|s| s.parse().ok());
             LastFailure {
                 timestamp: iso_millis(at),
                 code: match http_status {

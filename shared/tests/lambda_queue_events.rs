@@ -252,7 +252,10 @@ async fn deliver_notifications_retries_with_a_delayed_message_then_delivers_sign
     let retried: DeliveryJob =
         serde_json::from_str(second.records[0].body.as_deref().unwrap()).unwrap();
     assert_eq!(retried.attempts, 1, "the attempt made travels with the job");
-    assert_eq!(retried.body, serde_json::from_str::<DeliveryJob>(&body).unwrap().body);
+    assert_eq!(
+        retried.body,
+        serde_json::from_str::<DeliveryJob>(&body).unwrap().body
+    );
     let response = queues::deliver_notifications(&w.app, &w.queue, second).await;
     assert!(response.batch_item_failures.is_empty());
 

@@ -41,15 +41,24 @@ async fn leases_are_fair_across_subscriptions_and_capped() {
     let long = std::time::Duration::from_secs(60);
     let first = store.receive(10, 4, long).await.unwrap();
     let count = |leases: &[webhook_core::queue::Lease], sub: &str| {
-        leases.iter().filter(|l| l.job.subscription_id.as_str() == sub).count()
+        leases
+            .iter()
+            .filter(|l| l.job.subscription_id.as_str() == sub)
+            .count()
     };
     assert_eq!((count(&first, "noisy"), count(&first, "quiet")), (4, 1));
     // The noisy subscription holds its cap: nothing more of it is leased.
     assert!(store.receive(10, 4, long).await.unwrap().is_empty());
     store.complete(&first[0]).await.unwrap();
-    let freed = first.iter().find(|l| l.job.subscription_id.as_str() == "noisy").unwrap();
+    let freed = first
+        .iter()
+        .find(|l| l.job.subscription_id.as_str() == "noisy")
+        .unwrap();
     store.complete(freed).await.unwrap();
-    assert_eq!(count(&store.receive(10, 4, long).await.unwrap(), "noisy"), 1);
+    assert_eq!(
+        count(&store.receive(10, 4, long).await.unwrap(), "noisy"),
+        1
+    );
 }
 
 #[tokio::test]

@@ -54,7 +54,10 @@ async fn retries_leave_the_in_flight_window_in_their_subscriptions_group() {
     let client = client().await;
     let (url, dlq) = new_queue(&client).await;
     let queue = SqsQueue::new(client.clone(), url.clone(), Some(dlq));
-    queue.enqueue(vec![queue_conformance::job(6)]).await.unwrap();
+    queue
+        .enqueue(vec![queue_conformance::job(6)])
+        .await
+        .unwrap();
     let leases = queue
         .receive(10, 100, std::time::Duration::from_secs(30))
         .await
@@ -71,10 +74,21 @@ async fn retries_leave_the_in_flight_window_in_their_subscriptions_group() {
         .await
         .unwrap();
     let count = |name: Q| -> u32 { counts.attributes().unwrap()[&name].parse().unwrap() };
-    assert_eq!(count(Q::ApproximateNumberOfMessagesNotVisible), 0, "nothing in flight");
-    assert_eq!(count(Q::ApproximateNumberOfMessagesDelayed), 1, "the retry, delayed");
+    assert_eq!(
+        count(Q::ApproximateNumberOfMessagesNotVisible),
+        0,
+        "nothing in flight"
+    );
+    assert_eq!(
+        count(Q::ApproximateNumberOfMessagesDelayed),
+        1,
+        "the retry, delayed"
+    );
     // The first message carries the group too.
-    queue.enqueue(vec![queue_conformance::job(7)]).await.unwrap();
+    queue
+        .enqueue(vec![queue_conformance::job(7)])
+        .await
+        .unwrap();
     let out = client
         .receive_message()
         .queue_url(&url)

@@ -212,6 +212,8 @@ test('create a subscription: a failed handshake is said in words, then it is cre
   subscriptionId = await card.getAttribute('data-id');
   await card.getByText('ACTIVE', { exact: true }).waitFor();
   await card.getByText('disabled: PERMISSION_DENIED').waitFor();
+  // Its health: the circuit breaker closed, nothing failed yet.
+  assert.equal(await card.locator('dd.health-closed').innerText(), 'delivering');
   await card.getByRole('button', { name: 'Reveal secret' }).click();
   await card.locator('.secret-value').filter({ hasText: /^whsec_/ }).waitFor();
   await shot('subscriptions');

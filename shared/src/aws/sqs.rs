@@ -330,7 +330,11 @@ impl DeliveryQueue for SqsQueue {
 const POLLERS: usize = 4;
 
 impl SqsQueue {
-    async fn receive_batch(&self, max: usize, visibility: Duration) -> Result<Vec<Lease>, QueueError> {
+    async fn receive_batch(
+        &self,
+        max: usize,
+        visibility: Duration,
+    ) -> Result<Vec<Lease>, QueueError> {
         let out = self
             .client
             .receive_message()

@@ -4,7 +4,7 @@
 //! Trusted for [`TRUST`] at most: a breaker closed elsewhere (another
 //! instance's probe, a re-posted subscription) is seen within that time.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::breaker::Health;
@@ -19,8 +19,9 @@ const MAX_ENTRIES: usize = 10_000;
 #[derive(Debug, Default)]
 pub struct HealthCache {
     entries: Mutex<HashMap<SubscriptionId, (Health, i64)>>,
-    /// Subscriptions whose parked jobs this process is putting back.
-    unparking: Mutex<HashSet<SubscriptionId>>,
+    /// Subscriptions whose parked jobs this process is putting back, and
+    /// whether another delivery asked for it meanwhile (then it goes again).
+    unparking: Mutex<HashMap<SubscriptionId, bool>>,
 }
 
 /// Held while this process puts a subscription's parked jobs back: one at
@@ -30,9 +31,28 @@ pub struct Unparking<'a> {
     subscription: SubscriptionId,
 }
 
+impl Unparking<'_> {
+    /// Whether another delivery asked for an unpark since the last call.
+    pub fn again(&self) -> bool {
+        let mut running = self
+            .cache
+            .unparking
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        running
+            .get_mut(&self.subscription)
+            .map(std::mem::take)
+            .unwrap_or(false)
+    }
+}
+
 impl Drop for Unparking<'_> {
     fn drop(&mut self) {
-        let mut set = self.cache.unparking.lock().unwrap_or_else(|p| p.into_inner());
+        let mut set = self
+            .cache
+            .unparking
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         set.remove(&self.subscription);
     }
 }
@@ -74,10 +94,17 @@ impl HealthCache {
         health.wait_until(now, random, manual)
     }
 
-    /// `None` when this process is already putting them back.
+    /// `None` when this process is already putting them back: that one
+    /// then goes again ([`Unparking::again`]), so a job parked meanwhile
+    /// is not left behind.
     pub fn begin_unpark(&self, subscription: &SubscriptionId) -> Option<Unparking<'_>> {
-        let mut set = self.unparking.lock().unwrap_or_else(|p| p.into_inner());
-        set.insert(subscription.clone()).then(|| Unparking {
+        let mut running = self.unparking.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(again) = running.get_mut(subscription) {
+            *again = true;
+            return None;
+        }
+        running.insert(subscription.clone(), false);
+        Some(Unparking {
             cache: self,
             subscription: subscription.clone(),
         })

@@ -36,10 +36,10 @@ pub use worker::run_workers;
 use crate::app::App;
 use crate::callback::post::{Posted, SignedNotification};
 use crate::callback::{CallFailure, CallbackTarget, UriProblem};
+use crate::ids::{OrgId, SubscriptionId};
 use crate::model::SubscriptionStatus;
 use crate::queue::{DeliveryJob, DeliveryQueue, Lease, QueueError};
 use crate::signature::{signature_header, SigningKey};
-use crate::ids::{OrgId, SubscriptionId};
 use crate::store::{DeliveryRecord, StoredSubscription};
 
 /// Attempts one delivery, records it and settles the lease with the verdict.
@@ -308,10 +308,15 @@ async fn unpark(
     if !queue.parks() {
         return;
     }
-    let Some(_unparking) = app.breakers.begin_unpark(id) else {
+    let Some(unparking) = app.breakers.begin_unpark(id) else {
         return;
     };
-    match queue.unpark(id).await {
+    let mut result = queue.unpark(id).await;
+    while result.is_ok() && unparking.again() {
+        let more = queue.unpark(id).await;
+        result = result.and_then(|n| more.map(|m| n + m));
+    }
+    match result {
         Ok(n) => {
             if n > 0 {
                 tracing::info!(subscription_id = %id, org_id = %org, jobs = n, "circuit breaker closed: parked notifications queued again");

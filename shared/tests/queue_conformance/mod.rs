@@ -127,7 +127,10 @@ pub async fn a_deferral_delays_without_counting_an_attempt(queue: Arc<dyn Delive
     queue.enqueue(vec![job(10)]).await.unwrap();
     let first = receive_n(queue.as_ref(), 1, LONG, Duration::from_secs(10)).await;
     assert_eq!(first[0].attempt, 1);
-    queue.defer(&first[0], Duration::from_secs(2)).await.unwrap();
+    queue
+        .defer(&first[0], Duration::from_secs(2))
+        .await
+        .unwrap();
     assert!(
         queue.receive(10, 100, LONG).await.unwrap().is_empty(),
         "not due yet"
@@ -140,7 +143,11 @@ pub async fn a_deferral_delays_without_counting_an_attempt(queue: Arc<dyn Delive
         .unwrap();
     let retried = receive_n(queue.as_ref(), 1, LONG, Duration::from_secs(10)).await;
     assert_eq!(retried[0].attempt, 2);
-    assert_eq!(retried[0].job.body, job(10).body, "the same bytes every attempt");
+    assert_eq!(
+        retried[0].job.body,
+        job(10).body,
+        "the same bytes every attempt"
+    );
     queue.complete(&retried[0]).await.unwrap();
 }
 

@@ -33,7 +33,10 @@ impl ParkingLot for DynamoStore {
             parked_pk(&job.subscription_id),
             summary_sk(job.created_at, &job.id),
         );
-        item.insert("job".into(), s(serde_json::to_string(job).expect("job serialises")));
+        item.insert(
+            "job".into(),
+            s(serde_json::to_string(job).expect("job serialises")),
+        );
         item.insert(
             "ttl".into(),
             n(job.created_at / 1000 + self.retention.as_secs() as i64),
@@ -111,7 +114,10 @@ impl ParkingLot for DynamoStore {
                 if requests.is_empty() {
                     break;
                 }
-                backoff.wait("release parked jobs").await.map_err(queue_err)?;
+                backoff
+                    .wait("release parked jobs")
+                    .await
+                    .map_err(queue_err)?;
             }
         }
         Ok(())
