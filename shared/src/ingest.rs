@@ -11,7 +11,6 @@ use crate::app::App;
 use crate::auth::Caller;
 use crate::error::{ApiError, FieldError};
 use crate::filter::{self, Direction, EventFilter, Topic};
-use crate::history::Trigger;
 use crate::ids::OrgId;
 use crate::model::{Message, SubscriptionStatus};
 use crate::notification::{notification_id, ContactInfo, MessageInfo, Notification};
@@ -307,16 +306,8 @@ pub async fn ingest(app: &App, outbox: &dyn Outbox, event: Event) -> Result<Inge
         .map(|s| {
             let uuid = notification_id(&event.id, s.id.as_str()).to_string();
             let notification = render(&event, &filter, s.id.as_str(), &uuid, now);
-            DeliveryJob {
-                id: uuid.into(),
-                org_id: s.org_id.clone(),
-                subscription_id: s.id.clone(),
-                body: serde_json::to_string(&notification).expect("notification serialises"),
-                created_at: now,
-                trigger: Trigger::Scheduled,
-                attempts: 0,
-                not_before: None,
-            }
+            let body = serde_json::to_string(&notification).expect("notification serialises");
+            DeliveryJob::new(uuid.into(), s.org_id.clone(), s.id.clone(), body, now)
         })
         .collect();
     let count = jobs.len();

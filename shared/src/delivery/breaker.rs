@@ -14,8 +14,6 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::callback::post::Posted;
-use crate::callback::CallFailure;
 use crate::clock::millis;
 
 /// The breaker's settings (`WEBHOOKS_BREAKER_*`).
@@ -115,25 +113,6 @@ pub enum Signal {
     Reachable,
     /// Says nothing about the callback (the address policy refused it).
     Neutral,
-}
-
-impl Signal {
-    /// Timeouts, connection, DNS and TLS failures and 5xx look like an
-    /// outage; a 4xx is the receiver answering, and a refused address is
-    /// our policy, not its health.
-    pub fn of(posted: &Posted) -> Signal {
-        match posted {
-            Posted::Answered { status, .. } if *status >= 500 => {
-                Signal::Outage(format!("status {status}"))
-            }
-            Posted::Answered { .. } => Signal::Reachable,
-            Posted::Failed {
-                failure: CallFailure::AddressForbidden,
-                ..
-            } => Signal::Neutral,
-            Posted::Failed { failure, .. } => Signal::Outage(failure.code().to_owned()),
-        }
-    }
 }
 
 impl Health {

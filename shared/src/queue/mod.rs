@@ -43,6 +43,28 @@ pub struct DeliveryJob {
     pub not_before: Option<i64>,
 }
 
+impl DeliveryJob {
+    /// A new notification's job: scheduled, nothing attempted yet.
+    pub fn new(
+        id: NotificationId,
+        org_id: OrgId,
+        subscription_id: SubscriptionId,
+        body: String,
+        created_at: i64,
+    ) -> Self {
+        DeliveryJob {
+            id,
+            org_id,
+            subscription_id,
+            body,
+            created_at,
+            trigger: Trigger::Scheduled,
+            attempts: 0,
+            not_before: None,
+        }
+    }
+}
+
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
