@@ -14,6 +14,10 @@ use serde_json::{json, Value};
 
 /// Three attempts, then FAILED.
 const SHORT_SCHEDULE: (&str, &str) = ("WEBHOOKS_RETRY_SCHEDULE", "100ms,100ms");
+/// These tests watch notifications fail through the whole schedule: the
+/// circuit breaker, which would hold them after 5 failures in a row, is
+/// tested in isolation.rs.
+const NO_BREAKER: (&str, &str) = ("WEBHOOKS_BREAKER_FAILURES", "1000");
 const WAIT: Duration = Duration::from_secs(30);
 const BROKEN: &str = "<html><body><h1>Internal Server Error</h1></body></html>";
 
@@ -56,7 +60,7 @@ fn millis_now() -> i64 {
 
 #[tokio::test]
 async fn failed_deliveries_are_shown_resent_and_recovered() {
-    let server = Server::start_with(&[SHORT_SCHEDULE]);
+    let server = Server::start_with(&[SHORT_SCHEDULE, NO_BREAKER]);
     let inbox = Receiver::start(Handshake::Echo).await;
     let (status, sub) = server
         .create("org-1", &inbox.uri("/hook"), &[&contact("org-1", "d")])
@@ -237,7 +241,7 @@ async fn failed_deliveries_are_shown_resent_and_recovered() {
 
 #[tokio::test]
 async fn history_requests_are_validated_and_scoped() {
-    let server = Server::start_with(&[SHORT_SCHEDULE]);
+    let server = Server::start_with(&[SHORT_SCHEDULE, NO_BREAKER]);
     let inbox = Receiver::start(Handshake::Echo).await;
     let (_, sub) = server
         .create("org-1", &inbox.uri("/hook"), &[&contact("org-1", "d")])

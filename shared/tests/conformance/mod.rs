@@ -14,7 +14,9 @@ use std::sync::Arc;
 use webhook_core::ids::{OrgId, SubscriptionId};
 use webhook_core::model::{Message, SubscriptionStatus};
 use webhook_core::page::{PageRequest, MAX_SIZE};
-use webhook_core::store::{DeliveryRecord, DisabledEntry, Store, StoreError, Upsert};
+use webhook_core::store::{
+    DeliveryRecord, DisabledEntry, Store, StoreError, StoredSubscription, Upsert,
+};
 
 /// Generates one `#[tokio::test]` per case for an adapter. `$make` is an
 /// async expression giving an `Arc<dyn Store>`.
@@ -32,6 +34,7 @@ macro_rules! conformance_tests {
             messages_are_scoped_to_the_organization,
             messages_past_their_retention_are_absent,
             fan_out_sees_delivery_bookkeeping,
+            the_circuit_breaker_is_compare_and_set_and_a_repost_clears_it,
         );
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
@@ -586,6 +589,60 @@ pub async fn messages_past_their_retention_are_absent(store: Arc<dyn Store>) {
 
 /// What fan-out returns follows blacklisting and failure streaks (an adapter
 /// that copies subscriptions into its filter index must keep the copies in step).
+/// The breaker is written compare-and-set on its revision, read with the
+/// subscription, and cleared (at a new revision) when the uri is posted again.
+pub async fn the_circuit_breaker_is_compare_and_set_and_a_repost_clears_it(store: Arc<dyn Store>) {
+    use webhook_core::delivery::breaker::{BreakerRule, Health, Signal};
+    let org = unique("org");
+    let f = format!("/orgId/{org}/department/d/contact");
+    let (sub, _) = store
+        .upsert_subscription(upsert(&org, "https://example.com/h", &[&f], 50_000))
+        .await
+        .unwrap();
+    let org_id = OrgId::from(&org);
+    assert_eq!(sub.health, Health::default());
+    let rule = BreakerRule {
+        failures: 1,
+        ..BreakerRule::default()
+    };
+    let open = Health::default()
+        .after(&Signal::Outage("TIMEOUT".into()), &rule, 10_000)
+        .unwrap();
+    assert!(store
+        .update_health(&org_id, &sub.id, 0, &open)
+        .await
+        .unwrap());
+    // A writer that read the old revision loses.
+    assert!(!store
+        .update_health(&org_id, &sub.id, 0, &open)
+        .await
+        .unwrap());
+    let read = store
+        .get_subscription(&org_id, &sub.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.health, open);
+    assert_eq!(read.health.state(10_001).as_str(), "open");
+    // Another organization's id is not found, so nothing is written.
+    let other = OrgId::from(&unique("org"));
+    assert!(!store
+        .update_health(&other, &sub.id, 1, &Health::default())
+        .await
+        .unwrap());
+    store
+        .upsert_subscription(upsert(&org, "https://example.com/h", &[&f], 60_000))
+        .await
+        .unwrap();
+    let reposted = store
+        .get_subscription(&org_id, &sub.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(reposted.health.is_clear());
+    assert!(reposted.health.rev > open.rev, "{:?}", reposted.health);
+}
+
 pub async fn fan_out_sees_delivery_bookkeeping(store: Arc<dyn Store>) {
     let org = unique("org");
     let f = filter(&org, "d");
@@ -619,12 +676,20 @@ pub async fn fan_out_sees_delivery_bookkeeping(store: Arc<dyn Store>) {
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].status, SubscriptionStatus::Active);
     assert_eq!(found[0].failing_since, None);
+    // The circuit breaker is the subscription's own (DynamoDB keeps it off
+    // the index copies): the rest is the same.
+    let without_health = |s: StoredSubscription| StoredSubscription {
+        health: Default::default(),
+        ..s
+    };
     assert_eq!(
-        found[0],
-        store
-            .get_subscription(&OrgId::from(&org), &sub.id)
-            .await
-            .unwrap()
-            .unwrap()
+        without_health(found[0].clone()),
+        without_health(
+            store
+                .get_subscription(&OrgId::from(&org), &sub.id)
+                .await
+                .unwrap()
+                .unwrap()
+        )
     );
 }
