@@ -144,10 +144,9 @@ async fn ingest_event(
     let result = async {
         caller.require_scope_for(&Route::IngestEvent.method(), &app.config.jwt.scopes)?;
         let envelope: EventEnvelope = parse_json(headers, body)?;
-        json(
-            StatusCode::ACCEPTED,
-            &ingest::accept(app, outbox, caller, envelope).await?,
-        )
+        let ingested = ingest::accept(app, outbox, caller, envelope).await?;
+        crate::telemetry::metrics::event_ingested(ingested.notifications, ingested.duplicate);
+        json(StatusCode::ACCEPTED, &ingested)
     };
     result.await.unwrap_or_else(|e| error_response(&e))
 }

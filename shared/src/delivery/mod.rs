@@ -64,6 +64,8 @@ pub async fn deliver(
         &app.config.retry_schedule,
         random,
     );
+    let call_ms = made.as_ref().map(|m| m.duration_ms);
+    crate::telemetry::metrics::delivery_attempt(&verdict, call_ms, lease.job.created_at, now);
     remember(app, &lease.job, &attempt, made, &verdict).await?;
     settle(queue, lease, &verdict, now).await?;
     Ok(verdict)
@@ -97,6 +99,7 @@ pub async fn remember(
         .record_outcome(job, &outcome)
         .await
         .map_err(|e| {
+            crate::telemetry::metrics::store_error(&e);
             let detail = format!("the delivery history cannot be written: {e}");
             match e {
                 crate::store::StoreError::Unavailable(_) => QueueError::unavailable(detail),
@@ -124,7 +127,10 @@ pub async fn prepare(app: &App, job: &DeliveryJob, now: i64) -> Result<Ready, At
     {
         Ok(Some(sub)) => sub,
         Ok(None) => return Err(Attempt::Unwanted("the subscription was deleted".into())),
-        Err(e) => return Err(Attempt::StoreUnavailable(format!("store unavailable: {e}"))),
+        Err(e) => {
+            crate::telemetry::metrics::store_error(&e);
+            return Err(Attempt::StoreUnavailable(format!("store unavailable: {e}")));
+        }
     };
     if subscription.status != SubscriptionStatus::Active {
         return Err(Attempt::Unwanted(format!(

@@ -111,6 +111,20 @@ pub trait DeliveryQueue: Send + Sync {
     async fn retry_after(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError>;
     /// Give up: move it to the dead letters with the reason.
     async fn dead_letter(&self, lease: &Lease, reason: &str) -> Result<(), QueueError>;
+    /// The backlog, for the metrics' gauges: None where the queue cannot
+    /// tell cheaply (SQS publishes its own figures to CloudWatch).
+    async fn backlog(&self) -> Result<Option<Backlog>, QueueError> {
+        Ok(None)
+    }
+}
+
+/// A queue's backlog, as the metrics' gauges show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Backlog {
+    /// Jobs due now and not leased.
+    pub due: u64,
+    /// How long the oldest of them has been due (zero when none is).
+    pub oldest_due_age: Duration,
 }
 
 /// Where an ingested event's effects go: the event id (for deduplication),

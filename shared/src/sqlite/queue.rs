@@ -13,7 +13,7 @@ use rusqlite::{params, OptionalExtension};
 use super::{backend, QueueStats, SqliteDb, Write};
 use crate::clock::millis;
 use crate::history::Trigger;
-use crate::queue::{DeliveryJob, DeliveryQueue, Lease, QueueError};
+use crate::queue::{Backlog, DeliveryJob, DeliveryQueue, Lease, QueueError};
 use crate::store::StoreError;
 
 fn queue_err(e: StoreError) -> QueueError {
@@ -205,6 +205,28 @@ impl DeliveryQueue for SqliteDb {
         })
         .await
         .map_err(queue_err)
+    }
+
+    async fn backlog(&self) -> Result<Option<Backlog>, QueueError> {
+        // Due and not leased (a lease pushes `due_at` past now), on the
+        // partial index of queued notifications.
+        let now = self.now_ms();
+        let (due, oldest): (i64, Option<i64>) = self
+            .lookup(move |conn| {
+                conn.prepare_cached(
+                    "SELECT count(*), min(due_at) FROM notifications WHERE due_at IS NOT NULL AND due_at <= ?1",
+                )
+                .and_then(|mut s| s.query_row([now], |r| Ok((r.get(0)?, r.get(1)?))))
+                .map_err(backend)
+            })
+            .await
+            .map_err(queue_err)?;
+        Ok(Some(Backlog {
+            due: u64::try_from(due).unwrap_or(0),
+            oldest_due_age: Duration::from_millis(
+                oldest.map_or(0, |at| u64::try_from(now - at).unwrap_or(0)),
+            ),
+        }))
     }
 }
 

@@ -1,0 +1,7 @@
+//! What the service tells its operators beyond its logs: Prometheus metrics
+//! of `webhooks-local` ([`metrics`]). The pipeline calls one-line hooks in
+//! here; every mapping from the pipeline's types to a label lives in this
+//! module, so labels come from small fixed sets only (never an
+//! organization, a subscription or a URL).
+
+pub mod metrics;
