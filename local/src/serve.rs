@@ -17,6 +17,7 @@ use webhook_core::http::{error_response, payload_too_large, MAX_BODY};
 use webhook_core::retention::run_purges;
 use webhook_core::services::Services;
 use webhook_core::telemetry::metrics;
+use webhook_core::telemetry::trace::otlp;
 use webhook_core::{Config, Profile};
 
 use crate::credentials::Credentials;
@@ -83,7 +84,9 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         auth,
         console,
     });
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
+        // OTEL_EXPORTER_OTLP_ENDPOINT: spans exported; unset, nothing is.
+        let traces = otlp::install_from_env()?;
         let listener = tokio::net::TcpListener::bind(args.addr)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
@@ -102,6 +105,9 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
                 .with_state(server.clone());
             tokio::spawn(async move { axum::serve(listener, router).await });
         }
+        if let Some(endpoint) = traces {
+            println!("Traces (OTLP):            {endpoint}");
+        }
         tokio::spawn(workers);
         tokio::spawn(purges);
         let router = axum::Router::new()
@@ -111,7 +117,9 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
             .with_graceful_shutdown(shutdown_signal())
             .await
             .map_err(|e| e.to_string())
-    })
+    });
+    otlp::shutdown(); // exports the spans still buffered
+    served
 }
 
 struct Banner {

@@ -45,8 +45,7 @@ pub struct EventEnvelope {
     pub contact: Option<ContactRef>,
 }
 
-/// A message as producers send it; absent (or `null`) lists and texts
-/// default to empty.
+/// A message as producers send it; absent (or `null`) lists and texts default to empty.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct MessageInput {
     pub id: Option<String>,
@@ -314,6 +313,7 @@ pub async fn ingest(app: &App, outbox: &dyn Outbox, event: Event) -> Result<Inge
                 body: serde_json::to_string(&notification).expect("notification serialises"),
                 created_at: now,
                 trigger: Trigger::Scheduled,
+                traceparent: crate::telemetry::trace::current().map(|t| t.header()),
             }
         })
         .collect();

@@ -88,6 +88,7 @@ async fn enqueue(w: &World, subscription_id: &SubscriptionId) {
         body: "{}".into(),
         created_at: 0,
         trigger: Default::default(),
+        traceparent: None,
     };
     w.db.enqueue(vec![job]).await.unwrap();
 }

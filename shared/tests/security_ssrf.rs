@@ -431,6 +431,7 @@ mod isolated {
             body: r#"{"uuid":"u","timestamp":1,"event":"e","subscriptionId":"s"}"#.into(),
             created_at: 1,
             trigger: Default::default(),
+            traceparent: None,
         };
         t.store.enqueue(vec![job.clone()]).await.unwrap();
         let leases = t.store.receive(100, Duration::from_secs(60)).await.unwrap();

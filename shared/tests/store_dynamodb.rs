@@ -402,6 +402,7 @@ async fn attempts_inline_and_in_items_read_back_in_order() {
         body: format!(r#"{{"uuid":"{id}"}}"#),
         created_at: t0,
         trigger: Trigger::Scheduled,
+        traceparent: None,
     };
     h.record_enqueued("event-1", std::slice::from_ref(&job))
         .await

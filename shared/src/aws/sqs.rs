@@ -122,6 +122,19 @@ impl SqsQueue {
     }
 }
 
+/// The job's W3C `traceparent` as a message attribute too, for tools that
+/// read attributes (the job's body carries it for the delivery).
+fn traceparent_attribute(
+    job: &DeliveryJob,
+) -> Option<std::collections::HashMap<String, aws_sdk_sqs::types::MessageAttributeValue>> {
+    let value = aws_sdk_sqs::types::MessageAttributeValue::builder()
+        .data_type("String")
+        .string_value(job.traceparent.clone()?)
+        .build()
+        .ok()?;
+    Some([("traceparent".to_owned(), value)].into())
+}
+
 #[async_trait]
 impl DeliveryQueue for SqsQueue {
     async fn enqueue(&self, jobs: Vec<DeliveryJob>) -> Result<(), QueueError> {
@@ -133,6 +146,7 @@ impl DeliveryQueue for SqsQueue {
                     SendMessageBatchRequestEntry::builder()
                         .id(i.to_string())
                         .message_body(serde_json::to_string(job).expect("job serialises"))
+                        .set_message_attributes(traceparent_attribute(job))
                         .build()
                         .map_err(err)
                 })

@@ -32,6 +32,7 @@ use crate::model::SubscriptionStatus;
 use crate::queue::{DeliveryJob, DeliveryQueue, Lease, QueueError};
 use crate::signature::{signature_header, SigningKey};
 use crate::store::{DeliveryRecord, StoredSubscription};
+use crate::telemetry::trace::TraceParent;
 
 /// Attempts one delivery, records it and settles the lease with the verdict.
 pub async fn deliver(
@@ -45,9 +46,10 @@ pub async fn deliver(
         settle(queue, lease, &verdict, now).await?;
         return Ok(verdict);
     }
+    let mut span = crate::telemetry::trace::attempt_span(&lease.job, lease.attempt);
     let (attempt, made) = match prepare(app, &lease.job, now).await {
         Ok(ready) => {
-            let posted = post(app, &ready, &lease.job, now).await;
+            let posted = post(app, &ready, &lease.job, now, span.context()).await;
             let made = outcome::attempt_record(&posted, outcome::trigger(lease), now);
             (
                 record(app, &ready.subscription, &posted, now).await,
@@ -66,6 +68,10 @@ pub async fn deliver(
     );
     let call_ms = made.as_ref().map(|m| m.duration_ms);
     crate::telemetry::metrics::delivery_attempt(&verdict, call_ms, lease.job.created_at, now);
+    span.set(
+        "webhooks.outcome",
+        crate::telemetry::metrics::outcome(&verdict),
+    );
     remember(app, &lease.job, &attempt, made, &verdict).await?;
     settle(queue, lease, &verdict, now).await?;
     Ok(verdict)
@@ -173,7 +179,7 @@ pub async fn prepare(app: &App, job: &DeliveryJob, now: i64) -> Result<Ready, At
 }
 
 /// Step 2: sign and POST (a refused target is a failed attempt, not a call).
-async fn post(app: &App, ready: &Ready, job: &DeliveryJob, now: i64) -> Posted {
+async fn post(app: &App, ready: &Ready, job: &DeliveryJob, now: i64, trace: TraceParent) -> Posted {
     let target = match &ready.target {
         Ok(target) => target,
         Err(failure) => {
@@ -189,6 +195,7 @@ async fn post(app: &App, ready: &Ready, job: &DeliveryJob, now: i64) -> Posted {
         timestamp,
         signature: signature_header(&ready.keys, job.id.as_str(), timestamp, job.body.as_bytes()),
         body: &job.body,
+        traceparent: Some(trace.header()),
     };
     app.callbacks
         .post(target, notification, app.config.delivery_timeout)

@@ -11,6 +11,7 @@ use crate::delivery;
 use crate::ingest::{self, EventEnvelope, Ingested};
 use crate::queue::Outbox;
 use crate::telemetry::emf;
+use crate::telemetry::trace::{self, TraceParent};
 
 pub use crate::services::aws::{queue_functions, QueueFunctions};
 
@@ -106,13 +107,25 @@ async fn ingest_record(
         unavailable: false,
     })?;
     let span = tracing::info_span!("event", org_id = %event.organization_id, event_id = %event.id);
-    ingest::ingest(app, outbox, event)
+    // The producer's trace: a `traceparent` message attribute, else X-Ray's header.
+    let trace = trace::start("ingest", trace::Kind::Consumer, trace_of(record));
+    trace::scope(trace.context(), ingest::ingest(app, outbox, event))
         .instrument(span)
         .await
         .map_err(|e| Rejected {
             unavailable: e.status == http::StatusCode::SERVICE_UNAVAILABLE,
             ..Rejected::from(e.detail)
         })
+}
+
+/// The trace context an events-queue record carries, if any.
+fn trace_of(record: &SqsMessage) -> Option<TraceParent> {
+    let attribute = record.message_attributes.get("traceparent");
+    let w3c = attribute.and_then(|a| a.string_value.as_deref());
+    w3c.and_then(TraceParent::parse).or_else(|| {
+        let xray = record.attributes.get("AWSTraceHeader")?;
+        TraceParent::from_xray(xray)
+    })
 }
 
 /// `deliver-notifications`: one delivery job per record, each through

@@ -33,6 +33,10 @@ pub struct DeliveryJob {
     /// MANUAL for a resend or recover: its first attempt is recorded so.
     #[serde(default, skip_serializing_if = "Trigger::is_scheduled")]
     pub trigger: Trigger,
+    /// The W3C `traceparent` of the ingestion that created it: its
+    /// attempts are spans of that trace and the callback's POST carries it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// Who asked for an attempt: the retry schedule, or a person (resend, recover).

@@ -46,8 +46,8 @@ pub(super) fn insert_jobs(
     let mut stmt = tx
         .prepare_cached(
             "INSERT INTO notifications (id, org_id, subscription_id, event_id, event, created_at, \
-                                        status, next_attempt_at, body, due_at, manual) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'PENDING', ?7, ?8, ?7, ?9) \
+                                        status, next_attempt_at, body, due_at, manual, traceparent) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'PENDING', ?7, ?8, ?7, ?9, ?10) \
              ON CONFLICT (id) DO UPDATE SET due_at = excluded.due_at, lease = 0, leased = 0, manual = 1 \
              WHERE excluded.manual = 1",
         )
@@ -63,6 +63,7 @@ pub(super) fn insert_jobs(
             now,
             job.body,
             i64::from(job.trigger == Trigger::Manual),
+            job.traceparent,
         ])
         .map_err(backend)?;
     }
@@ -113,7 +114,7 @@ impl DeliveryQueue for SqliteDb {
                     "UPDATE notifications SET lease = lease + 1, due_at = ?1 + ?2, leased = 1 \
                      WHERE rowid IN (SELECT rowid FROM notifications WHERE due_at <= ?1 ORDER BY due_at \
                                      LIMIT CAST(?3 AS INTEGER)) \
-                     RETURNING id, org_id, subscription_id, body, lease, created_at, manual",
+                     RETURNING id, org_id, subscription_id, body, lease, created_at, manual, traceparent",
                 )
                 .map_err(backend)?;
             let rows = stmt
@@ -127,6 +128,7 @@ impl DeliveryQueue for SqliteDb {
                             body: r.get(3)?,
                             created_at: r.get(5)?,
                             trigger: if r.get::<_, i64>(6)? == 1 { Trigger::Manual } else { Trigger::Scheduled },
+                            traceparent: r.get(7)?,
                         },
                         attempt,
                         receipt: attempt.to_string(),

@@ -139,6 +139,10 @@ CREATE TRIGGER subscription_uncounted AFTER DELETE ON subscriptions BEGIN
     UPDATE subscription_counts SET n = n - 1 WHERE org_id = old.org_id;
 END;
 "#,
+    r#"
+-- The W3C traceparent of the ingestion that created a notification (issue 23).
+ALTER TABLE notifications ADD COLUMN traceparent TEXT;
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

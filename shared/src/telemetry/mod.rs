@@ -7,3 +7,4 @@
 
 pub mod emf;
 pub mod metrics;
+pub mod trace;

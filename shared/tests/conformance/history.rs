@@ -64,6 +64,7 @@ fn job(f: &Fixture, n: i64) -> DeliveryJob {
         ),
         created_at: T0 + n,
         trigger: Trigger::Scheduled,
+        traceparent: None,
     }
 }
 

@@ -41,6 +41,7 @@ pub fn job(n: usize) -> DeliveryJob {
         body: format!(r#"{{"n":{n},"text":"héllo"}}"#),
         created_at: 1_700_000_000_000 + n as i64,
         trigger: Default::default(),
+        traceparent: None,
     }
 }
 

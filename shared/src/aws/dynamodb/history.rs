@@ -293,6 +293,7 @@ impl DeliveryHistory for DynamoStore {
             summary,
             payload: text(notification, "payload")?,
             attempts,
+            trace_id: None,
         }))
     }
 
@@ -358,6 +359,7 @@ impl DeliveryHistory for DynamoStore {
                         created_at: number(item, "createdAt")?,
                         trigger: Trigger::Manual,
                         id,
+                        traceparent: None,
                     },
                     status: status_of(item)?,
                     attempts: number(item, "attempts")?.max(0) as u32,
