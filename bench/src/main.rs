@@ -12,6 +12,8 @@
 //! - `cost`: what AWS bills per notification, API read and create: DynamoDB
 //!   units and SQS requests counted by a recording proxy in front of the
 //!   emulators, priced at public on-demand prices (`cost/`)
+//! - `observability`: get-subscription and e2e throughput with Prometheus
+//!   metrics scraped and every span exported (OTLP) vs both off (printed only)
 //!
 //! Results go to `bench/results/` as JSON, Markdown and an SVG chart. Each
 //! suite hands its results over (`results.rs` collects them) and describes
@@ -25,6 +27,7 @@ mod fanout;
 mod http;
 mod lambda;
 mod load;
+mod observability;
 mod process;
 mod receiver;
 mod report;
@@ -47,6 +50,8 @@ pub enum Suite {
     Fanout,
     Sizes,
     Cost,
+    /// get-subscription and e2e throughput with metrics and OTLP export on vs off.
+    Observability,
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -230,6 +235,9 @@ async fn run(s: Settings) -> Result<(), String> {
 
     if has(Suite::Api) || has(Suite::E2e) {
         results.add_http(http::run(&s, has(Suite::Api), has(Suite::E2e)).await?);
+    }
+    if has(Suite::Observability) {
+        observability::run(&s).await?;
     }
     if has(Suite::Lambda) {
         println!("\n== Lambda init and invoke (fake Runtime API)");
