@@ -676,6 +676,7 @@ async fn queue_functions_write_one_emf_line_per_invocation_and_carry_the_trace()
         "Attempts.delivered",
         "Attempts.retry",
         "Attempts.dead",
+        "Attempts.deferred",
         "RecordsUnsettled",
         "AttemptDuration",
         "DeliveryLag",

@@ -23,8 +23,17 @@ use serde_json::{json, Map, Value};
 
 use crate::delivery::decide::Verdict;
 
-/// Every outcome label, in the order the line lists them.
-const OUTCOMES: [&str; 5] = ["delivered", "retry", "dead", "blacklist", "drop"];
+/// Every outcome label, in the order the line lists them (`deferred`: a job
+/// postponed without an attempt, by a per-subscription cap or an open
+/// circuit breaker, once the pipeline has such a verdict).
+const OUTCOMES: [&str; 6] = [
+    "delivered",
+    "retry",
+    "dead",
+    "blacklist",
+    "drop",
+    "deferred",
+];
 /// EMF takes at most 100 values of one metric per line.
 const MAX_VALUES: usize = 100;
 
