@@ -61,7 +61,7 @@ pub struct NotificationDetailView {
     pub notification: NotificationView<Vec<AttemptView>>,
     /// The exact JSON body that was sent.
     pub payload: Box<RawValue>,
-    /// The W3C trace id of the ingestion that created it (where kept).
+    /// The W3C trace id of the ingestion that created it (None before traces were kept).
     #[serde(rename = "traceId", skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
 }
