@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one test command. Installs and starts everything the tests need
 # (DynamoDB Local, moto's SQS server, cfn-lint, SAM CLI, playwright-core) under
-# .tools/, and Debian's Chromium (apt-get) for the console's browser tests,
+# .tools/, Debian's Chromium (apt-get) for the console's browser tests and
+# Debian's prometheus (apt-get) for the metrics test,
 # runs every check, and stops what it started. Needs nothing installed by hand
 # beyond the machine's Rust toolchain, python3, node/npm and java 17.
 set -euo pipefail
@@ -34,7 +35,7 @@ cargo test --workspace --locked
 
 step "end-to-end tests of the API, delivery and tenancy on the AWS backend (DynamoDB Local, moto SQS)"
 WEBHOOKS_TEST_BACKEND=aws cargo test --locked -p webhooks-local --test subscriptions_api --test delivery --test history \
-  --test security_tenancy --test secret_rotation
+  --test security_tenancy --test secret_rotation --test tracing
 
 step "template lint (cfn-lint, sam validate --lint)"
 install_lint_tools
@@ -43,6 +44,8 @@ lint_template
 step "README walkthrough (release build, as a new user runs it)"
 cargo build --release --locked -p webhooks-local
 scripts/walkthrough.sh
+step "metrics scraped by a real Prometheus (Debian's prometheus; apt-get when missing), PromQL checked"
+scripts/prometheus-test.sh
 step "web console in Chromium (Playwright; installs Chromium and playwright-core)"
 scripts/console-test.sh
 step "contract (openapi.yaml lint, schemathesis)" && scripts/contract.sh

@@ -88,7 +88,7 @@ impl E2eRun {
 }
 
 /// Subscriptions of `ORG`/`dep` to `count` distinct receiver paths; their ids.
-async fn subscribe(
+pub(crate) async fn subscribe(
     api: &Api,
     receiver: &Receiver,
     dep: &str,
@@ -105,7 +105,7 @@ async fn subscribe(
     Ok(ids)
 }
 
-enum Pace {
+pub(crate) enum Pace {
     /// As fast as `concurrency` closed-loop senders go, for the duration.
     Closed(usize),
     /// Events per second, open loop, for the duration.
@@ -113,7 +113,7 @@ enum Pace {
 }
 
 #[allow(clippy::too_many_arguments)]
-async fn scenario(
+pub(crate) async fn scenario(
     name: &str,
     api: &Api,
     receiver: &Receiver,

@@ -40,7 +40,7 @@ pub struct ServiceMemory {
     pub idle_after_load_kib: u64,
 }
 
-fn random_hex(bytes: usize) -> String {
+pub fn random_hex(bytes: usize) -> String {
     (0..bytes.div_ceil(16))
         .map(|_| uuid::Uuid::new_v4().simple().to_string())
         .collect::<String>()
@@ -57,6 +57,17 @@ fn start_service(
     key: &str,
     secret: &str,
 ) -> Result<Listening, String> {
+    start_service_with(s, data, key, secret, &[])
+}
+
+/// [`start_service`] with more environment variables.
+pub fn start_service_with(
+    s: &Settings,
+    data: &std::path::Path,
+    key: &str,
+    secret: &str,
+    env: &[(&str, String)],
+) -> Result<Listening, String> {
     let local = process::workspace_binary(s.bin_dir.as_deref(), "webhooks-local");
     let log = std::fs::File::create(data.join("webhooks-local.log")).map_err(|e| e.to_string())?;
     let mut command = Command::new(&local);
@@ -67,6 +78,9 @@ fn start_service(
         .env("WEBHOOKS_JWT_HS256_SECRET", secret)
         .env("RUST_LOG", &s.server_log)
         .env_remove("WEBHOOKS_BACKEND")
+        .env_remove("WEBHOOKS_METRICS_ADDR")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stderr(log);
     Listening::spawn(command, "webhooks-local listening on ")
         .map_err(|e| format!("{e} (build it with `cargo build --release -p webhooks-local`)"))

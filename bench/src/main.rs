@@ -14,6 +14,8 @@
 //! - `cost`: what AWS bills per notification, API read and create: DynamoDB
 //!   units and SQS requests counted by a recording proxy in front of the
 //!   emulators, priced at public on-demand prices (`cost/`)
+//! - `observability`: get-subscription and e2e throughput with Prometheus
+//!   metrics scraped and every span exported (OTLP) vs both off (printed only)
 //!
 //! Results go to `bench/results/` as JSON, Markdown and an SVG chart. Each
 //! suite hands its results over (`results.rs` collects them) and describes
@@ -28,6 +30,7 @@ mod http;
 mod lambda;
 mod load;
 mod noisy;
+mod observability;
 mod process;
 mod receiver;
 mod report;
@@ -51,6 +54,8 @@ pub enum Suite {
     Sizes,
     Cost,
     Noisy,
+    /// get-subscription and e2e throughput with metrics and OTLP export on vs off.
+    Observability,
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -269,6 +274,9 @@ async fn run(s: Settings) -> Result<(), String> {
                 Err(e) => results.problems.push(format!("noisy ({backend:?}): {e}")),
             }
         }
+    }
+    if has(Suite::Observability) {
+        observability::run(&s).await?;
     }
     if has(Suite::Lambda) {
         println!("\n== Lambda init and invoke (fake Runtime API)");

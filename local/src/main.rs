@@ -68,6 +68,9 @@ pub struct ServeArgs {
     /// With --backend aws: create the DynamoDB tables if they do not exist.
     #[arg(long)]
     create_tables: bool,
+    /// Serve Prometheus metrics at http://ADDR/metrics (off when unset).
+    #[arg(long, env = "WEBHOOKS_METRICS_ADDR")]
+    metrics_addr: Option<SocketAddr>,
 }
 
 #[derive(Args)]

@@ -16,6 +16,8 @@ use webhook_core::delivery;
 use webhook_core::http::{error_response, payload_too_large, MAX_BODY};
 use webhook_core::retention::run_purges;
 use webhook_core::services::Services;
+use webhook_core::telemetry::metrics;
+use webhook_core::telemetry::trace::otlp;
 use webhook_core::{Config, Profile};
 
 use crate::credentials::Credentials;
@@ -63,6 +65,9 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
             )
         }),
     };
+    if args.metrics_addr.is_some() {
+        metrics::install();
+    }
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     let backend = crate::backend::choose(&args, &config)?;
     let services = runtime.block_on(Services::open(config, backend))?;
@@ -79,20 +84,42 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         auth,
         console,
     });
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
+        // OTEL_EXPORTER_OTLP_ENDPOINT: spans exported; unset, nothing is.
+        let traces = otlp::install_from_env()?;
         let listener = tokio::net::TcpListener::bind(args.addr)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         banner.print(addr);
+        if let Some(metrics_addr) = args.metrics_addr {
+            let listener = tokio::net::TcpListener::bind(metrics_addr)
+                .await
+                .map_err(|e| {
+                    format!("cannot listen on {metrics_addr} (WEBHOOKS_METRICS_ADDR): {e}")
+                })?;
+            let at = listener.local_addr().map_err(|e| e.to_string())?;
+            println!("Metrics (Prometheus):     http://{at}/metrics");
+            let router = axum::Router::new()
+                .route("/metrics", axum::routing::get(metrics_page))
+                .with_state(server.clone());
+            tokio::spawn(async move { axum::serve(listener, router).await });
+        }
+        if let Some(endpoint) = traces {
+            println!("Traces (OTLP):            {endpoint}");
+        }
         tokio::spawn(workers);
         tokio::spawn(purges);
-        let router = axum::Router::new().fallback(handle).with_state(server);
+        let router = axum::Router::new()
+            .fallback(handle)
+            .with_state(server.clone());
         axum::serve(listener, router)
             .with_graceful_shutdown(shutdown_signal())
             .await
             .map_err(|e| e.to_string())
-    })
+    });
+    otlp::shutdown(); // exports the spans still buffered
+    served
 }
 
 struct Banner {
@@ -143,6 +170,35 @@ fn form_urlencoded(value: &str) -> String {
 }
 
 async fn handle(State(server): State<Arc<Server>>, request: Request) -> Response<Body> {
+    if !metrics::is_installed() {
+        return respond(&server, request).await;
+    }
+    let started = std::time::Instant::now();
+    let path = request.uri().path();
+    let route = metrics::route_of(
+        request.method(),
+        path,
+        console::rest_of_path(path).is_some(),
+    );
+    let response = respond(&server, request).await;
+    metrics::http_request(route, response.status().as_u16(), started.elapsed());
+    response
+}
+
+/// `GET /metrics` on `WEBHOOKS_METRICS_ADDR`: the queue's gauges read now, then every family.
+async fn metrics_page(State(server): State<Arc<Server>>) -> Response<Body> {
+    match server.services.queue.backlog().await {
+        Ok(Some(backlog)) => metrics::queue_backlog(backlog),
+        Ok(None) => {}
+        Err(e) => tracing::warn!(error = %e, "the queue's backlog cannot be read"),
+    }
+    Response::builder()
+        .header(http::header::CONTENT_TYPE, metrics::CONTENT_TYPE)
+        .body(Body::from(metrics::render().unwrap_or_default()))
+        .expect("valid response")
+}
+
+async fn respond(server: &Server, request: Request) -> Response<Body> {
     let (parts, body) = request.into_parts();
     if let Some(rest) = console::rest_of_path(parts.uri.path()) {
         // The console's page and files: no API key, no token.

@@ -61,6 +61,9 @@ pub struct NotificationDetailView {
     pub notification: NotificationView<Vec<AttemptView>>,
     /// The exact JSON body that was sent.
     pub payload: Box<RawValue>,
+    /// The W3C trace id of the ingestion that created it (None before traces were kept).
+    #[serde(rename = "traceId", skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -200,6 +203,7 @@ pub async fn get_notification(
     Ok(NotificationDetailView {
         notification: view(&detail.summary, attempts),
         payload,
+        trace_id: detail.trace_id,
     })
 }
 
@@ -224,6 +228,7 @@ pub async fn resend_notification(
             trigger: Trigger::Manual,
             attempts: 0,
             not_before: None,
+            traceparent: None,
         },
         status: detail.summary.status,
         attempts: detail.summary.attempts,

@@ -18,6 +18,7 @@ use crate::page::PageRequest;
 use crate::queue::{DeliveryQueue, Outbox};
 use crate::routes::{route_not_found, Route};
 use crate::services::Services;
+use crate::telemetry::trace::{self, TraceParent};
 use crate::{deliveries, message, rotation, subscription};
 
 /// Request bodies larger than this are refused with 413.
@@ -144,10 +145,16 @@ async fn ingest_event(
     let result = async {
         caller.require_scope_for(&Route::IngestEvent.method(), &app.config.jwt.scopes)?;
         let envelope: EventEnvelope = parse_json(headers, body)?;
-        json(
-            StatusCode::ACCEPTED,
-            &ingest::accept(app, outbox, caller, envelope).await?,
-        )
+        // The event's notifications carry the `ingest` span's context (`trace::current`).
+        let mut span = trace::start("ingest", trace::Kind::Internal, trace::current());
+        let accepted = trace::scope(
+            span.context(),
+            ingest::accept(app, outbox, caller, envelope),
+        );
+        let ingested = accepted.await.inspect_err(|_| span.error("not ingested"))?;
+        span.set("webhooks.notifications", ingested.notifications as i64);
+        crate::telemetry::metrics::event_ingested(ingested.notifications, ingested.duplicate);
+        json(StatusCode::ACCEPTED, &ingested)
     };
     result.await.unwrap_or_else(|e| error_response(&e))
 }
@@ -165,6 +172,39 @@ pub async fn serve(
         Ok(route) => route,
         Err(e) => return error_response(&e),
     };
+    // The caller's `traceparent` is honoured; a new trace otherwise.
+    let parent = parts
+        .headers
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok());
+    let mut span = trace::start(
+        "request",
+        trace::Kind::Server,
+        parent.and_then(TraceParent::parse),
+    );
+    span.set(
+        "http.route",
+        crate::telemetry::metrics::route(route.endpoint()),
+    );
+    let response = trace::scope(
+        span.context(),
+        serve_route(services, auth, route, parts, body),
+    )
+    .await;
+    span.set(
+        "http.response.status_code",
+        i64::from(response.status().as_u16()),
+    );
+    response
+}
+
+async fn serve_route(
+    services: &Services,
+    auth: &Authenticator,
+    route: Route,
+    parts: http::request::Parts,
+    body: Bytes,
+) -> Response<Bytes> {
     let caller = match auth.authenticate(&parts.headers).await {
         Ok(caller) => caller,
         Err(e) => return error_response(&e),

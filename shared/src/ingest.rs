@@ -44,8 +44,7 @@ pub struct EventEnvelope {
     pub contact: Option<ContactRef>,
 }
 
-/// A message as producers send it; absent (or `null`) lists and texts
-/// default to empty.
+/// A message as producers send it; absent (or `null`) lists and texts default to empty.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct MessageInput {
     pub id: Option<String>,
@@ -307,7 +306,10 @@ pub async fn ingest(app: &App, outbox: &dyn Outbox, event: Event) -> Result<Inge
             let uuid = notification_id(&event.id, s.id.as_str()).to_string();
             let notification = render(&event, &filter, s.id.as_str(), &uuid, now);
             let body = serde_json::to_string(&notification).expect("notification serialises");
-            DeliveryJob::new(uuid.into(), s.org_id.clone(), s.id.clone(), body, now)
+            DeliveryJob {
+                traceparent: crate::telemetry::trace::current().map(|t| t.header()),
+                ..DeliveryJob::new(uuid.into(), s.org_id.clone(), s.id.clone(), body, now)
+            }
         })
         .collect();
     let count = jobs.len();

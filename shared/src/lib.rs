@@ -17,6 +17,7 @@
 //! - [`retention`]: the purge of history and messages past their retention
 //! - [`sqlite`], [`aws`]: the adapters (SQLite file; DynamoDB and SQS)
 //! - [`services`]: builds the adapters of a backend, for every runtime
+//! - [`telemetry`]: Prometheus metrics (hooks called by the pipeline)
 
 pub mod app;
 pub mod auth;
@@ -52,6 +53,7 @@ pub mod signature;
 pub mod sqlite;
 pub mod store;
 pub mod subscription;
+pub mod telemetry;
 
 pub use app::App;
 pub use auth::Caller;

@@ -259,6 +259,7 @@ pub(crate) fn not_found(id: &str) -> ApiError {
 
 pub(crate) fn store_failure(e: StoreError) -> ApiError {
     tracing::error!(error = %e, "store failure");
+    crate::telemetry::metrics::store_error(&e);
     match e {
         StoreError::Unavailable(_) => ApiError::unavailable(
             "STORE_UNAVAILABLE",

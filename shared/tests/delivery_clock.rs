@@ -90,6 +90,7 @@ async fn enqueue(w: &World, subscription_id: &SubscriptionId) {
         trigger: Default::default(),
         attempts: 0,
         not_before: None,
+        traceparent: None,
     };
     w.db.enqueue(vec![job]).await.unwrap();
 }

@@ -433,6 +433,7 @@ mod isolated {
             trigger: Default::default(),
             attempts: 0,
             not_before: None,
+            traceparent: None,
         };
         t.store.enqueue(vec![job.clone()]).await.unwrap();
         let leases = t

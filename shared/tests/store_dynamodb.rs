@@ -404,6 +404,7 @@ async fn attempts_inline_and_in_items_read_back_in_order() {
         trigger: Trigger::Scheduled,
         attempts: 0,
         not_before: None,
+        traceparent: None,
     };
     h.record_enqueued("event-1", std::slice::from_ref(&job))
         .await

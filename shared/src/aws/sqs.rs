@@ -188,6 +188,7 @@ impl SqsQueue {
             .id(id.to_string())
             .message_body(serde_json::to_string(job).expect("job serialises"))
             .message_group_id(job.subscription_id.as_str())
+            .set_message_attributes(traceparent_attribute(job))
             .delay_seconds(delay.min(MAX_DELAY).as_secs_f64().ceil() as i32)
             .build()
             .map_err(err)
@@ -237,6 +238,19 @@ impl SqsQueue {
         }
         Ok(())
     }
+}
+
+/// The job's W3C `traceparent` as a message attribute too, for tools that
+/// read attributes (the job's body carries it for the delivery).
+fn traceparent_attribute(
+    job: &DeliveryJob,
+) -> Option<std::collections::HashMap<String, aws_sdk_sqs::types::MessageAttributeValue>> {
+    let value = aws_sdk_sqs::types::MessageAttributeValue::builder()
+        .data_type("String")
+        .string_value(job.traceparent.clone()?)
+        .build()
+        .ok()?;
+    Some([("traceparent".to_owned(), value)].into())
 }
 
 #[async_trait]

@@ -21,6 +21,8 @@ pub struct SignedNotification<'a> {
     /// `webhook-signature`.
     pub signature: String,
     pub body: &'a str,
+    /// `traceparent`: the delivery attempt's W3C trace context.
+    pub traceparent: Option<String>,
 }
 
 /// What one POST produced.
@@ -52,9 +54,11 @@ impl CallbackClient {
         timeout: Duration,
     ) -> Posted {
         let started = Instant::now();
-        let sent = self
-            .http()
-            .post(target.url().clone())
+        let mut request = self.http().post(target.url().clone());
+        if let Some(traceparent) = notification.traceparent {
+            request = request.header("traceparent", traceparent);
+        }
+        let sent = request
             .header(CONTENT_TYPE, "application/json")
             .header("webhook-id", notification.id)
             .header("webhook-timestamp", notification.timestamp.to_string())

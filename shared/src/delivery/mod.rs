@@ -44,6 +44,7 @@ use crate::model::SubscriptionStatus;
 use crate::queue::{DeliveryJob, DeliveryQueue, Lease, QueueError};
 use crate::signature::{signature_header, SigningKey};
 use crate::store::{DeliveryRecord, StoredSubscription};
+use crate::telemetry::trace::TraceParent;
 
 /// Attempts one delivery, records it and settles the lease with the verdict.
 pub async fn deliver(
@@ -61,13 +62,14 @@ pub async fn deliver(
         let verdict = Verdict::Drop("delivered meanwhile (a resend)".into());
         return settled(queue, lease, verdict, now).await;
     }
+    let mut span = crate::telemetry::trace::attempt_span(&lease.job, lease.attempt);
     let (attempt, made) = match prepare(app, &lease.job, now).await {
         Ok(ready) => {
             let health = match gate(app, queue, &ready.subscription, lease, now, random).await {
                 Ok(health) => health,
                 Err(verdict) => return settled_held(app, queue, lease, verdict, now).await,
             };
-            let posted = post(app, &ready, &lease.job, now).await;
+            let posted = post(app, &ready, &lease.job, now, span.context()).await;
             let made = outcome::attempt_record(&posted, outcome::trigger(lease), now);
             let signal = isolation::signal(&posted);
             let attempt = record(app, &ready.subscription, &posted, now).await;
@@ -83,6 +85,12 @@ pub async fn deliver(
         now,
         &app.config.retry_schedule,
         random,
+    );
+    let call_ms = made.as_ref().map(|m| m.duration_ms);
+    crate::telemetry::metrics::delivery_attempt(&verdict, call_ms, lease.job.created_at, now);
+    span.set(
+        "webhooks.outcome",
+        crate::telemetry::metrics::outcome(&verdict),
     );
     remember(app, &lease.job, &attempt, made, &verdict).await?;
     settle(queue, lease, &verdict, now).await?;
@@ -127,6 +135,7 @@ pub async fn remember(
         .record_outcome(job, &outcome)
         .await
         .map_err(|e| {
+            crate::telemetry::metrics::store_error(&e);
             let detail = format!("the delivery history cannot be written: {e}");
             match e {
                 crate::store::StoreError::Unavailable(_) => QueueError::unavailable(detail),
@@ -154,7 +163,10 @@ pub async fn prepare(app: &App, job: &DeliveryJob, now: i64) -> Result<Ready, At
     {
         Ok(Some(sub)) => sub,
         Ok(None) => return Err(Attempt::Unwanted("the subscription was deleted".into())),
-        Err(e) => return Err(Attempt::StoreUnavailable(format!("store unavailable: {e}"))),
+        Err(e) => {
+            crate::telemetry::metrics::store_error(&e);
+            return Err(Attempt::StoreUnavailable(format!("store unavailable: {e}")));
+        }
     };
     if subscription.status != SubscriptionStatus::Active {
         return Err(Attempt::Unwanted(format!(
@@ -197,7 +209,7 @@ pub async fn prepare(app: &App, job: &DeliveryJob, now: i64) -> Result<Ready, At
 }
 
 /// Step 2: sign and POST (a refused target is a failed attempt, not a call).
-async fn post(app: &App, ready: &Ready, job: &DeliveryJob, now: i64) -> Posted {
+async fn post(app: &App, ready: &Ready, job: &DeliveryJob, now: i64, trace: TraceParent) -> Posted {
     let target = match &ready.target {
         Ok(target) => target,
         Err(failure) => {
@@ -213,6 +225,7 @@ async fn post(app: &App, ready: &Ready, job: &DeliveryJob, now: i64) -> Posted {
         timestamp,
         signature: signature_header(&ready.keys, job.id.as_str(), timestamp, job.body.as_bytes()),
         body: &job.body,
+        traceparent: Some(trace.header()),
     };
     app.callbacks
         .post(target, notification, app.config.delivery_timeout)

@@ -97,6 +97,9 @@ pub struct NotificationDetail {
     /// The exact JSON body that is sent.
     pub payload: String,
     pub attempts: Vec<AttemptRecord>,
+    /// The trace the notification belongs to (32 hex digits); None for a
+    /// notification stored before traces were kept.
+    pub trace_id: Option<String>,
 }
 
 /// What a notification became after an attempt (or a decision not to send).

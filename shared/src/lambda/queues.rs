@@ -8,8 +8,10 @@ use tracing::Instrument;
 use crate::app::App;
 use crate::aws::sqs::{SqsEventBatch, SqsQueue};
 use crate::delivery;
-use crate::ingest::{self, EventEnvelope};
+use crate::ingest::{self, EventEnvelope, Ingested};
 use crate::queue::Outbox;
+use crate::telemetry::emf;
+use crate::telemetry::trace::{self, TraceParent};
 
 pub use crate::services::aws::{queue_functions, QueueFunctions};
 
@@ -27,19 +29,30 @@ pub use crate::services::aws::{queue_functions, QueueFunctions};
 pub async fn ingest_events(app: &App, outbox: &dyn Outbox, event: SqsEvent) -> SqsBatchResponse {
     let mut response = SqsBatchResponse::default();
     let mut unavailable = false;
+    let mut figures = emf::IngestFigures::default();
     for record in &event.records {
         let id = record.message_id.clone().unwrap_or_default();
         if unavailable {
             response.add_failure(id);
             continue;
         }
-        if let Err(rejected) = ingest_record(app, outbox, record).await {
-            let Rejected { fields, reason, .. } = &rejected;
-            tracing::error!(sqs_message_id = %id, fields = %fields, %reason, "event not ingested");
-            unavailable = rejected.unavailable;
-            response.add_failure(id);
+        match ingest_record(app, outbox, record).await {
+            Ok(ingested) if ingested.duplicate => figures.duplicates += 1,
+            Ok(ingested) => {
+                figures.ingested += 1;
+                figures.notifications += ingested.notifications as u64;
+            }
+            Err(rejected) => {
+                let Rejected { fields, reason, .. } = &rejected;
+                tracing::error!(sqs_message_id = %id, fields = %fields, %reason, "event not ingested");
+                unavailable = rejected.unavailable;
+                response.add_failure(id);
+            }
         }
     }
+    figures.records = event.records.len() as u64;
+    figures.failed = response.batch_item_failures.len() as u64;
+    emf::emit(emf::ingest_line(&figures, app.now_ms()));
     if unavailable {
         tracing::warn!(
             failed = response.batch_item_failures.len(),
@@ -72,7 +85,7 @@ async fn ingest_record(
     app: &App,
     outbox: &dyn Outbox,
     record: &SqsMessage,
-) -> Result<(), Rejected> {
+) -> Result<Ingested, Rejected> {
     let body = record
         .body
         .as_deref()
@@ -94,14 +107,25 @@ async fn ingest_record(
         unavailable: false,
     })?;
     let span = tracing::info_span!("event", org_id = %event.organization_id, event_id = %event.id);
-    ingest::ingest(app, outbox, event)
+    // The producer's trace: a `traceparent` message attribute, else X-Ray's header.
+    let trace = trace::start("ingest", trace::Kind::Consumer, trace_of(record));
+    trace::scope(trace.context(), ingest::ingest(app, outbox, event))
         .instrument(span)
         .await
-        .map(|_| ())
         .map_err(|e| Rejected {
             unavailable: e.status == http::StatusCode::SERVICE_UNAVAILABLE,
             ..Rejected::from(e.detail)
         })
+}
+
+/// The trace context an events-queue record carries, if any.
+fn trace_of(record: &SqsMessage) -> Option<TraceParent> {
+    let attribute = record.message_attributes.get("traceparent");
+    let w3c = attribute.and_then(|a| a.string_value.as_deref());
+    w3c.and_then(TraceParent::parse).or_else(|| {
+        let xray = record.attributes.get("AWSTraceHeader")?;
+        TraceParent::from_xray(xray)
+    })
 }
 
 /// `deliver-notifications`: one delivery job per record, each through
@@ -119,17 +143,29 @@ pub async fn deliver_notifications(
         .records
         .iter()
         .map(|record| deliver_record(app, &batch, record));
-    futures_util::future::join_all(deliveries).await;
+    let attempts = futures_util::future::join_all(deliveries).await;
     let mut response = SqsBatchResponse::default();
     for record in &event.records {
         if !batch.is_done(record.receipt_handle.as_deref().unwrap_or("")) {
             response.add_failure(record.message_id.clone().unwrap_or_default());
         }
     }
+    let mut figures = emf::DeliveryFigures::new(event.records.len() as u64);
+    figures.unsettled = response.batch_item_failures.len() as u64;
+    for (verdict, took_ms, lag_ms) in attempts.into_iter().flatten() {
+        figures.attempt(&verdict, took_ms, lag_ms);
+    }
+    emf::emit(emf::delivery_line(&figures, app.now_ms()));
     response
 }
 
-async fn deliver_record(app: &App, batch: &SqsEventBatch, record: &SqsMessage) {
+/// One record delivered: the verdict, how long it took (ms) and, for a
+/// delivery, the lag since the notification's creation (ms).
+async fn deliver_record(
+    app: &App,
+    batch: &SqsEventBatch,
+    record: &SqsMessage,
+) -> Option<(delivery::Verdict, f64, Option<f64>)> {
     let lease = match SqsQueue::lease(
         record.body.as_deref().unwrap_or(""),
         record.receipt_handle.as_deref().unwrap_or(""),
@@ -141,12 +177,23 @@ async fn deliver_record(app: &App, batch: &SqsEventBatch, record: &SqsMessage) {
         Ok(lease) => lease,
         Err(e) => {
             tracing::error!(error = %e, "unreadable delivery record; left to the redrive policy");
-            return;
+            return None;
         }
     };
     let span =
         tracing::info_span!("delivery", org_id = %lease.job.org_id, notification = %lease.job.id);
-    if let Err(e) = delivery::deliver(app, batch, &lease).instrument(span).await {
-        tracing::error!(error = %e, notification = %lease.job.id, "cannot settle a delivery; SQS redelivers it");
+    let started = std::time::Instant::now();
+    match delivery::deliver(app, batch, &lease).instrument(span).await {
+        Ok(verdict) => {
+            let took_ms = started.elapsed().as_secs_f64() * 1000.0;
+            let created = lease.job.created_at;
+            let lag_ms = (matches!(verdict, delivery::Verdict::Delivered) && created > 0)
+                .then(|| (app.now_ms() - created).max(0) as f64);
+            Some((verdict, took_ms, lag_ms))
+        }
+        Err(e) => {
+            tracing::error!(error = %e, notification = %lease.job.id, "cannot settle a delivery; SQS redelivers it");
+            None
+        }
     }
 }

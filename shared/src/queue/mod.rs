@@ -33,6 +33,10 @@ pub struct DeliveryJob {
     /// MANUAL for a resend or recover: its first attempt is recorded so.
     #[serde(default, skip_serializing_if = "Trigger::is_scheduled")]
     pub trigger: Trigger,
+    /// The W3C `traceparent` of the ingestion that created it: its
+    /// attempts are spans of that trace and the callback's POST carries it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
     /// Attempts made before this message was sent (a queue that carries
     /// a retry as a new message, SQS; 0 elsewhere).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -61,6 +65,7 @@ impl DeliveryJob {
             trigger: Trigger::Scheduled,
             attempts: 0,
             not_before: None,
+            traceparent: None,
         }
     }
 }
@@ -174,6 +179,11 @@ pub trait DeliveryQueue: Send + Sync {
     async fn unpark(&self, _subscription: &SubscriptionId) -> Result<usize, QueueError> {
         Ok(0)
     }
+    /// The backlog, for the metrics' gauges: None where the queue cannot
+    /// tell cheaply (SQS publishes its own figures to CloudWatch).
+    async fn backlog(&self) -> Result<Option<Backlog>, QueueError> {
+        Ok(None)
+    }
 }
 
 /// Where a queue parks jobs ([`DeliveryQueue::park`]): durable, read per
@@ -193,6 +203,15 @@ pub trait ParkingLot: Send + Sync {
         subscription: &SubscriptionId,
         jobs: &[DeliveryJob],
     ) -> Result<(), QueueError>;
+}
+
+/// A queue's backlog, as the metrics' gauges show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Backlog {
+    /// Jobs due now and not leased.
+    pub due: u64,
+    /// How long the oldest of them has been due (zero when none is).
+    pub oldest_due_age: Duration,
 }
 
 /// Where an ingested event's effects go: the event id (for deduplication),

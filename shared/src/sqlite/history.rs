@@ -17,6 +17,7 @@ use crate::model::Page;
 use crate::page::{Order, PageRequest};
 use crate::queue::DeliveryJob;
 use crate::store::StoreError;
+use crate::telemetry::trace::TraceParent;
 
 /// Writes the batch's outcomes in the group commit's transaction. A final
 /// outcome (DELIVERED, FAILED) also takes the leased notification off the
@@ -212,7 +213,7 @@ impl DeliveryHistory for SqliteDb {
             let found = conn
                 .query_row(
                     &format!(
-                        "SELECT {SUMMARY}, body, attempt_log FROM notifications \
+                        "SELECT {SUMMARY}, body, attempt_log, traceparent FROM notifications \
                          WHERE id = ?1 AND org_id = ?2 AND subscription_id = ?3"
                     ),
                     params![id, org_id, subscription_id],
@@ -221,19 +222,22 @@ impl DeliveryHistory for SqliteDb {
                             summary(r)?,
                             r.get::<_, String>(11)?,
                             r.get::<_, String>(12)?,
+                            r.get::<_, Option<String>>(13)?,
                         ))
                     },
                 )
                 .optional()
                 .map_err(backend)?;
-            let Some((summary, payload, log)) = found else {
+            let Some((summary, payload, log, traceparent)) = found else {
                 return Ok(None);
             };
             let attempts = attempt_log(&log);
+            let trace_id = traceparent.as_deref().and_then(TraceParent::parse);
             Ok(Some(NotificationDetail {
                 summary,
                 payload,
                 attempts,
+                trace_id: trace_id.map(|t| t.trace_id_hex()),
             }))
         })
         .await
@@ -301,6 +305,7 @@ impl DeliveryHistory for SqliteDb {
                             trigger: Trigger::Manual,
                             attempts: 0,
                             not_before: None,
+                            traceparent: None,
                         },
                         status: NotificationStatus::parse(&status)
                             .unwrap_or(NotificationStatus::Pending),

@@ -13,7 +13,7 @@ use rusqlite::{params, OptionalExtension};
 use super::{backend, QueueStats, SqliteDb, Write};
 use crate::clock::millis;
 use crate::history::Trigger;
-use crate::queue::{DeliveryJob, DeliveryQueue, Lease, QueueError};
+use crate::queue::{Backlog, DeliveryJob, DeliveryQueue, Lease, QueueError};
 use crate::store::StoreError;
 
 fn queue_err(e: StoreError) -> QueueError {
@@ -46,8 +46,8 @@ pub(super) fn insert_jobs(
     let mut stmt = tx
         .prepare_cached(
             "INSERT INTO notifications (id, org_id, subscription_id, event_id, event, created_at, \
-                                        status, next_attempt_at, body, due_at, manual) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'PENDING', ?7, ?8, ?7, ?9) \
+                                        status, next_attempt_at, body, due_at, manual, traceparent) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'PENDING', ?7, ?8, ?7, ?9, ?10) \
              ON CONFLICT (id) DO UPDATE SET due_at = excluded.due_at, lease = 0, leased = 0, deferrals = 0, manual = 1 \
              WHERE excluded.manual = 1",
         )
@@ -63,6 +63,7 @@ pub(super) fn insert_jobs(
             now,
             job.body,
             i64::from(job.trigger == Trigger::Manual),
+            job.traceparent,
         ])
         .map_err(backend)?;
     }
@@ -129,7 +130,7 @@ impl DeliveryQueue for SqliteDb {
                        SELECT r FROM due LEFT JOIN held USING (subscription_id) \
                        WHERE rank + coalesce(held.n, 0) <= ?4 \
                        ORDER BY rank, due_at LIMIT CAST(?3 AS INTEGER)) \
-                     RETURNING id, org_id, subscription_id, body, lease, created_at, manual, deferrals",
+                     RETURNING id, org_id, subscription_id, body, lease, created_at, manual, deferrals, traceparent",
                 )
                 .map_err(backend)?;
             let rows = stmt
@@ -147,6 +148,7 @@ impl DeliveryQueue for SqliteDb {
                             trigger: if r.get::<_, i64>(6)? == 1 { Trigger::Manual } else { Trigger::Scheduled },
                             attempts: 0,
                             not_before: None,
+                            traceparent: r.get(8)?,
                         },
                         attempt,
                         receipt: lease.to_string(),
@@ -241,6 +243,28 @@ impl DeliveryQueue for SqliteDb {
         })
         .await
         .map_err(queue_err)
+    }
+
+    async fn backlog(&self) -> Result<Option<Backlog>, QueueError> {
+        // Due and not leased (a lease pushes `due_at` past now), on the
+        // partial index of queued notifications.
+        let now = self.now_ms();
+        let (due, oldest): (i64, Option<i64>) = self
+            .lookup(move |conn| {
+                conn.prepare_cached(
+                    "SELECT count(*), min(due_at) FROM notifications WHERE due_at IS NOT NULL AND due_at <= ?1",
+                )
+                .and_then(|mut s| s.query_row([now], |r| Ok((r.get(0)?, r.get(1)?))))
+                .map_err(backend)
+            })
+            .await
+            .map_err(queue_err)?;
+        Ok(Some(Backlog {
+            due: u64::try_from(due).unwrap_or(0),
+            oldest_due_age: Duration::from_millis(
+                oldest.map_or(0, |at| u64::try_from(now - at).unwrap_or(0)),
+            ),
+        }))
     }
 }
 

@@ -150,6 +150,10 @@ ALTER TABLE notifications ADD COLUMN deferrals INTEGER NOT NULL DEFAULT 0;
 -- Leases held per subscription, for the cap-aware fair lease.
 CREATE INDEX notifications_leased ON notifications (subscription_id) WHERE leased = 1;
 "#,
+    r#"
+-- The W3C traceparent of the ingestion that created a notification (issue 23).
+ALTER TABLE notifications ADD COLUMN traceparent TEXT;
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

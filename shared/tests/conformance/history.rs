@@ -66,6 +66,7 @@ fn job(f: &Fixture, n: i64) -> DeliveryJob {
         trigger: Trigger::Scheduled,
         attempts: 0,
         not_before: None,
+        traceparent: None,
     }
 }
 

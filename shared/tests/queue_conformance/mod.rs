@@ -44,6 +44,7 @@ pub fn job(n: usize) -> DeliveryJob {
         trigger: Default::default(),
         attempts: 0,
         not_before: None,
+        traceparent: None,
     }
 }
 

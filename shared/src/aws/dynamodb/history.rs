@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use futures_util::{stream, StreamExt, TryStreamExt};
 
 use super::backoff::Backoff;
-use super::codec::{n, number, s, text};
+use super::codec::{n, number, optional_text, s, text};
 use super::history_items::{
     attempt_item, attempts_of, condition_failed, durations, inline_attempt, inline_attempts_of,
     merged, notification_item, parse_summary, status_of, summary_item, summary_key, OutcomeUpdate,
@@ -25,6 +25,7 @@ use crate::model::Page;
 use crate::page::PageRequest;
 use crate::queue::DeliveryJob;
 use crate::store::StoreError;
+use crate::telemetry::trace::TraceParent;
 
 /// `BatchWriteItem` takes at most 25 items, `BatchGetItem` 100 keys.
 const WRITE_BATCH: usize = 25;
@@ -293,6 +294,9 @@ impl DeliveryHistory for DynamoStore {
             summary,
             payload: text(notification, "payload")?,
             attempts,
+            trace_id: optional_text(notification, "traceparent")?
+                .and_then(|t| TraceParent::parse(&t))
+                .map(|t| t.trace_id_hex()),
         }))
     }
 
@@ -360,6 +364,7 @@ impl DeliveryHistory for DynamoStore {
                         attempts: 0,
                         not_before: None,
                         id,
+                        traceparent: None,
                     },
                     status: status_of(item)?,
                     attempts: number(item, "attempts")?.max(0) as u32,

@@ -51,6 +51,9 @@ pub(super) fn notification_item(job: &DeliveryJob, ttl: AttributeValue) -> Item 
     item.insert("subscriptionId".into(), s(job.subscription_id.to_string()));
     item.insert("createdAt".into(), n(job.created_at));
     item.insert("payload".into(), s(job.body.clone()));
+    if let Some(traceparent) = &job.traceparent {
+        item.insert("traceparent".into(), s(traceparent.clone()));
+    }
     item.insert("ttl".into(), ttl);
     item
 }
