@@ -280,7 +280,12 @@ impl DeliveryQueue for SqsQueue {
         visibility: Duration,
     ) -> Result<Vec<Lease>, QueueError> {
         let calls = max.div_ceil(10).clamp(1, POLLERS);
-        let polls = (0..calls).map(|i| self.receive_batch((max - 10 * i).clamp(1, 10), visibility));
+        // Only the first waits for messages (long polling); the others take
+        // what is there at once, so a poll ends as soon as the first has some.
+        let polls = (0..calls).map(|i| {
+            let wait = if i == 0 { 1 } else { 0 };
+            self.receive_batch((max - 10 * i).clamp(1, 10), visibility, wait)
+        });
         let mut leases = Vec::new();
         let mut failure = None;
         for polled in futures_util::future::join_all(polls).await {
@@ -348,6 +353,7 @@ impl SqsQueue {
         &self,
         max: usize,
         visibility: Duration,
+        wait_seconds: i32,
     ) -> Result<Vec<Lease>, QueueError> {
         let out = self
             .client
@@ -355,7 +361,7 @@ impl SqsQueue {
             .queue_url(&self.queue_url)
             .max_number_of_messages(max.clamp(1, 10) as i32)
             .visibility_timeout(secs(visibility))
-            .wait_time_seconds(1)
+            .wait_time_seconds(wait_seconds)
             .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
             .send()
             .await
