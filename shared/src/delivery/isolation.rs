@@ -26,7 +26,7 @@ pub async fn admit(
     lease: &Lease,
     now: i64,
     random: f64,
-) -> Result<in_flight::Slot, Verdict> {
+) -> Result<Option<in_flight::Slot>, Verdict> {
     let job = &lease.job;
     if let Some(due) = job.not_before.filter(|due| *due > now) {
         return Err(Verdict::Defer {
@@ -41,9 +41,16 @@ pub async fn admit(
             return Err(hold(app, queue, org, id, known, at, now).await);
         }
     }
+    if queue.caps_leases() {
+        // The queue leased it within the cap (SQLite): counting here too
+        // would race its count (a job leaves it when its outcome is
+        // written, before the delivery returns) and defer for nothing.
+        return Ok(None);
+    }
     let timeout = crate::clock::millis(app.config.delivery_timeout);
     app.in_flight
         .try_acquire(&job.subscription_id)
+        .map(Some)
         .ok_or_else(|| Verdict::Defer {
             // A slot frees when a call ends, within a delivery timeout; the
             // wait is spread over two of them so that the jobs over the cap

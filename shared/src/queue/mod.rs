@@ -170,6 +170,12 @@ pub trait DeliveryQueue: Send + Sync {
     async fn park(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError> {
         self.defer(lease, delay).await
     }
+    /// Whether [`DeliveryQueue::receive`] itself keeps each subscription
+    /// within `per_subscription` leases (SQLite); otherwise the pipeline
+    /// counts calls in flight and defers what is over (SQS).
+    fn caps_leases(&self) -> bool {
+        false
+    }
     /// Whether [`DeliveryQueue::park`] parks (true) or defers.
     fn parks(&self) -> bool {
         false

@@ -70,6 +70,56 @@ pub(super) fn insert_jobs(
     Ok(())
 }
 
+/// Due jobs looked at by one lease, at most: fairness holds among the oldest
+/// this many (an open breaker moves a dead callback's jobs out of the due set).
+const FAIR_SCAN: i64 = 20_000;
+
+/// The due jobs to lease, oldest first, skipping those of a subscription
+/// once it holds `cap` leases (the ones it holds already count): the jobs
+/// of a hung callback wait unleased while everybody else's go. One pass
+/// over the due index in order, no sort.
+fn fair_pick(
+    tx: &rusqlite::Transaction<'_>,
+    now: i64,
+    max: usize,
+    cap: usize,
+) -> rusqlite::Result<Vec<i64>> {
+    let mut held: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut holding = tx.prepare_cached(
+        "SELECT subscription_id, count(*) FROM notifications \
+         WHERE leased = 1 AND due_at > ?1 GROUP BY subscription_id",
+    )?;
+    let mut rows = holding.query([now])?;
+    while let Some(r) = rows.next()? {
+        held.insert(r.get(0)?, r.get::<_, i64>(1)? as usize);
+    }
+    // `LIMIT CAST(?2 …)`, not `LIMIT ?2`: SQLite plans with a bare LIMIT
+    // parameter's value, so every new binding re-prepared the statement.
+    let mut due = tx.prepare_cached(
+        "SELECT rowid, subscription_id FROM notifications WHERE due_at <= ?1 \
+         ORDER BY due_at LIMIT CAST(?2 AS INTEGER)",
+    )?;
+    let mut rows = due.query(params![now, FAIR_SCAN])?;
+    let mut chosen = Vec::new();
+    while let Some(r) = rows.next()? {
+        let subscription = r.get_ref(1)?.as_str().map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, Box::new(e))
+        })?;
+        let n = match held.get_mut(subscription) {
+            Some(n) => n,
+            None => held.entry(subscription.to_owned()).or_default(),
+        };
+        if *n < cap {
+            *n += 1;
+            chosen.push(r.get(0)?);
+            if chosen.len() >= max {
+                break;
+            }
+        }
+    }
+    Ok(chosen)
+}
+
 /// Takes completed jobs off the queue in the group commit's transaction;
 /// only the current lease may complete a job (the receipt is its number).
 pub(super) fn write_completions(
@@ -111,51 +161,49 @@ impl DeliveryQueue for SqliteDb {
     ) -> Result<Vec<Lease>, QueueError> {
         let now = self.now_ms();
         self.with(move |conn| {
-            // Fair: the oldest due job of every subscription first, then the
-            // second of each, and so on; a subscription gets at most
-            // `per_subscription` leases held at once (those it holds count),
-            // so the jobs of a hung callback wait untouched, unleased.
-            // `LIMIT CAST(?3 …)`, not `LIMIT ?3`: SQLite plans with a bare
-            // LIMIT parameter's value, so every new binding re-prepared the
-            // statement (a quarter of the writer's time under load).
-            let mut stmt = conn
-                .prepare_cached(
-                    "UPDATE notifications SET lease = lease + 1, due_at = ?1 + ?2, leased = 1 \
-                     WHERE rowid IN ( \
-                       WITH held AS (SELECT subscription_id, count(*) AS n FROM notifications \
-                                     WHERE leased = 1 AND due_at > ?1 GROUP BY subscription_id), \
-                            due AS (SELECT rowid AS r, subscription_id, due_at, \
-                                           row_number() OVER (PARTITION BY subscription_id ORDER BY due_at) AS rank \
-                                    FROM notifications WHERE due_at <= ?1) \
-                       SELECT r FROM due LEFT JOIN held USING (subscription_id) \
-                       WHERE rank + coalesce(held.n, 0) <= ?4 \
-                       ORDER BY rank, due_at LIMIT CAST(?3 AS INTEGER)) \
-                     RETURNING id, org_id, subscription_id, body, lease, created_at, manual, deferrals, traceparent",
-                )
-                .map_err(backend)?;
-            let rows = stmt
-                .query_map(params![now, millis(visibility), max as i64, per_subscription as i64], |r| {
-                    let lease: u32 = r.get(4)?;
-                    let deferrals: u32 = r.get(7)?;
-                    let attempt = lease.saturating_sub(deferrals).max(1);
-                    Ok(Lease {
-                        job: DeliveryJob {
-                            id: r.get(0)?,
-                            org_id: r.get(1)?,
-                            subscription_id: r.get(2)?,
-                            body: r.get(3)?,
-                            created_at: r.get(5)?,
-                            trigger: if r.get::<_, i64>(6)? == 1 { Trigger::Manual } else { Trigger::Scheduled },
-                            attempts: 0,
-                            not_before: None,
-                            traceparent: r.get(8)?,
-                        },
-                        attempt,
-                        receipt: lease.to_string(),
-                    })
-                })
-                .map_err(backend)?;
-            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+            let tx = conn.transaction().map_err(backend)?;
+            let chosen = fair_pick(&tx, now, max, per_subscription).map_err(backend)?;
+            let mut leases = Vec::with_capacity(chosen.len());
+            {
+                let mut lease = tx
+                    .prepare_cached(
+                        "UPDATE notifications SET lease = lease + 1, due_at = ?2 + ?3, leased = 1 \
+                         WHERE rowid = ?1 \
+                         RETURNING id, org_id, subscription_id, body, lease, created_at, manual, deferrals, traceparent",
+                    )
+                    .map_err(backend)?;
+                for rowid in chosen {
+                    let leased = lease
+                        .query_row(params![rowid, now, millis(visibility)], |r| {
+                            let lease: u32 = r.get(4)?;
+                            let deferrals: u32 = r.get(7)?;
+                            let attempt = lease.saturating_sub(deferrals).max(1);
+                            Ok(Lease {
+                                job: DeliveryJob {
+                                    id: r.get(0)?,
+                                    org_id: r.get(1)?,
+                                    subscription_id: r.get(2)?,
+                                    body: r.get(3)?,
+                                    created_at: r.get(5)?,
+                                    trigger: if r.get::<_, i64>(6)? == 1 {
+                                        Trigger::Manual
+                                    } else {
+                                        Trigger::Scheduled
+                                    },
+                                    attempts: 0,
+                                    not_before: None,
+                                    traceparent: r.get(8)?,
+                                },
+                                attempt,
+                                receipt: lease.to_string(),
+                            })
+                        })
+                        .map_err(backend)?;
+                    leases.push(leased);
+                }
+            }
+            tx.commit().map_err(backend)?;
+            Ok(leases)
         })
         .await
         .map_err(queue_err)
@@ -203,6 +251,10 @@ impl DeliveryQueue for SqliteDb {
         })
         .await
         .map_err(queue_err)
+    }
+
+    fn caps_leases(&self) -> bool {
+        true
     }
 
     async fn defer(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError> {
