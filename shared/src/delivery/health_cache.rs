@@ -77,23 +77,6 @@ impl HealthCache {
         entries.insert(subscription.clone(), (health.clone(), now));
     }
 
-    /// Until when a job of `subscription` waits, if a state remembered less
-    /// than [`TRUST`] ago says so ([`Health::wait_until`]).
-    pub fn wait_until(
-        &self,
-        subscription: &SubscriptionId,
-        now: i64,
-        random: f64,
-        manual: bool,
-    ) -> Option<i64> {
-        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        let (health, at) = entries.get(subscription)?;
-        if now - at >= TRUST {
-            return None;
-        }
-        health.wait_until(now, random, manual)
-    }
-
     /// `None` when this process is already putting them back: that one
     /// then goes again ([`Unparking::again`]), so a job parked meanwhile
     /// is not left behind.
@@ -115,17 +98,6 @@ impl HealthCache {
         let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         let (health, at) = entries.get(subscription)?;
         (now - at < TRUST).then(|| health.clone())
-    }
-
-    /// How many remembered breakers are open or half-open at `now`.
-    pub fn open_count(&self, now: i64) -> usize {
-        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        entries
-            .values()
-            .filter(|(h, _)| {
-                h.opened_at.is_some() && h.state(now) != super::breaker::BreakerState::Closed
-            })
-            .count()
     }
 }
 
@@ -151,12 +123,15 @@ mod tests {
         let cache = HealthCache::default();
         let a: SubscriptionId = "a".into();
         cache.remember(&a, &open(), T0);
-        assert_eq!(cache.wait_until(&a, T0 + 1, 0.0, false), Some(T0 + 30_000));
-        assert_eq!(cache.wait_until(&a, T0 + TRUST, 0.0, false), None);
-        assert_eq!(cache.open_count(T0 + 1), 1);
+        let wait = |at: i64| {
+            cache
+                .fresh(&a, at)
+                .and_then(|h| h.wait_until(at, 0.0, false))
+        };
+        assert_eq!(wait(T0 + 1), Some(T0 + 30_000));
+        assert_eq!(wait(T0 + TRUST), None);
         cache.remember(&a, &Health::default(), T0 + 2);
-        assert_eq!(cache.wait_until(&a, T0 + 3, 0.0, false), None);
-        assert_eq!(cache.open_count(T0 + 3), 0);
+        assert_eq!(cache.fresh(&a, T0 + 3), None);
     }
 
     #[test]
@@ -171,6 +146,6 @@ mod tests {
         };
         cache.remember(&a, &newer, T0);
         cache.remember(&a, &older, T0 + 1);
-        assert!(cache.wait_until(&a, T0 + 2, 0.0, false).is_some());
+        assert_eq!(cache.fresh(&a, T0 + 2), Some(newer));
     }
 }

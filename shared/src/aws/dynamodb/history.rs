@@ -109,18 +109,29 @@ impl DynamoStore {
     }
 
     async fn batch_write(&self, items: Vec<Item>) -> Result<(), StoreError> {
-        for chunk in items.chunks(WRITE_BATCH) {
-            let mut requests = chunk
-                .iter()
-                .map(|item| {
-                    PutRequest::builder()
-                        .set_item(Some(item.clone()))
-                        .build()
-                        .map(|put| WriteRequest::builder().put_request(put).build())
-                        .map_err(backend_build)
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            // Unprocessed items (throttling) are sent again with backoff.
+        let requests = items
+            .into_iter()
+            .map(|item| {
+                PutRequest::builder()
+                    .set_item(Some(item))
+                    .build()
+                    .map(|put| WriteRequest::builder().put_request(put).build())
+                    .map_err(backend_build)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.write_messages_table(requests, "history batch write")
+            .await
+    }
+
+    /// `BatchWriteItem`s of the messages table, 25 requests each; what
+    /// DynamoDB leaves unprocessed (throttling) is sent again with backoff.
+    pub(super) async fn write_messages_table(
+        &self,
+        requests: Vec<WriteRequest>,
+        operation: &'static str,
+    ) -> Result<(), StoreError> {
+        for chunk in requests.chunks(WRITE_BATCH) {
+            let mut requests = chunk.to_vec();
             let mut backoff = Backoff::default();
             loop {
                 let out = self
@@ -138,7 +149,7 @@ impl DynamoStore {
                 if requests.is_empty() {
                     break;
                 }
-                backoff.wait("history batch write").await?;
+                backoff.wait(operation).await?;
             }
         }
         Ok(())

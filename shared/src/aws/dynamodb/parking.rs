@@ -83,43 +83,21 @@ impl ParkingLot for DynamoStore {
         subscription: &SubscriptionId,
         jobs: &[DeliveryJob],
     ) -> Result<(), QueueError> {
-        for chunk in jobs.chunks(25) {
-            let mut requests = chunk
-                .iter()
-                .map(|job| {
-                    DeleteRequest::builder()
-                        .set_key(Some(key(
-                            parked_pk(subscription),
-                            summary_sk(job.created_at, &job.id),
-                        )))
-                        .build()
-                        .map(|d| WriteRequest::builder().delete_request(d).build())
-                        .map_err(|e| queue_err(backend_build(e)))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let mut backoff = super::backoff::Backoff::default();
-            loop {
-                let out = self
-                    .client
-                    .batch_write_item()
-                    .request_items(&self.tables.messages, requests)
-                    .send()
-                    .await
-                    .map_err(|e| queue_err(backend(e)))?;
-                requests = out
-                    .unprocessed_items()
-                    .and_then(|m| m.get(&self.tables.messages))
-                    .cloned()
-                    .unwrap_or_default();
-                if requests.is_empty() {
-                    break;
-                }
-                backoff
-                    .wait("release parked jobs")
-                    .await
-                    .map_err(queue_err)?;
-            }
-        }
-        Ok(())
+        let requests = jobs
+            .iter()
+            .map(|job| {
+                DeleteRequest::builder()
+                    .set_key(Some(key(
+                        parked_pk(subscription),
+                        summary_sk(job.created_at, &job.id),
+                    )))
+                    .build()
+                    .map(|d| WriteRequest::builder().delete_request(d).build())
+                    .map_err(|e| queue_err(backend_build(e)))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.write_messages_table(requests, "release parked jobs")
+            .await
+            .map_err(queue_err)
     }
 }
