@@ -14,6 +14,7 @@ use webhook_core::auth::Authenticator;
 use webhook_core::console::{self, Console, ConsoleConfig};
 use webhook_core::delivery;
 use webhook_core::http::{error_response, payload_too_large, MAX_BODY};
+use webhook_core::reminders::run_reminders;
 use webhook_core::retention::run_purges;
 use webhook_core::services::Services;
 use webhook_core::telemetry::metrics;
@@ -75,10 +76,16 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
     let workers = delivery::run_workers(
         services.app.clone(),
         services.queue.clone(),
+        services.outbox.clone(),
         concurrency,
         std::future::pending(),
     );
     let purges = run_purges(services.app.clone(), std::future::pending());
+    let reminders = run_reminders(
+        services.app.clone(),
+        services.outbox.clone(),
+        std::future::pending(),
+    );
     let server = Arc::new(Server {
         services,
         auth,
@@ -110,6 +117,7 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         }
         tokio::spawn(workers);
         tokio::spawn(purges);
+        tokio::spawn(reminders);
         let router = axum::Router::new()
             .fallback(handle)
             .with_state(server.clone());

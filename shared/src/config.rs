@@ -113,6 +113,12 @@ pub struct Config {
     pub max_subscriptions_per_org: usize,
     pub retry_schedule: Vec<Duration>,
     pub blacklist_after: Duration,
+    /// How long before its expiry a subscription's organization is told
+    /// (`subscription.expiring`, `WEBHOOKS_EXPIRY_NOTICE`).
+    pub expiry_notice: Duration,
+    /// How often `webhooks-local` looks for subscriptions to remind
+    /// (`WEBHOOKS_EXPIRY_CHECK_INTERVAL`; on AWS a schedule runs `remind-expiring`).
+    pub expiry_check_interval: Duration,
     /// How long notifications and their attempts are kept (`WEBHOOKS_DELIVERY_RETENTION`).
     pub delivery_retention: Duration,
     /// How long a stored message is kept and readable by id, counted from
@@ -249,6 +255,11 @@ impl Config {
                 "WEBHOOKS_BREAKER_MAX_COOLDOWN",
                 breaker_defaults.max_cooldown,
             )?,
+            failing_after: count_var(
+                "WEBHOOKS_FAILING_AFTER",
+                breaker_defaults.failing_after as usize,
+                1000,
+            )? as u32,
         };
         if breaker.cooldown.is_zero() || breaker.max_cooldown < breaker.cooldown {
             return Err(ConfigError {
@@ -304,6 +315,11 @@ impl Config {
             max_subscriptions_per_org,
             retry_schedule,
             blacklist_after: duration_var("WEBHOOKS_BLACKLIST_AFTER", Duration::from_secs(DAY))?,
+            expiry_notice: duration_var("WEBHOOKS_EXPIRY_NOTICE", Duration::from_secs(7 * DAY))?,
+            expiry_check_interval: duration_var(
+                "WEBHOOKS_EXPIRY_CHECK_INTERVAL",
+                Duration::from_secs(30),
+            )?,
             delivery_retention: duration_var(
                 "WEBHOOKS_DELIVERY_RETENTION",
                 Duration::from_secs(30 * DAY),

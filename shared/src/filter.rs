@@ -4,15 +4,20 @@
 //! /orgId/<org>/department/<dep>/message?direction=inbound
 //! /orgId/<org>/department/<dep>/message?direction=outbound
 //! /orgId/<org>/department/<dep>/contact
+//! /orgId/<org>/subscription?type=failing,recovered,disabled,exhausted,expiring
 //! ```
 //!
-//! Ids match `[A-Za-z0-9_-]{1,64}`. Parsing is lenient only where meaning
+//! The last is the operational filter (an addition to the interface): news
+//! about the organization's own subscriptions ([`crate::notice`]); its
+//! `?type=` is optional (all kinds when absent). Ids match `[A-Za-z0-9_-]{1,64}`. Parsing is lenient only where meaning
 //! cannot change (surrounding whitespace, keyword case, a trailing slash);
 //! [`EventFilter`]'s `Display` gives the canonical string that is stored,
 //! indexed and sent back in notifications.
 
 use std::fmt;
 use std::str::FromStr;
+
+use crate::notice::{NoticeKind, NoticeKinds};
 
 pub const MAX_ID_LEN: usize = 64;
 
@@ -35,11 +40,14 @@ impl Direction {
 pub enum Topic {
     Message(Direction),
     Contact,
+    /// Operational notifications about the organization's subscriptions, of these kinds.
+    Subscription(NoticeKinds),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct EventFilter {
     pub organization_id: String,
+    /// Empty for [`Topic::Subscription`], which is organization-wide.
     pub department_id: String,
     pub topic: Topic,
 }
@@ -54,7 +62,16 @@ impl FilterError {
     }
 }
 
-const SHAPES: &str = "expected /orgId/<organizationId>/department/<departmentId>/message?direction=inbound|outbound or /orgId/<organizationId>/department/<departmentId>/contact";
+const SHAPES: &str = "expected /orgId/<organizationId>/department/<departmentId>/message?direction=inbound|outbound, /orgId/<organizationId>/department/<departmentId>/contact or /orgId/<organizationId>/subscription[?type=failing,recovered,disabled,exhausted,expiring]";
+
+/// The key a filter is indexed under for fan-out: the filter itself, but
+/// an operational filter without its `?type=` (the kinds are checked on the
+/// subscriptions found, so one lookup serves every combination).
+pub fn index_key(canonical: &str) -> &str {
+    canonical
+        .split_once("?type=")
+        .map_or(canonical, |(path, _)| path)
+}
 
 impl EventFilter {
     pub fn new(org: &str, department: &str, topic: Topic) -> Self {
@@ -63,6 +80,20 @@ impl EventFilter {
             department_id: department.to_owned(),
             topic,
         }
+    }
+
+    /// The operational filter of `org` for `kinds`.
+    pub fn operational(org: &str, kinds: NoticeKinds) -> Self {
+        EventFilter {
+            organization_id: org.to_owned(),
+            department_id: String::new(),
+            topic: Topic::Subscription(kinds),
+        }
+    }
+
+    /// Whether this filter asks for the operational notification `kind`.
+    pub fn wants_notice(&self, kind: NoticeKind) -> bool {
+        matches!(self.topic, Topic::Subscription(kinds) if kinds.contains(kind))
     }
 
     pub fn parse(input: &str) -> Result<Self, FilterError> {
@@ -81,6 +112,11 @@ impl EventFilter {
             )));
         };
         let segments: Vec<&str> = rest.split('/').collect();
+        if segments.len() == 3 && segments[2].eq_ignore_ascii_case("subscription") {
+            keyword(segments[0], "orgId")?;
+            let org = id("organizationId", segments[1])?;
+            return Ok(EventFilter::operational(org, notice_kinds(query)?));
+        }
         if segments.len() != 5 {
             return Err(FilterError::new(format!(
                 "filter has {} path segments, 5 expected: {SHAPES}",
@@ -133,6 +169,29 @@ impl EventFilter {
     }
 }
 
+/// `type=failing,recovered,...` (any order, case-insensitive); absent means every kind.
+fn notice_kinds(query: Option<&str>) -> Result<NoticeKinds, FilterError> {
+    let Some(query) = query else {
+        return Ok(NoticeKinds::ALL);
+    };
+    let Some((key, values)) = query.split_once('=') else {
+        return Err(FilterError::new(format!(
+            "malformed query '{query}': expected type=failing,recovered,disabled,exhausted,expiring"
+        )));
+    };
+    keyword(key, "type")?;
+    let mut kinds = NoticeKinds::NONE;
+    for value in values.split(',') {
+        let Some(kind) = NoticeKind::parse(value.trim()) else {
+            return Err(FilterError::new(format!(
+                "unknown type '{value}': expected failing, recovered, disabled, exhausted or expiring"
+            )));
+        };
+        kinds = kinds.with(kind);
+    }
+    Ok(kinds)
+}
+
 fn keyword(found: &str, expected: &str) -> Result<(), FilterError> {
     if found.eq_ignore_ascii_case(expected) {
         Ok(())
@@ -173,6 +232,13 @@ impl FromStr for EventFilter {
 
 impl fmt::Display for EventFilter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Topic::Subscription(kinds) = self.topic {
+            write!(f, "/orgId/{}/subscription", self.organization_id)?;
+            if kinds != NoticeKinds::ALL {
+                write!(f, "?type={kinds}")?;
+            }
+            return Ok(());
+        }
         write!(
             f,
             "/orgId/{}/department/{}/",
@@ -181,6 +247,7 @@ impl fmt::Display for EventFilter {
         match self.topic {
             Topic::Message(d) => write!(f, "message?direction={}", d.as_str()),
             Topic::Contact => f.write_str("contact"),
+            Topic::Subscription(_) => unreachable!("written above"),
         }
     }
 }
@@ -209,6 +276,42 @@ mod tests {
             f.to_string(),
             "/orgId/Org/department/D/message?direction=inbound"
         );
+    }
+
+    #[test]
+    fn operational_filters() {
+        let all = EventFilter::parse("/orgId/o-1/subscription").unwrap();
+        assert_eq!(all.to_string(), "/orgId/o-1/subscription");
+        assert!(all.wants_notice(NoticeKind::Expiring));
+        let some =
+            EventFilter::parse(" /ORGID/o-1/Subscription/?type=Recovered, failing,failing").unwrap();
+        assert_eq!(
+            some.to_string(),
+            "/orgId/o-1/subscription?type=failing,recovered"
+        );
+        assert!(some.wants_notice(NoticeKind::Failing));
+        assert!(!some.wants_notice(NoticeKind::Disabled));
+        let every = "/orgId/o/subscription?type=expiring,exhausted,disabled,recovered,failing";
+        assert_eq!(
+            EventFilter::parse(every).unwrap().to_string(),
+            "/orgId/o/subscription"
+        );
+        assert_eq!(
+            index_key("/orgId/o-1/subscription?type=failing,recovered"),
+            "/orgId/o-1/subscription"
+        );
+        let message = "/orgId/o/department/d/message?direction=inbound";
+        assert_eq!(index_key(message), message);
+        for (input, expected) in [
+            ("/orgId/o/subscription?type=failing,late", "unknown type 'late'"),
+            ("/orgId/o/subscription?type=", "unknown type ''"),
+            ("/orgId/o/subscription?kind=failing", "expected 'type'"),
+            ("/orgId/o/subscription?type", "malformed query"),
+            ("/orgId/o/subscriptions", "3 path segments"),
+        ] {
+            let err = EventFilter::parse(input).unwrap_err().to_string();
+            assert!(err.contains(expected), "{input}: {err}");
+        }
     }
 
     #[test]
@@ -256,6 +359,17 @@ mod tests {
             Just(Topic::Message(Direction::Outbound)),
             Just(Topic::Contact),
         ]
+    }
+
+    proptest! {
+        #[test]
+        fn operational_canonical_form_round_trips(org in ident(), bits in 1u8..32) {
+            let f = EventFilter::operational(&org, NoticeKinds::from_bits(bits));
+            let s = f.to_string();
+            let parsed = EventFilter::parse(&s).unwrap();
+            prop_assert_eq!(&parsed, &f);
+            prop_assert_eq!(parsed.to_string(), s);
+        }
     }
 
     proptest! {

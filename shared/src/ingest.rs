@@ -374,6 +374,7 @@ fn render(
         subscription_id: subscription_id.to_owned(),
         message_info,
         contact_info,
+        subscription_info: None,
     }
 }
 

@@ -10,6 +10,7 @@
 //! - [`auth`]: API keys, bearer tokens, organization and scopes
 //! - [`callback`]: SSRF policy, handshake (and delivery) to client callbacks
 //! - [`ingest`], [`notification`], [`delivery`], [`signature`]: events to signed notifications
+//! - [`notice`], [`reminders`]: operational notifications (a subscription failing, recovered, disabled, expiring)
 //! - [`clock`]: the clock port
 //! - [`queue`]: the delivery queue and outbox ports
 //! - [`store`]: the store port
@@ -40,9 +41,11 @@ pub mod ingest;
 pub mod lambda;
 pub mod message;
 pub mod model;
+pub mod notice;
 pub mod notification;
 pub mod page;
 pub mod queue;
+pub mod reminders;
 pub mod retention;
 pub mod rotation;
 pub mod routes;

@@ -28,6 +28,53 @@ pub struct Notification {
     pub message_info: Option<MessageInfo>,
     #[serde(rename = "contactInfo", skip_serializing_if = "Option::is_none")]
     pub contact_info: Option<ContactInfo>,
+    /// Operational notifications ([`crate::notice`]): news about a subscription.
+    #[serde(
+        rename = "subscriptionInfo",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub subscription_info: Option<SubscriptionInfo>,
+}
+
+/// What an operational notification says about a subscription of the organization.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriptionInfo {
+    pub organization_id: String,
+    /// The subscription the news is about.
+    pub subscription_id: String,
+    pub uri: String,
+    /// `subscription.failing`, `subscription.recovered`, `subscription.disabled`,
+    /// `notification.exhausted` or `subscription.expiring`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Its status (`ACTIVE`, `BLACKLISTED`, `EXPIRED`).
+    pub status: String,
+    /// ISO 8601, as the subscription resource has it.
+    pub expiration_time: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consecutive_failures: Option<u32>,
+    /// The notification that ran out of retries (`notification.exhausted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notification_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_attempt: Option<LastAttempt>,
+}
+
+/// The attempt that caused an operational notification.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LastAttempt {
+    /// Epoch milliseconds when the POST started.
+    pub timestamp: i64,
+    /// Absent when nothing answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    /// The failing step (`TIMEOUT`, `BAD_STATUS`, ...); absent on success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    pub duration_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,6 +134,7 @@ mod tests {
                 status: "RECEIVED".into(),
             }),
             contact_info: None,
+            subscription_info: None,
         };
         let v = serde_json::to_value(&n).unwrap();
         let keys: Vec<&String> = v.as_object().unwrap().keys().collect();

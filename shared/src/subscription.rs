@@ -140,8 +140,14 @@ fn validate(
                     }
                 };
                 let canonical = filter.to_string();
-                if let Some(j) = seen.insert(canonical.clone(), i) {
-                    errors.push(FieldError::new(field, format!("repeats eventFilters[{j}]")));
+                // Operational filters are indexed without their `?type=`: one per organization.
+                if let Some(j) = seen.insert(crate::filter::index_key(&canonical).to_owned(), i) {
+                    let message = if matches!(filter.topic, crate::filter::Topic::Subscription(_)) {
+                        format!("repeats the organization of eventFilters[{j}]: list every type in one subscription filter")
+                    } else {
+                        format!("repeats eventFilters[{j}]")
+                    };
+                    errors.push(FieldError::new(field, message));
                 } else if filter.organization_id == caller.org_id {
                     enabled.push(canonical);
                 } else {

@@ -107,7 +107,7 @@ async fn a_retry_is_due_exactly_when_the_schedule_says() {
     let id = subscribe(&w, &refusing_uri(), 24 * HOUR).await;
     enqueue(&w, &id).await;
     let lease = due(&w).await.pop().expect("due at once");
-    let verdict = delivery::deliver(&w.app, w.db.as_ref(), &lease)
+    let verdict = delivery::deliver(&w.app, w.db.as_ref(), w.db.as_ref(), &lease)
         .await
         .unwrap();
     let Verdict::Retry { at, reason } = verdict else {
@@ -130,7 +130,7 @@ async fn attempt(w: &World, subscription_id: &SubscriptionId, n: u32) -> Verdict
     enqueue(w, subscription_id).await;
     let mut lease = due(w).await.pop().expect("due");
     lease.attempt = n;
-    delivery::deliver(&w.app, w.db.as_ref(), &lease)
+    delivery::deliver(&w.app, w.db.as_ref(), w.db.as_ref(), &lease)
         .await
         .unwrap()
 }
@@ -181,7 +181,7 @@ async fn an_expired_subscription_is_shown_expired_and_not_delivered() {
     enqueue(&w, &id).await;
     let lease = due(&w).await.pop().expect("due");
     assert_eq!(
-        delivery::deliver(&w.app, w.db.as_ref(), &lease)
+        delivery::deliver(&w.app, w.db.as_ref(), w.db.as_ref(), &lease)
             .await
             .unwrap(),
         Verdict::Drop("the subscription has expired".into())
@@ -224,7 +224,7 @@ async fn history_is_kept_for_the_retention_then_purged() {
     let uuid = listed.content[0].uuid.clone();
 
     let lease = due(&w).await.pop().expect("the notification is due");
-    let verdict = delivery::deliver(&w.app, w.db.as_ref(), &lease)
+    let verdict = delivery::deliver(&w.app, w.db.as_ref(), w.db.as_ref(), &lease)
         .await
         .unwrap();
     assert!(matches!(verdict, Verdict::Retry { .. }), "{verdict:?}");
@@ -243,7 +243,7 @@ async fn history_is_kept_for_the_retention_then_purged() {
     while !matches!(verdict, Verdict::Dead(_) | Verdict::Blacklist(_)) {
         w.clock.advance(2 * HOUR);
         let lease = due(&w).await.pop().expect("the retry is due");
-        verdict = delivery::deliver(&w.app, w.db.as_ref(), &lease)
+        verdict = delivery::deliver(&w.app, w.db.as_ref(), w.db.as_ref(), &lease)
             .await
             .unwrap();
     }

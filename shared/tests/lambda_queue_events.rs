@@ -240,7 +240,7 @@ async fn deliver_notifications_retries_with_a_delayed_message_then_delivers_sign
     let first = receive_as_event(&w, &template, Duration::from_secs(5))
         .await
         .unwrap();
-    let response = queues::deliver_notifications(&w.app, &w.queue, first.clone()).await;
+    let response = queues::deliver_notifications(&w.app, &w.queue, &w.outbox, first.clone()).await;
     // The retry is a new message sent with the retry delay (1s): the record
     // is done (Lambda deletes it), not held in flight for the wait.
     assert!(response.batch_item_failures.is_empty());
@@ -256,7 +256,7 @@ async fn deliver_notifications_retries_with_a_delayed_message_then_delivers_sign
         retried.body,
         serde_json::from_str::<DeliveryJob>(&body).unwrap().body
     );
-    let response = queues::deliver_notifications(&w.app, &w.queue, second).await;
+    let response = queues::deliver_notifications(&w.app, &w.queue, &w.outbox, second).await;
     assert!(response.batch_item_failures.is_empty());
 
     let posts = rx.received();
@@ -310,7 +310,7 @@ async fn deliver_notifications_dead_letters_after_the_last_attempt() {
     event.records[0]
         .attributes
         .insert("ApproximateReceiveCount".into(), "3".into());
-    let response = queues::deliver_notifications(&w.app, &w.queue, event).await;
+    let response = queues::deliver_notifications(&w.app, &w.queue, &w.outbox, event).await;
     assert!(
         response.batch_item_failures.is_empty(),
         "dead-lettered records are done with"
@@ -531,7 +531,7 @@ async fn queue_batches_fail_fast_while_dynamodb_is_frozen_and_recover() {
     let (frozen, took) = while_frozen(
         "DYNAMODB_LOCAL_PID",
         bound,
-        queues::deliver_notifications(&w.app, &w.queue, delivery.clone()),
+        queues::deliver_notifications(&w.app, &w.queue, &w.outbox, delivery.clone()),
     )
     .await;
     println!(
@@ -566,7 +566,7 @@ async fn queue_batches_fail_fast_while_dynamodb_is_frozen_and_recover() {
         })
     );
 
-    let delivered = queues::deliver_notifications(&w.app, &w.queue, retried).await;
+    let delivered = queues::deliver_notifications(&w.app, &w.queue, &w.outbox, retried).await;
     assert!(delivered.batch_item_failures.is_empty());
     assert_eq!(rx.count(), 1, "delivered once DynamoDB is back");
 }
@@ -602,7 +602,7 @@ async fn ingest_batches_fail_fast_while_sqs_is_frozen_and_recover() {
     )
     .await
     {
-        let delivered = queues::deliver_notifications(&w.app, &w.queue, delivery).await;
+        let delivered = queues::deliver_notifications(&w.app, &w.queue, &w.outbox, delivery).await;
         assert!(delivered.batch_item_failures.is_empty());
         jobs += 1;
     }
@@ -668,7 +668,7 @@ async fn queue_functions_write_one_emf_line_per_invocation_and_carry_the_trace()
     .await
     .expect("a job");
     let (response, lines) =
-        emf::capture(queues::deliver_notifications(&w.app, &w.queue, delivery)).await;
+        emf::capture(queues::deliver_notifications(&w.app, &w.queue, &w.outbox, delivery)).await;
     assert!(response.batch_item_failures.is_empty());
     let posts = rx.received();
     assert_eq!(posts.len(), 1);

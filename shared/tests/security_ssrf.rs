@@ -330,7 +330,7 @@ mod isolated {
             .content[0];
         for _ in 0..2 {
             let lease = lease_for(&t, sub.id.as_str()).await;
-            match delivery::deliver(&t.app, t.store.as_ref(), &lease)
+            match delivery::deliver(&t.app, t.store.as_ref(), t.store.as_ref(), &lease)
                 .await
                 .unwrap()
             {
@@ -389,7 +389,7 @@ mod isolated {
         .await;
         let id = store_subscription(&t, &redirector.uri("/hook")).await;
         let lease = lease_for(&t, &id).await;
-        match delivery::deliver(&t.app, t.store.as_ref(), &lease)
+        match delivery::deliver(&t.app, t.store.as_ref(), t.store.as_ref(), &lease)
             .await
             .unwrap()
         {
@@ -471,7 +471,7 @@ mod isolated {
         for uri in &uris {
             let id = store_subscription(&t, uri).await;
             let lease = lease_for(&t, &id).await;
-            match delivery::deliver(&t.app, t.store.as_ref(), &lease)
+            match delivery::deliver(&t.app, t.store.as_ref(), t.store.as_ref(), &lease)
                 .await
                 .unwrap()
             {
@@ -493,7 +493,7 @@ mod isolated {
         let id = store_subscription(&t, &format!("http://public.test:{}/hook", wire.port())).await;
         let lease = lease_for(&t, &id).await;
         assert_eq!(
-            delivery::deliver(&t.app, t.store.as_ref(), &lease)
+            delivery::deliver(&t.app, t.store.as_ref(), t.store.as_ref(), &lease)
                 .await
                 .unwrap(),
             Verdict::Delivered
@@ -502,7 +502,7 @@ mod isolated {
         let id = store_subscription(&t, &format!("http://127.0.0.1:{}/hook", wire.port())).await;
         let lease = lease_for(&t, &id).await;
         assert_eq!(
-            delivery::deliver(&permissive, t.store.as_ref(), &lease)
+            delivery::deliver(&permissive, t.store.as_ref(), t.store.as_ref(), &lease)
                 .await
                 .unwrap(),
             Verdict::Delivered

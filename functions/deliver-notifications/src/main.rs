@@ -12,7 +12,13 @@ async fn main() -> Result<(), Error> {
     functions.app.callbacks.warm_up(); // every delivery calls a callback
     run(service_fn(|event: LambdaEvent<_>| async {
         Ok::<_, Error>(
-            queues::deliver_notifications(&functions.app, &functions.queue, event.payload).await,
+            queues::deliver_notifications(
+                &functions.app,
+                &functions.queue,
+                &functions.outbox,
+                event.payload,
+            )
+            .await,
         )
     }))
     .await

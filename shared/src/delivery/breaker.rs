@@ -27,6 +27,10 @@ pub struct BreakerRule {
     pub cooldown: Duration,
     /// The longest cool-down (each failed probe doubles it up to this).
     pub max_cooldown: Duration,
+    /// Consecutive failed attempts of any kind after which the subscription
+    /// is failing (`WEBHOOKS_FAILING_AFTER`): its organization is told once
+    /// per streak ([`crate::notice`]), as it is when the breaker opens.
+    pub failing_after: u32,
 }
 
 impl Default for BreakerRule {
@@ -36,6 +40,7 @@ impl Default for BreakerRule {
             window: Duration::from_secs(60),
             cooldown: Duration::from_secs(30),
             max_cooldown: Duration::from_secs(600),
+            failing_after: 4,
         }
     }
 }
@@ -75,6 +80,43 @@ pub struct Health {
     /// Jobs may be parked: the close puts them back in the queue.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub parked: bool,
+    /// The current run of failed attempts, of any kind.
+    #[serde(default, skip_serializing_if = "Streak::is_clear")]
+    pub streak: Streak,
+}
+
+/// A run of failed attempts (any failure: no answer, a 4xx, a 5xx, a
+/// refused address), ended by a delivery.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Streak {
+    pub failures: u32,
+    /// When its first failure happened (epoch ms): names the streak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<i64>,
+    /// It reached `failing_after` or opened the breaker: the organization
+    /// was told (`subscription.failing`), and is told when it recovers.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub failing: bool,
+}
+
+impl Streak {
+    pub fn is_clear(&self) -> bool {
+        *self == Streak::default()
+    }
+
+    /// After an attempt that `delivered` or not; `opened` when it opened the breaker.
+    fn after(&self, delivered: bool, opened: bool, failing_after: u32, now: i64) -> Streak {
+        if delivered {
+            return Streak::default();
+        }
+        let failures = self.failures.saturating_add(1);
+        Streak {
+            failures,
+            since: self.since.or(Some(now)),
+            failing: self.failing || opened || failures >= failing_after.max(1),
+        }
+    }
 }
 
 /// What the breaker lets through at a moment.
@@ -109,7 +151,9 @@ impl BreakerState {
 pub enum Signal {
     /// No answer, or a 5xx: counts towards opening (the reason is kept).
     Outage(String),
-    /// An answer that is not a 5xx (2xx, 4xx): the callback is up.
+    /// A 2xx: the callback is up and the notification delivered.
+    Delivered,
+    /// Another answer that is not a 5xx (a 4xx): the callback is up, the attempt failed.
     Reachable,
     /// Says nothing about the callback (the address policy refused it).
     Neutral,
@@ -129,7 +173,7 @@ impl Health {
 
     /// Nothing counted, closed and nothing parked: no write needed to keep it so.
     pub fn is_clear(&self) -> bool {
-        self.failures == 0 && self.opened_at.is_none() && !self.parked
+        self.failures == 0 && self.opened_at.is_none() && !self.parked && self.streak.is_clear()
     }
 
     /// While open, a job deferred to `at` becomes the one kept in the queue
@@ -163,12 +207,41 @@ impl Health {
     }
 
     /// The state after an attempt at `now` that gave `signal`, or `None`
-    /// when it does not change.
+    /// when it does not change (a delivery to a healthy callback: no write).
     pub fn after(&self, signal: &Signal, rule: &BreakerRule, now: i64) -> Option<Health> {
+        if *signal == Signal::Delivered && self.is_clear() {
+            return None;
+        }
+        let breaker = self.breaker_after(signal, rule, now);
+        let base = breaker.as_ref().unwrap_or(self);
+        let opened = base.opened_at.is_some() && base.opened_at != self.opened_at;
+        let delivered = *signal == Signal::Delivered;
+        let streak = self
+            .streak
+            .after(delivered, opened, rule.failing_after, now);
+        Some(Health {
+            rev: self.rev + 1,
+            streak,
+            ..base.clone()
+        })
+    }
+
+    /// Whether this state (after an attempt) newly makes the subscription
+    /// failing (`Some(true)`) or ends a failing streak (`Some(false)`),
+    /// compared with `before`: what its organization is told.
+    pub fn failing_change(&self, before: &Health) -> Option<bool> {
+        (self.streak.failing != before.streak.failing).then_some(self.streak.failing)
+    }
+
+    fn breaker_after(&self, signal: &Signal, rule: &BreakerRule, now: i64) -> Option<Health> {
         match signal {
             Signal::Neutral => None,
-            Signal::Reachable if self.is_clear() => None,
-            Signal::Reachable => Some(Health {
+            Signal::Delivered | Signal::Reachable
+                if self.failures == 0 && self.opened_at.is_none() =>
+            {
+                None
+            }
+            Signal::Delivered | Signal::Reachable => Some(Health {
                 rev: self.rev + 1,
                 last_failure_at: self.last_failure_at,
                 last_failure: self.last_failure.clone(),
@@ -272,6 +345,7 @@ mod tests {
             window: Duration::from_secs(60),
             cooldown: Duration::from_secs(30),
             max_cooldown: Duration::from_secs(100),
+            failing_after: 4,
         }
     }
 
@@ -313,12 +387,50 @@ mod tests {
     #[test]
     fn answers_that_are_not_outages_reset_the_run_and_neutral_ones_do_not() {
         let h = fail(&fail(&Health::default(), T0), T0 + S);
-        assert_eq!(h.after(&Signal::Neutral, &rule(), T0 + 2 * S), None);
+        let neutral = h.after(&Signal::Neutral, &rule(), T0 + 2 * S).unwrap();
+        assert_eq!((neutral.failures, neutral.streak.failures), (2, 3));
         let reset = h.after(&Signal::Reachable, &rule(), T0 + 2 * S).unwrap();
         assert_eq!(reset.failures, 0);
         assert_eq!(reset.last_failure.as_deref(), Some("TIMEOUT"));
-        assert!(reset.is_clear());
-        assert_eq!(reset.after(&Signal::Reachable, &rule(), T0), None);
+        assert_eq!(reset.state(T0 + 2 * S), BreakerState::Closed);
+        assert_eq!(reset.streak.failures, 3, "a 4xx is still a failed attempt");
+        let delivered = reset.after(&Signal::Delivered, &rule(), T0 + 3 * S).unwrap();
+        assert!(delivered.is_clear());
+        assert_eq!(delivered.after(&Signal::Delivered, &rule(), T0), None);
+    }
+
+    /// A streak of any failures makes the subscription failing once, at
+    /// `failing_after` or when the breaker opens; a delivery ends it.
+    #[test]
+    fn a_failing_streak_is_told_once_and_ends_with_a_delivery() {
+        let rule = BreakerRule {
+            failing_after: 4,
+            failures: 10,
+            ..rule()
+        };
+        let mut h = Health::default();
+        for i in 0..3 {
+            let next = h.after(&Signal::Reachable, &rule, T0 + i * S).unwrap();
+            assert_eq!(next.failing_change(&h), None, "failure {}", i + 1);
+            h = next;
+        }
+        assert_eq!((h.streak.failures, h.streak.since), (3, Some(T0)));
+        let fourth = h.after(&Signal::Outage("TIMEOUT".into()), &rule, T0 + 3 * S).unwrap();
+        assert_eq!(fourth.failing_change(&h), Some(true));
+        let fifth = fourth.after(&Signal::Reachable, &rule, T0 + 4 * S).unwrap();
+        assert_eq!(fifth.failing_change(&fourth), None, "told once per streak");
+        let recovered = fifth.after(&Signal::Delivered, &rule, T0 + 5 * S).unwrap();
+        assert_eq!(recovered.failing_change(&fifth), Some(false));
+        assert!(recovered.streak.is_clear());
+        // The breaker opening makes it failing before `failing_after`.
+        let opens = BreakerRule {
+            failures: 2,
+            ..rule
+        };
+        let one = Health::default().after(&outage(), &opens, T0).unwrap();
+        let two = one.after(&outage(), &opens, T0 + S).unwrap();
+        assert!(matches!(two.state(T0 + S), BreakerState::Open { .. }));
+        assert_eq!(two.failing_change(&one), Some(true));
     }
 
     /// closed → open → half-open → closed, and half-open → open (for twice

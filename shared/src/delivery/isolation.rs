@@ -121,6 +121,9 @@ pub fn signal(posted: &Posted) -> breaker::Signal {
         Posted::Answered { status, .. } if *status >= 500 => {
             breaker::Signal::Outage(format!("status {status}"))
         }
+        Posted::Answered { status, .. } if (200..300).contains(status) => {
+            breaker::Signal::Delivered
+        }
         Posted::Answered { .. } => breaker::Signal::Reachable,
         Posted::Failed {
             failure: CallFailure::AddressForbidden,
@@ -130,6 +133,8 @@ pub fn signal(posted: &Posted) -> breaker::Signal {
     }
 }
 
+/// Writes the health an attempt leaves (compare-and-set, read again on a
+/// conflict); returns the change written, `(before, after)`, if any.
 pub(super) async fn remember_health(
     app: &App,
     queue: &dyn DeliveryQueue,
@@ -137,11 +142,9 @@ pub(super) async fn remember_health(
     mut current: breaker::Health,
     signal: &breaker::Signal,
     now: i64,
-) {
+) -> Option<(breaker::Health, breaker::Health)> {
     for _ in 0..4 {
-        let Some(next) = current.after(signal, &app.config.breaker, now) else {
-            return;
-        };
+        let next = current.after(signal, &app.config.breaker, now)?;
         let (org, id) = (&subscription.org_id, &subscription.id);
         match app.store.update_health(org, id, current.rev, &next).await {
             Ok(true) => {
@@ -153,20 +156,21 @@ pub(super) async fn remember_health(
                 }
                 app.breakers.remember(id, &next, now);
                 if next.must_unpark(now) {
-                    unpark(app, queue, org, id, next, now).await;
+                    unpark(app, queue, org, id, next.clone(), now).await;
                 }
-                return;
+                return Some((current, next));
             }
             Ok(false) => match app.store.get_subscription(org, id).await {
                 Ok(Some(fresh)) => current = fresh.health,
-                _ => return,
+                _ => return None,
             },
             Err(e) => {
                 tracing::warn!(subscription_id = %id, error = %e, "cannot record the circuit breaker's state");
-                return;
+                return None;
             }
         }
     }
+    None
 }
 
 /// A job its subscription's open breaker holds until `at`: while open, one

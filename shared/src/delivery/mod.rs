@@ -14,7 +14,11 @@
 //! 4. [`decide`]: a pure function from what happened to a [`Verdict`];
 //! 5. [`remember`]: the attempt and the notification's new state in the
 //!    delivery history (`outcome.rs`);
-//! 6. [`settle`]: complete, retry later or dead-letter the queue's lease.
+//! 6. [`settle`]: complete, retry later or dead-letter the queue's lease;
+//! 7. tell: what the subscription's organization is told about it
+//!    (`notices.rs`, [`crate::notice`]): failing, recovered, disabled, a
+//!    notification exhausted. Only failures and the first success after
+//!    them get here with something to say; a healthy delivery costs nothing.
 //!
 //! The history is written before the lease is settled: if it cannot be, the
 //! lease is left to run out and the notification is attempted again, so a
@@ -26,6 +30,7 @@ pub mod decide;
 pub mod health_cache;
 pub mod in_flight;
 pub mod isolation;
+mod notices;
 pub mod outcome;
 pub mod worker;
 
@@ -41,7 +46,7 @@ use crate::app::App;
 use crate::callback::post::{Posted, SignedNotification};
 use crate::callback::{CallFailure, CallbackTarget, UriProblem};
 use crate::model::SubscriptionStatus;
-use crate::queue::{DeliveryJob, DeliveryQueue, Lease, QueueError};
+use crate::queue::{DeliveryJob, DeliveryQueue, Lease, Outbox, QueueError};
 use crate::signature::{signature_header, SigningKey};
 use crate::store::{DeliveryRecord, StoredSubscription};
 use crate::telemetry::trace::TraceParent;
@@ -50,6 +55,7 @@ use crate::telemetry::trace::TraceParent;
 pub async fn deliver(
     app: &App,
     queue: &dyn DeliveryQueue,
+    outbox: &dyn Outbox,
     lease: &Lease,
 ) -> Result<Verdict, QueueError> {
     let now = app.clock.now_ms();
@@ -63,7 +69,7 @@ pub async fn deliver(
         return settled(queue, lease, verdict, now).await;
     }
     let mut span = crate::telemetry::trace::attempt_span(&lease.job, lease.attempt);
-    let (attempt, made) = match prepare(app, &lease.job, now).await {
+    let (attempt, made, sent) = match prepare(app, &lease.job, now).await {
         Ok(ready) => {
             let health = match gate(app, queue, &ready.subscription, lease, now, random).await {
                 Ok(health) => health,
@@ -74,10 +80,11 @@ pub async fn deliver(
             let signal = isolation::signal(&posted);
             let attempt = record(app, &ready.subscription, &posted, now).await;
             let ended = app.clock.now_ms();
-            remember_health(app, queue, &ready.subscription, health, &signal, ended).await;
-            (attempt, Some(made))
+            let health =
+                remember_health(app, queue, &ready.subscription, health, &signal, ended).await;
+            (attempt, Some(made), Some((ready.subscription, health)))
         }
-        Err(not_sent) => (not_sent, None),
+        Err(not_sent) => (not_sent, None, None),
     };
     let verdict = decide(
         &attempt,
@@ -92,8 +99,16 @@ pub async fn deliver(
         "webhooks.outcome",
         crate::telemetry::metrics::outcome(&verdict),
     );
+    let told = sent.map(|(subject, health)| notices::Told {
+        subject,
+        health,
+        made: made.clone(),
+    });
     remember(app, &lease.job, &attempt, made, &verdict).await?;
     settle(queue, lease, &verdict, now).await?;
+    if let Some(told) = told {
+        told.tell(app, outbox, &lease.job, &attempt, &verdict).await;
+    }
     Ok(verdict)
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, Semaphore};
 
 use crate::app::App;
-use crate::queue::DeliveryQueue;
+use crate::queue::{DeliveryQueue, Outbox};
 
 /// Runs delivery for a queue until `shutdown` resolves. `app.delivery_wake`
 /// is notified when new jobs are enqueued, so they go out without waiting
@@ -16,6 +16,7 @@ use crate::queue::DeliveryQueue;
 pub async fn run_workers(
     app: Arc<App>,
     queue: Arc<dyn DeliveryQueue>,
+    outbox: Arc<dyn Outbox>,
     concurrency: usize,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
@@ -41,9 +42,9 @@ pub async fn run_workers(
                 p = permits.clone().acquire_owned() => p.expect("semaphore is never closed"),
                 _ = &mut shutdown => return,
             };
-            let (app, queue) = (app.clone(), queue.clone());
+            let (app, queue, outbox) = (app.clone(), queue.clone(), outbox.clone());
             tokio::spawn(async move {
-                if let Err(e) = super::deliver(&app, queue.as_ref(), &lease).await {
+                if let Err(e) = super::deliver(&app, queue.as_ref(), outbox.as_ref(), &lease).await {
                     tracing::error!(error = %e, notification = %lease.job.id, "cannot settle a delivery");
                 }
                 drop(permit);

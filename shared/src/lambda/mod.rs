@@ -13,6 +13,7 @@ pub mod authorizer;
 pub mod console;
 pub mod pre_token;
 pub mod queues;
+pub mod schedule;
 
 use std::convert::Infallible;
 

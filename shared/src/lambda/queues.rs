@@ -136,13 +136,14 @@ fn trace_of(record: &SqsMessage) -> Option<TraceParent> {
 pub async fn deliver_notifications(
     app: &App,
     queue: &SqsQueue,
+    outbox: &dyn Outbox,
     event: SqsEvent,
 ) -> SqsBatchResponse {
     let batch = SqsEventBatch::new(queue.clone());
     let deliveries = event
         .records
         .iter()
-        .map(|record| deliver_record(app, &batch, record));
+        .map(|record| deliver_record(app, &batch, outbox, record));
     let attempts = futures_util::future::join_all(deliveries).await;
     let mut response = SqsBatchResponse::default();
     for record in &event.records {
@@ -164,6 +165,7 @@ pub async fn deliver_notifications(
 async fn deliver_record(
     app: &App,
     batch: &SqsEventBatch,
+    outbox: &dyn Outbox,
     record: &SqsMessage,
 ) -> Option<(delivery::Verdict, f64, Option<f64>)> {
     let lease = match SqsQueue::lease(
@@ -183,7 +185,7 @@ async fn deliver_record(
     let span =
         tracing::info_span!("delivery", org_id = %lease.job.org_id, notification = %lease.job.id);
     let started = std::time::Instant::now();
-    match delivery::deliver(app, batch, &lease).instrument(span).await {
+    match delivery::deliver(app, batch, outbox, &lease).instrument(span).await {
         Ok(verdict) => {
             let took_ms = started.elapsed().as_secs_f64() * 1000.0;
             let created = lease.job.created_at;

@@ -109,7 +109,7 @@ impl Store for SqliteDb {
             for filter in &u.event_filters {
                 tx.execute(
                     "INSERT INTO subscription_filters (filter, subscription_id) VALUES (?1, ?2)",
-                    params![filter, id],
+                    params![crate::filter::index_key(filter), id],
                 )
                 .map_err(backend)?;
             }

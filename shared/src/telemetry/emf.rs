@@ -135,6 +135,15 @@ pub fn ingest_line(f: &IngestFigures, now_ms: i64) -> String {
     )
 }
 
+/// The `remind-expiring` line.
+pub fn reminder_line(reminded: u64, now_ms: i64) -> String {
+    line(
+        "remind-expiring",
+        now_ms,
+        vec![("SubscriptionsReminded".to_owned(), "Count", json!(reminded))],
+    )
+}
+
 /// The `deliver-notifications` line (every outcome listed, zeros included,
 /// so that the dashboard's arithmetic finds each one).
 pub fn delivery_line(f: &DeliveryFigures, now_ms: i64) -> String {

@@ -9,7 +9,7 @@
 //! | uniqueness guard | `ORG#<org>` | `URI#<sha256(uri), hex>` | `subscriptionId`, `uri` |
 //! | subscription counter | `ORG#<org>` | `COUNT` | `n`, `listed` |
 //! | list entry | `ORG#<org>` | `CREATED#<created ms, 13 digits>#<id>` | none |
-//! | filter index entry | `FILTER#<canonical filter>` | `SUB#<id>` | a copy of the subscription, `ttl` |
+//! | filter index entry | `FILTER#<canonical filter, an operational one without ?type=>` | `SUB#<id>` | a copy of the subscription, `ttl` |
 //!
 //! - **Create** is one `TransactWriteItems`: put the guard if absent, add 1
 //!   to the counter if below the cap, put the subscription, its list entry
@@ -138,7 +138,7 @@ pub(super) fn uri_sk(uri: &str) -> String {
 }
 
 pub(super) fn filter_pk(filter: &str) -> String {
-    format!("FILTER#{filter}")
+    format!("FILTER#{}", crate::filter::index_key(filter))
 }
 
 pub(super) fn message_pk(org_id: &OrgId, id: &str) -> String {
