@@ -35,7 +35,7 @@ cargo test --workspace --locked
 
 step "end-to-end tests of the API, delivery and tenancy on the AWS backend (DynamoDB Local, moto SQS)"
 WEBHOOKS_TEST_BACKEND=aws cargo test --locked -p webhooks-local --test subscriptions_api --test delivery --test history \
-  --test security_tenancy --test secret_rotation --test isolation --test tracing
+  --test security_tenancy --test secret_rotation --test isolation --test tracing --test notices
 
 step "template lint (cfn-lint, sam validate --lint)"
 install_lint_tools

@@ -316,6 +316,13 @@ const FUNCTIONS: &[Function] = &[
         reseed: false,
     },
     Function {
+        name: "remind-expiring",
+        kind: Kind::Plain,
+        events: &["remind-expiring-scheduled"],
+        store: true,
+        reseed: false,
+    },
+    Function {
         name: "pre-token-generation",
         kind: Kind::Plain,
         events: &["pre-token-generation-v2"],

@@ -11,6 +11,9 @@ const KINDS = [
   ['message?direction=inbound', 'Inbound messages'],
   ['message?direction=outbound', 'Outbound messages'],
   ['contact', 'Contact changes'],
+  // Organization-wide (no department): news about this organization's own
+  // subscriptions failing, recovering, disabled or expiring.
+  ['subscription', 'Operational (subscriptions failing, expiring)'],
 ];
 
 /** The form; `created(subscription)` is called after a create. */
@@ -23,7 +26,9 @@ export function form({ created, cancel }) {
   const kind = h('select', { id: 'new-kind', 'aria-label': 'Event kind' }, KINDS.map(([v, label]) => h('option', { value: v }, label)));
   const add = h('button', { type: 'button' }, 'Add filter');
   add.addEventListener('click', () => {
-    const line = `/orgId/${org}/department/${department.value.trim() || 'dep-1'}/${kind.value}`;
+    const line = kind.value === 'subscription'
+      ? `/orgId/${org}/subscription`
+      : `/orgId/${org}/department/${department.value.trim() || 'dep-1'}/${kind.value}`;
     const lines = filters.value.split('\n').map((l) => l.trim()).filter(Boolean);
     if (!lines.includes(line)) lines.push(line);
     filters.value = lines.join('\n');

@@ -32,9 +32,11 @@ pub async fn remind_expiring(app: &App, outbox: &dyn Outbox) -> Result<usize, St
     for _ in 0..MAX_BATCHES {
         let due = app.store.expiring_subscriptions(now, until, BATCH).await?;
         for subject in &due {
-            // Only an active subscription is worth renewing; the others are
+            // Only an active subscription is worth renewing, and an
+            // operational one is never a notice's subject; the others are
             // marked too, so they are not looked at again.
-            if visible_status(subject, now) == SubscriptionStatus::Active {
+            let active = visible_status(subject, now) == SubscriptionStatus::Active;
+            if active && !notice::is_operational(subject) {
                 let notice = Notice::new(
                     NoticeKind::Expiring,
                     subject,

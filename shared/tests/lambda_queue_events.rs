@@ -1,6 +1,7 @@
-//! The SQS sample events in `events/`, fed to exactly the handlers the
-//! `ingest-events` and `deliver-notifications` functions call, against
-//! DynamoDB Local and moto's SQS, with a real callback receiver.
+//! The SQS and schedule sample events in `events/`, fed to exactly the
+//! handlers the `ingest-events`, `deliver-notifications` and
+//! `remind-expiring` functions call, against DynamoDB Local and moto's SQS,
+//! with a real callback receiver.
 
 mod dynamodb_local;
 
@@ -16,7 +17,7 @@ use webhook_core::aws::dynamodb::DynamoStore;
 use webhook_core::aws::outbox::AwsOutbox;
 use webhook_core::aws::sqs::SqsQueue;
 use webhook_core::ids::{OrgId, SubscriptionId};
-use webhook_core::lambda::queues;
+use webhook_core::lambda::{queues, schedule};
 use webhook_core::model::SubscriptionStatus;
 use webhook_core::queue::DeliveryJob;
 use webhook_core::store::{Store, Upsert};
@@ -101,14 +102,25 @@ async fn world_on(bounded: Option<aws_config::SdkConfig>) -> World {
 }
 
 async fn subscribe(store: &DynamoStore, uri: &str) -> (String, String) {
+    let filter = "/orgId/org-1/department/dep-1/message?direction=inbound";
+    subscribe_to(store, uri, filter, 3_600_000).await
+}
+
+/// A subscription of org-1 to `filter`, expiring in `lifetime_ms`.
+async fn subscribe_to(
+    store: &DynamoStore,
+    uri: &str,
+    filter: &str,
+    lifetime_ms: i64,
+) -> (String, String) {
     let now = chrono::Utc::now().timestamp_millis();
     let (sub, _) = store
         .upsert_subscription(Upsert {
             org_id: "org-1".into(),
             uri: uri.into(),
-            event_filters: vec!["/orgId/org-1/department/dep-1/message?direction=inbound".into()],
+            event_filters: vec![filter.into()],
             disabled_filters: vec![],
-            expires_at: now + 3_600_000,
+            expires_at: now + lifetime_ms,
             now,
             new_id: uuid::Uuid::now_v7().to_string().into(),
             new_secret: webhook_core::secret::new_signing_secret(),
@@ -709,4 +721,43 @@ async fn queue_functions_write_one_emf_line_per_invocation_and_carry_the_trace()
     assert_eq!(line["RecordsUnsettled"], 0);
     assert_eq!(line["AttemptDuration"].as_array().unwrap().len(), 1);
     assert_eq!(line["DeliveryLag"].as_array().unwrap().len(), 1);
+}
+
+/// The schedule's sample event, handed to `remind-expiring`'s handler:
+/// org-1's operational subscription is told, through the delivery queue and
+/// `deliver-notifications`, that another of its subscriptions expires
+/// within the notice; a second run tells nothing again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remind_expiring_sample_tells_the_organization_once() {
+    let w = world().await;
+    let (ops, ops_uri) = receiver().await;
+    let day = 86_400_000;
+    subscribe_to(&w.store, &ops_uri, "/orgId/org-1/subscription?type=expiring", 30 * day).await;
+    let (soon_id, _) = subscribe_to(&w.store, "https://soon.example/hook", &contact_filter(), day).await;
+    subscribe_to(&w.store, "https://later.example/hook", &contact_filter(), 30 * day).await;
+
+    let scheduled = sample_events::json("remind-expiring-scheduled");
+    let ran = schedule::remind_expiring(&w.app, &w.outbox, scheduled.clone())
+        .await
+        .unwrap();
+    assert_eq!(ran, json!({"reminded": 1}));
+    let template = sample_events::text("deliver-notifications-sqs");
+    let event = receive_as_event(&w, &template, Duration::from_secs(5))
+        .await
+        .expect("the reminder is queued");
+    let response = queues::deliver_notifications(&w.app, &w.queue, &w.outbox, event).await;
+    assert!(response.batch_item_failures.is_empty());
+    let got = ops.wait_for(1, Duration::from_secs(10)).await;
+    let info = &got[0].json()["subscriptionInfo"];
+    assert_eq!(info["type"], "subscription.expiring");
+    assert_eq!(info["subscriptionId"], soon_id.as_str());
+
+    let again = schedule::remind_expiring(&w.app, &w.outbox, scheduled)
+        .await
+        .unwrap();
+    assert_eq!(again, json!({"reminded": 0}), "told once per expiry");
+}
+
+fn contact_filter() -> String {
+    "/orgId/org-1/department/dep-1/contact".into()
 }

@@ -206,9 +206,14 @@ test('create a subscription: a failed handshake is said in words, then it is cre
   // A filter of another organization: kept, disabled with its reason.
   await page.getByLabel('Event filters (one per line)').fill(
     '/orgId/org-1/department/dep-1/message?direction=inbound\n/orgId/org-2/department/dep-1/contact');
+  // The operational filter is one pick away, like the others.
+  await page.getByLabel('Event kind').selectOption('subscription');
+  await page.getByRole('button', { name: 'Add filter' }).click();
+  assert.match(await page.getByLabel('Event filters (one per line)').inputValue(), /\n\/orgId\/org-1\/subscription$/);
   await page.getByRole('button', { name: 'Create subscription' }).click();
   const card = page.locator('li.subscription').filter({ hasText: receiverUri });
   await card.waitFor();
+  await card.getByText('/orgId/org-1/subscription', { exact: true }).waitFor();
   subscriptionId = await card.getAttribute('data-id');
   await card.getByText('ACTIVE', { exact: true }).waitFor();
   await card.getByText('disabled: PERMISSION_DENIED').waitFor();
