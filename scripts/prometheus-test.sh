@@ -123,4 +123,5 @@ check 'sum(webhooks_delivery_attempt_duration_seconds_count)' "$EVENTS"
 check 'histogram_quantile(0.99, sum by (le) (webhooks_http_request_duration_seconds_bucket{route="ingest_event"}))' ""
 check 'webhooks_queue_due_jobs' ""
 check 'webhooks_queue_oldest_due_age_seconds' ""
+check 'webhooks_circuit_breakers_open' 0
 echo "prometheus-test: passed"

@@ -193,8 +193,10 @@ async fn handle(State(server): State<Arc<Server>>, request: Request) -> Response
     response
 }
 
-/// `GET /metrics` on `WEBHOOKS_METRICS_ADDR`: the queue's gauges read now, then every family.
+/// `GET /metrics` on `WEBHOOKS_METRICS_ADDR`: the gauges read now, then every family.
 async fn metrics_page(State(server): State<Arc<Server>>) -> Response<Body> {
+    let app = &server.services.app;
+    metrics::breakers_open(app.breakers.open_count(app.now_ms()));
     match server.services.queue.backlog().await {
         Ok(Some(backlog)) => metrics::queue_backlog(backlog),
         Ok(None) => {}

@@ -58,6 +58,16 @@ impl Drop for Unparking<'_> {
 }
 
 impl HealthCache {
+    /// Breakers open or half-open among those remembered: every breaker of
+    /// a single process (`webhooks-local`), which writes each change here.
+    pub fn open_count(&self, now: i64) -> usize {
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        entries
+            .values()
+            .filter(|(health, _)| health.state(now) != super::breaker::BreakerState::Closed)
+            .count()
+    }
+
     /// Remembers the state read or written at `now`; a clear one is
     /// forgotten (only unhealthy subscriptions take memory).
     pub fn remember(&self, subscription: &SubscriptionId, health: &Health, now: i64) {
@@ -130,8 +140,10 @@ mod tests {
         };
         assert_eq!(wait(T0 + 1), Some(T0 + 30_000));
         assert_eq!(wait(T0 + TRUST), None);
+        assert_eq!(cache.open_count(T0 + 1), 1);
         cache.remember(&a, &Health::default(), T0 + 2);
         assert_eq!(cache.fresh(&a, T0 + 3), None);
+        assert_eq!(cache.open_count(T0 + 3), 0);
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //! | `webhooks_delivery_lag_seconds` | histogram | |
 //! | `webhooks_queue_due_jobs` | gauge | |
 //! | `webhooks_queue_oldest_due_age_seconds` | gauge | |
+//! | `webhooks_circuit_breakers_open` | gauge | |
 //! | `webhooks_store_errors_total` | counter | `kind` |
 
 use std::time::Duration;
@@ -148,6 +149,12 @@ pub fn lag(
 #[allow(unused_variables)]
 pub fn store_error(e: &StoreError) {
     with_metrics!(|m| m.store_error(store_error_kind(e)));
+}
+
+/// Circuit breakers open or half-open, counted when `/metrics` is scraped.
+#[allow(unused_variables)]
+pub fn breakers_open(open: usize) {
+    with_metrics!(|m| m.breakers_open(open));
 }
 
 /// The queue's backlog, read when `/metrics` is scraped.

@@ -49,6 +49,7 @@ pub(super) struct Metrics {
     lag: Histogram,
     queue_due: Gauge,
     queue_oldest_age: Gauge<f64, AtomicU64>,
+    breakers_open: Gauge,
     store_errors: Family<KindLabel, Counter>,
 }
 
@@ -103,6 +104,7 @@ impl Metrics {
             lag: lag_buckets(),
             queue_due: Gauge::default(),
             queue_oldest_age: Gauge::default(),
+            breakers_open: Gauge::default(),
             store_errors: Family::default(),
         };
         let mut registry = Registry::default();
@@ -153,6 +155,11 @@ impl Metrics {
             m.queue_oldest_age.clone(),
         );
         registry.register(
+            "webhooks_circuit_breakers_open",
+            "Subscriptions whose circuit breaker is open or half-open",
+            m.breakers_open.clone(),
+        );
+        registry.register(
             "webhooks_store_errors",
             "Store and history operations that failed, by kind",
             m.store_errors.clone(),
@@ -193,6 +200,11 @@ impl Metrics {
         self.store_errors.get_or_create(&KindLabel { kind }).inc();
     }
 
+    pub(super) fn breakers_open(&self, open: usize) {
+        self.breakers_open
+            .set(i64::try_from(open).unwrap_or(i64::MAX));
+    }
+
     pub(super) fn queue_backlog(&self, backlog: Backlog) {
         self.queue_due
             .set(i64::try_from(backlog.due).unwrap_or(i64::MAX));
@@ -221,6 +233,7 @@ mod tests {
             due: 3,
             oldest_due_age: Duration::from_millis(1500),
         });
+        m.breakers_open(2);
         let text = render().unwrap();
         for line in [
             "webhooks_http_requests_total{route=\"get_subscription\",status=\"200\"} 1",
@@ -233,6 +246,7 @@ mod tests {
             "webhooks_store_errors_total{kind=\"unavailable\"} 1",
             "webhooks_queue_due_jobs 3",
             "webhooks_queue_oldest_due_age_seconds 1.5",
+            "webhooks_circuit_breakers_open 2",
         ] {
             assert!(text.contains(line), "{line} missing in\n{text}");
         }
