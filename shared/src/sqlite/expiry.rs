@@ -90,4 +90,32 @@ mod tests {
             "{plan:?}"
         );
     }
+
+    /// Subscriptions from before the reminders are armed by the upgrade.
+    #[test]
+    fn subscriptions_from_before_the_upgrade_get_a_reminder() {
+        use super::super::schema::{migrate, MIGRATIONS};
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        let before = MIGRATIONS.len() - 1;
+        for sql in &MIGRATIONS[..before] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", before).unwrap();
+        conn.execute(
+            "INSERT INTO subscriptions (id, org_id, uri, event_filters, disabled_filters, \
+             expires_at, status, created_at, updated_at, secret) \
+             VALUES ('s', 'o', 'u', '[]', '[]', 5, 'ACTIVE', 0, 0, 'x')",
+            [],
+        )
+        .unwrap();
+        migrate(&mut conn).unwrap();
+        let ids: Vec<String> = conn
+            .prepare(&expiring_sql())
+            .unwrap()
+            .query_map(params![0, 10, 10], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(ids, ["s"]);
+    }
 }
