@@ -20,6 +20,7 @@ async fn store() -> Arc<dyn webhook_core::store::Store> {
 conformance_tests!(store());
 secret_conformance_tests!(store());
 listing_conformance_tests!(store());
+expiry_conformance_tests!(store());
 
 /// The suite's times are in 2025 (`T0`): with the default 30 days the items'
 /// `ttl` would be past, and DynamoDB Local deletes expired items while a case
@@ -142,6 +143,95 @@ async fn delivery_records_survive_index_entries_removed_by_ttl() {
         .await
         .unwrap()
         .is_empty());
+}
+
+/// A subscription's expiry entry is `EXPIRY#<day>` / `<ms>#<org>#<id>`,
+/// moved by a re-post to another expiry and deleted with it; entries whose
+/// subscription is gone or has another expiry are skipped.
+#[tokio::test]
+async fn expiry_entries_follow_their_subscription_and_stale_ones_are_skipped() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use webhook_core::store::{Store, Upsert};
+    let (client, tables) = dynamodb_local::tables_for_this_run().await;
+    let store = DynamoStore::new(client.clone(), tables.clone());
+    let org = unique_org();
+    let b = 4_300_000_000_000; // 2106-04-06 12:26:40 UTC
+    let upsert = |expires_at: i64| Upsert {
+        org_id: org.clone().into(),
+        uri: "https://example.com/expiry".into(),
+        event_filters: vec![format!("/orgId/{org}/department/d/contact")],
+        disabled_filters: vec![],
+        expires_at,
+        now: 1_000,
+        new_id: uuid::Uuid::now_v7().to_string().into(),
+        new_secret: "whsec_AAAA".into(),
+        max_per_org: 1000,
+    };
+    let (sub, _) = store.upsert_subscription(upsert(b)).await.unwrap();
+    let sk = |at: i64| format!("{at:013}#{org}#{}", sub.id);
+    let pk = "EXPIRY#2106-04-06".to_owned();
+    let entry = raw_item(&client, &tables.subscriptions, pk.clone(), &sk(b))
+        .await
+        .expect("the entry");
+    assert_eq!(number(&entry, "expiresAt"), b);
+    assert_eq!(number(&entry, "ttl"), b / 1000 + 86_400);
+
+    let later = b + 5 * 3_600_000;
+    store.upsert_subscription(upsert(later)).await.unwrap();
+    assert!(raw_item(&client, &tables.subscriptions, pk.clone(), &sk(b))
+        .await
+        .is_none());
+    assert!(
+        raw_item(&client, &tables.subscriptions, pk.clone(), &sk(later))
+            .await
+            .is_some()
+    );
+
+    // Stale entries: one naming a subscription that is gone, one an
+    // expiry the subscription no longer has.
+    let stale = |sk: String, id: &str, at: i64| {
+        client
+            .put_item()
+            .table_name(&tables.subscriptions)
+            .item("pk", AttributeValue::S(pk.clone()))
+            .item("sk", AttributeValue::S(sk))
+            .item("orgId", AttributeValue::S(org.clone()))
+            .item("id", AttributeValue::S(id.into()))
+            .item("expiresAt", AttributeValue::N(at.to_string()))
+            .send()
+    };
+    stale(format!("{:013}#{org}#gone", b + 1), "gone", b + 1)
+        .await
+        .unwrap();
+    stale(sk(b + 2), sub.id.as_str(), b + 2).await.unwrap();
+    let found = store
+        .expiring_subscriptions(b - 1, b + 86_400_000, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        found
+            .iter()
+            .map(|s| (&s.id, s.expires_at))
+            .collect::<Vec<_>>(),
+        [(&sub.id, later)]
+    );
+    assert_eq!(
+        store
+            .expiring_subscriptions(b - 1, b + 86_400_000, 1)
+            .await
+            .unwrap()
+            .len(),
+        1,
+        "stale entries do not count against the limit"
+    );
+
+    assert!(store
+        .delete_subscription(&OrgId::from(&org), &sub.id)
+        .await
+        .unwrap());
+    assert!(raw_item(&client, &tables.subscriptions, pk, &sk(later))
+        .await
+        .is_none());
 }
 
 fn sample_message(id: &str) -> webhook_core::model::Message {

@@ -18,6 +18,7 @@ async fn store() -> Arc<dyn webhook_core::store::Store> {
 conformance_tests!(store());
 secret_conformance_tests!(store());
 listing_conformance_tests!(store());
+expiry_conformance_tests!(store());
 
 async fn history() -> Arc<dyn webhook_core::history::DeliveryHistory> {
     let dir = tempfile::tempdir().unwrap();

@@ -1,5 +1,6 @@
 //! The embedded adapter: one SQLite file (WAL) that holds everything and
-//! implements the four ports: [`Store`](crate::store::Store) (`store.rs`),
+//! implements the four ports: [`Store`](crate::store::Store) (`store.rs`,
+//! its expiry reminders in `expiry.rs`),
 //! [`DeliveryQueue`](crate::queue::DeliveryQueue) (`queue.rs`),
 //! [`Outbox`](crate::queue::Outbox) (`outbox.rs`) and
 //! [`DeliveryHistory`](crate::history::DeliveryHistory) (`history.rs`), so
@@ -25,6 +26,7 @@ use crate::clock::Clock;
 use crate::store::StoreError;
 use group_commit::GroupCommit;
 
+mod expiry;
 mod group_commit;
 mod history;
 mod outbox;

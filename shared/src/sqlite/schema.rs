@@ -154,6 +154,15 @@ CREATE INDEX notifications_leased ON notifications (subscription_id) WHERE lease
 -- The W3C traceparent of the ingestion that created a notification (issue 23).
 ALTER TABLE notifications ADD COLUMN traceparent TEXT;
 "#,
+    r#"
+-- Expiry reminders (issue 22): the expires_at a reminder was sent for; a
+-- re-post to another expiry clears it, which re-arms the reminder. The
+-- index holds the subscriptions not reminded of their expiry, so the
+-- periodic job's window is a range of it, whatever was already reminded.
+ALTER TABLE subscriptions ADD COLUMN expiry_reminded_for INTEGER;
+CREATE INDEX subscriptions_expiring ON subscriptions (expires_at)
+    WHERE expiry_reminded_for IS NULL OR expiry_reminded_for <> expires_at;
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

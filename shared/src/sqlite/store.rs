@@ -13,13 +13,13 @@ use crate::store::{
     StoredSubscription, Upsert,
 };
 
-const COLUMNS: &str =
+pub(super) const COLUMNS: &str =
     "id, org_id, uri, event_filters, disabled_filters, expires_at, status, created_at, updated_at, secret, failing_since, previous_secrets, health, health_rev";
 
 /// The largest page read on the calling thread.
 const INLINE_PAGE: u64 = 100;
 
-fn row_to_subscription(row: &Row<'_>) -> rusqlite::Result<StoredSubscription> {
+pub(super) fn row_to_subscription(row: &Row<'_>) -> rusqlite::Result<StoredSubscription> {
     let json_err = |i: usize, e: serde_json::Error| {
         rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
     };
@@ -79,7 +79,9 @@ impl Store for SqliteDb {
                     tx.execute(
                         "UPDATE subscriptions SET event_filters = ?2, disabled_filters = ?3, \
                          expires_at = ?4, status = 'ACTIVE', updated_at = ?5, failing_since = NULL, \
-                         health = NULL, health_rev = health_rev + 1 WHERE id = ?1",
+                         health = NULL, health_rev = health_rev + 1, \
+                         expiry_reminded_for = CASE WHEN expires_at = ?4 THEN expiry_reminded_for END \
+                         WHERE id = ?1",
                         params![id, filters, disabled, u.expires_at, u.now],
                     )
                     .map_err(backend)?;
@@ -346,6 +348,24 @@ impl Store for SqliteDb {
             Ok(n as u64)
         })
         .await
+    }
+
+    async fn expiring_subscriptions(
+        &self,
+        after: i64,
+        until: i64,
+        limit: usize,
+    ) -> Result<Vec<StoredSubscription>, StoreError> {
+        self.expiring(after, until, limit).await
+    }
+
+    async fn mark_expiry_reminded(
+        &self,
+        org_id: &OrgId,
+        id: &SubscriptionId,
+        expires_at: i64,
+    ) -> Result<(), StoreError> {
+        self.mark_reminded(org_id, id, expires_at).await
     }
 }
 

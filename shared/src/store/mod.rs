@@ -273,4 +273,27 @@ pub trait Store: Send + Sync {
     /// Deletes the messages received before `before`; returns how many
     /// went. (DynamoDB's TTL does this by itself.)
     async fn purge_messages(&self, before: i64) -> Result<u64, StoreError>;
+
+    /// Subscriptions (any organization, any status) whose expiry is in
+    /// `(after, until]` and whose reminder for that expiry has not been marked
+    /// sent, soonest first, at most `limit`: an index lookup, never a scan.
+    async fn expiring_subscriptions(
+        &self,
+        after: i64,
+        until: i64,
+        limit: usize,
+    ) -> Result<Vec<StoredSubscription>, StoreError>;
+
+    /// Marks the reminder for the expiry `expires_at` of this subscription sent,
+    /// so `expiring_subscriptions` no longer returns it; idempotent. It does not
+    /// affect a later expiry: re-posting the subscription (a new `expires_at`)
+    /// re-arms the reminder. A mark for an expiry the subscription no longer
+    /// has changes nothing, and a re-post keeping the same `expires_at`
+    /// leaves the mark as it is (the reminder is per expiry).
+    async fn mark_expiry_reminded(
+        &self,
+        org_id: &OrgId,
+        id: &SubscriptionId,
+        expires_at: i64,
+    ) -> Result<(), StoreError>;
 }

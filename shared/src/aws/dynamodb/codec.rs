@@ -4,9 +4,10 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::keys::{filter_pk, key, org_pk, sub_sk};
+use super::keys::{expiry_key, filter_pk, key, org_pk, sub_sk};
 use super::Item;
 use crate::delivery::breaker::Health;
+use crate::ids::{OrgId, SubscriptionId};
 use crate::model::SubscriptionStatus;
 use crate::store::{DisabledEntry, PreviousSecret, StoreError, StoredSubscription};
 
@@ -118,6 +119,26 @@ pub(super) fn index_item(sub: &StoredSubscription, filter: &str) -> Item {
     item.extend(key(filter_pk(filter), sub_sk(&sub.id)));
     item.insert("ttl".into(), n(sub.expires_at.div_euclid(1000) + 1));
     item
+}
+
+/// The subscription's expiry entry: enough to read it and to tell a
+/// stale entry; kept a day past the expiry (DynamoDB's TTL is lazy).
+pub(super) fn expiry_item(sub: &StoredSubscription) -> Item {
+    let mut item = expiry_key(sub.expires_at, &sub.org_id, &sub.id);
+    item.insert("orgId".into(), s(sub.org_id.to_string()));
+    item.insert("id".into(), s(sub.id.to_string()));
+    item.insert("expiresAt".into(), n(sub.expires_at));
+    item.insert("ttl".into(), n(sub.expires_at.div_euclid(1000) + 86_400));
+    item
+}
+
+/// What an expiry entry names: (org, id, expiry).
+pub(super) fn parse_expiry_entry(item: &Item) -> Result<(OrgId, SubscriptionId, i64), StoreError> {
+    Ok((
+        text(item, "orgId")?.into(),
+        text(item, "id")?.into(),
+        number(item, "expiresAt")?,
+    ))
 }
 
 pub(super) fn parse_subscription(item: &Item) -> Result<StoredSubscription, StoreError> {
@@ -252,6 +273,12 @@ mod tests {
         let index = index_item(&sub, &sub.event_filters[0]);
         assert_eq!(parse_subscription(&index).unwrap(), sub);
         assert_eq!(number(&index, "ttl").unwrap(), 1_700_000_001);
+        let entry = expiry_item(&sub);
+        assert_eq!(
+            parse_expiry_entry(&entry).unwrap(),
+            (sub.org_id.clone(), sub.id.clone(), sub.expires_at)
+        );
+        assert_eq!(number(&entry, "ttl").unwrap(), 1_700_086_400);
         let mut broken = item.clone();
         broken.insert("status".into(), s("MAYBE".into()));
         assert!(parse_subscription(&broken).is_err());

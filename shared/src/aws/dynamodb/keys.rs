@@ -10,6 +10,7 @@
 //! | subscription counter | `ORG#<org>` | `COUNT` | `n`, `listed` |
 //! | list entry | `ORG#<org>` | `CREATED#<created ms, 13 digits>#<id>` | none |
 //! | filter index entry | `FILTER#<canonical filter, an operational one without ?type=>` | `SUB#<id>` | a copy of the subscription, `ttl` |
+//! | expiry entry | `EXPIRY#<UTC day of the expiry, yyyy-mm-dd>` | `<expiry ms, 13 digits>#<org>#<id>` | `orgId`, `id`, `expiresAt`, `ttl` |
 //!
 //! - **Create** is one `TransactWriteItems`: put the guard if absent, add 1
 //!   to the counter if below the cap, put the subscription, its list entry
@@ -35,6 +36,17 @@
 //! - Reads that decide what to write, and reads right after a write by
 //!   another process (lists, lookups, fan-out), are strongly consistent.
 //!   Nothing scans.
+//! - **Expiry reminders** ([`Store::expiring_subscriptions`]): each
+//!   subscription has one expiry entry, for its current expiry, written in
+//!   the transaction that creates it; an update to another expiry deletes
+//!   the old entry and puts the new one (which re-arms the reminder), a
+//!   delete deletes it. The periodic job queries the day partitions of its
+//!   window, `sk` between the window's bounds (soonest first), then reads
+//!   the subscriptions (`BatchGetItem`, strongly consistent), skipping
+//!   entries whose subscription is gone or has another expiry.
+//!   [`Store::mark_expiry_reminded`] deletes the entry. Entries carry `ttl`
+//!   = the expiry + a day. Subscriptions created before the entries existed
+//!   have none, so no reminder, until they are re-posted (a new expiry).
 //! - **TTL**: index entries carry `ttl` = the subscription's expiry (epoch
 //!   seconds), so DynamoDB removes entries of expired subscriptions from the
 //!   fan-out partitions; posting the uri again writes them anew. Subscription
@@ -184,6 +196,38 @@ pub(super) fn attempt_sk(at: i64, random: u32) -> String {
     format!("{ATTEMPT}{}#{random:08x}", millis_key(at))
 }
 
+const DAY_MS: i64 = 86_400_000;
+
+/// The UTC day of an expiry (days since the epoch), whose partition holds
+/// its entry; clamped like [`millis_key`].
+pub(super) fn expiry_day(ms: i64) -> i64 {
+    ms.clamp(0, 9_999_999_999_999).div_euclid(DAY_MS)
+}
+
+/// The partition of the expiry entries of one UTC day: `EXPIRY#yyyy-mm-dd`.
+pub(super) fn expiry_pk(day: i64) -> String {
+    let date = chrono::DateTime::from_timestamp(day * 86_400, 0).unwrap_or_default();
+    format!("EXPIRY#{}", date.format("%Y-%m-%d"))
+}
+
+/// An expiry entry's key: its day's partition; sorted by expiry in it.
+pub(super) fn expiry_key(expires_at: i64, org_id: &OrgId, id: &SubscriptionId) -> Item {
+    key(
+        expiry_pk(expiry_day(expires_at)),
+        format!("{}#{org_id}#{id}", millis_key(expires_at)),
+    )
+}
+
+/// The `sk` bounds (both inclusive) of the entries expiring in `(after,
+/// until]`: ms are whole, so after the first is from `after + 1`; `$`
+/// sorts after the `#` that follows the last one's digits.
+pub(super) fn expiry_sk_bounds(after: i64, until: i64) -> (String, String) {
+    (
+        millis_key(after.saturating_add(1)),
+        format!("{}$", millis_key(until)),
+    )
+}
+
 /// The jobs a subscription's open breaker parked (`parking.rs`).
 pub(super) fn parked_pk(subscription_id: &SubscriptionId) -> String {
     format!("PARKED#{subscription_id}")
@@ -219,5 +263,20 @@ mod tests {
         assert_eq!(created_id(&entry), Some("a#b".into()));
         assert!(created_sk(999, &"z".into()) < created_sk(1000, &"a".into()));
         assert_eq!(created_id("SUB#x"), None);
+
+        let org: OrgId = "org-1".into();
+        let entry = expiry_key(1_700_000_000_123, &org, &"s-1".into());
+        assert_eq!(entry["pk"].as_s().unwrap(), "EXPIRY#2023-11-14");
+        assert_eq!(entry["sk"].as_s().unwrap(), "1700000000123#org-1#s-1");
+        assert_eq!(expiry_pk(expiry_day(0)), "EXPIRY#1970-01-01");
+        assert_eq!(expiry_day(DAY_MS - 1), 0);
+        assert_eq!(expiry_day(DAY_MS), 1);
+        let (from, to) = expiry_sk_bounds(1_700_000_000_122, 1_700_000_000_123);
+        let sk = entry["sk"].as_s().unwrap().as_str();
+        assert!(from.as_str() <= sk && sk <= to.as_str());
+        let (from, to) = expiry_sk_bounds(1_700_000_000_123, 1_700_000_000_200);
+        assert!(sk < from.as_str(), "after is excluded");
+        let (_, to_before) = expiry_sk_bounds(0, 1_700_000_000_122);
+        assert!(sk > to_before.as_str() && sk < to.as_str());
     }
 }

@@ -9,6 +9,7 @@
 //! (a partition, a batch of keys), [`backoff`],
 //! [`store`] (the port), [`listing`] (lists paged in the store),
 //! [`change`] (delivery state and secret rotation, copies included),
+//! [`expiry`] (expiry reminders),
 //! [`messages`] (messages and their retention), [`events`] (the outbox's
 //! event records), [`history`] (the delivery history port) and
 //! [`history_items`], [`tables`] (provisioning).
@@ -17,6 +18,7 @@ mod backoff;
 mod change;
 mod codec;
 mod events;
+mod expiry;
 mod history;
 mod history_items;
 mod keys;

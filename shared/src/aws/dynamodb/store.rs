@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 use super::backoff::Backoff;
 use super::change::Planned;
 use super::codec::{health_json, n, parse_subscription, previous_secrets, s, HEALTH, HEALTH_REV};
-use super::keys::{created_sk, filter_pk, key, org_pk, sub_sk, uri_sk, COUNTER_SK};
+use super::keys::{created_sk, expiry_key, filter_pk, key, org_pk, sub_sk, uri_sk, COUNTER_SK};
 use super::write::{delete, distinct, Attempt, Condition, Transaction};
 use super::{backend_build, DynamoStore};
 use crate::delivery::breaker::Health;
@@ -91,6 +91,7 @@ impl Store for DynamoStore {
             for filter in distinct(&sub.event_filters) {
                 writes.push(delete(table, key(filter_pk(filter), sub_sk(id)), None)?);
             }
+            writes.push(delete(table, expiry_key(sub.expires_at, org_id, id), None)?);
             match self.transact(writes).await? {
                 Transaction::Written => return Ok(true),
                 Transaction::Cancelled(_) => backoff.wait("delete").await?,
@@ -212,6 +213,25 @@ impl Store for DynamoStore {
 
     async fn purge_messages(&self, _before: i64) -> Result<u64, StoreError> {
         Ok(0) // DynamoDB's TTL removes expired messages by itself.
+    }
+
+    async fn expiring_subscriptions(
+        &self,
+        after: i64,
+        until: i64,
+        limit: usize,
+    ) -> Result<Vec<StoredSubscription>, StoreError> {
+        self.expiring(after, until, limit).await
+    }
+
+    async fn mark_expiry_reminded(
+        &self,
+        org_id: &OrgId,
+        id: &SubscriptionId,
+        expires_at: i64,
+    ) -> Result<(), StoreError> {
+        // The entry is the reminder's "not sent yet": gone, it is sent.
+        self.delete_expiry_entry(org_id, id, expires_at).await
     }
 }
 

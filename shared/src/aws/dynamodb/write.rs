@@ -8,8 +8,10 @@ use aws_sdk_dynamodb::types::{
     Delete, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 
-use super::codec::{index_item, n, number, parse_subscription, s, subscription_item, text};
-use super::keys::{created_sk, filter_pk, key, org_pk, sub_sk, uri_sk, COUNTER_SK};
+use super::codec::{
+    expiry_item, index_item, n, number, parse_subscription, s, subscription_item, text,
+};
+use super::keys::{created_sk, expiry_key, filter_pk, key, org_pk, sub_sk, uri_sk, COUNTER_SK};
 use super::{backend, backend_build, DynamoStore, Item, MAX_SORT_KEY};
 use crate::ids::{OrgId, SubscriptionId};
 use crate::model::SubscriptionStatus;
@@ -123,6 +125,7 @@ impl DynamoStore {
         for filter in distinct(&sub.event_filters) {
             writes.push(put(table, index_item(&sub, filter), None)?);
         }
+        writes.push(put(table, expiry_item(&sub), None)?);
         match self.transact(writes).await? {
             Transaction::Written => Ok(Attempt::Done((sub, true))),
             Transaction::Cancelled(reasons) => {
@@ -183,6 +186,9 @@ impl DynamoStore {
         }
         for filter in removed {
             writes.push(delete(table, key(filter_pk(filter), sub_sk(id)), None)?);
+        }
+        if current.expires_at != sub.expires_at {
+            writes.extend(expiry_moved(table, &current, &sub)?);
         }
         Ok(match self.transact(writes).await? {
             Transaction::Written => Attempt::Done((sub, false)),
@@ -245,6 +251,26 @@ impl Reason {
     pub(super) fn condition_failed(&self) -> bool {
         self.code == "ConditionalCheckFailed"
     }
+}
+
+/// A new expiry: its entry replaces the old one, which re-arms the
+/// reminder. (A re-post keeping the expiry leaves the entry, or its
+/// absence once reminded, as it is.)
+fn expiry_moved(
+    table: &str,
+    old: &StoredSubscription,
+    new: &StoredSubscription,
+) -> Result<Vec<TransactWriteItem>, StoreError> {
+    let entry = expiry_item(new);
+    let old_key = expiry_key(old.expires_at, &old.org_id, &old.id);
+    let mut writes = Vec::with_capacity(2);
+    // One transaction may not touch an item twice (expiries past 2286
+    // share a key).
+    if old_key.iter().any(|(k, v)| entry.get(k) != Some(v)) {
+        writes.push(delete(table, old_key, None)?);
+    }
+    writes.push(put(table, entry, None)?);
+    Ok(writes)
 }
 
 /// Each filter once: one transaction may not touch an item twice.
