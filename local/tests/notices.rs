@@ -64,7 +64,8 @@ async fn told(
     let start = Instant::now();
     loop {
         let found = notices(receiver, secret, filter, id).into_iter().find(|n| {
-            n["subscriptionInfo"]["type"] == kind && n["subscriptionInfo"]["subscriptionId"] == about
+            n["subscriptionInfo"]["type"] == kind
+                && n["subscriptionInfo"]["subscriptionId"] == about
         });
         if let Some(n) = found {
             return n;
@@ -121,8 +122,19 @@ async fn an_organization_is_told_when_its_subscriptions_fail_recover_and_expire(
     .await;
     callback.break_with(500, "busy");
     let event = contact_event("evt-failing", "org-1");
-    assert_eq!(produce(&server, "org-1", &event).await, StatusCode::ACCEPTED);
-    let failing = told(&ops, &ops_secret, ops_filter, &ops_id, "subscription.failing", &callback_id).await;
+    assert_eq!(
+        produce(&server, "org-1", &event).await,
+        StatusCode::ACCEPTED
+    );
+    let failing = told(
+        &ops,
+        &ops_secret,
+        ops_filter,
+        &ops_id,
+        "subscription.failing",
+        &callback_id,
+    )
+    .await;
     let info = &failing["subscriptionInfo"];
     assert_eq!(info["organizationId"], "org-1");
     assert_eq!(info["uri"], callback.uri("/hook"));
@@ -131,23 +143,59 @@ async fn an_organization_is_told_when_its_subscriptions_fail_recover_and_expire(
     assert_eq!(info["lastAttempt"]["httpStatus"], 500);
     assert!(info["expirationTime"].is_string() && info["lastAttempt"]["durationMs"].is_u64());
     assert!(callback.count() >= 4);
-    let exhausted = told(&ops, &ops_secret, ops_filter, &ops_id, "notification.exhausted", &callback_id).await;
+    let exhausted = told(
+        &ops,
+        &ops_secret,
+        ops_filter,
+        &ops_id,
+        "notification.exhausted",
+        &callback_id,
+    )
+    .await;
     let first = &callback.received()[0].json();
-    assert_eq!(exhausted["subscriptionInfo"]["notificationId"], first["uuid"]);
+    assert_eq!(
+        exhausted["subscriptionInfo"]["notificationId"],
+        first["uuid"]
+    );
     assert_eq!(callback.count(), 6, "the first attempt and five retries");
 
     // recovered at the first delivery after failing.
     callback.fix();
     let event = contact_event("evt-recovered", "org-1");
-    assert_eq!(produce(&server, "org-1", &event).await, StatusCode::ACCEPTED);
-    let recovered = told(&ops, &ops_secret, ops_filter, &ops_id, "subscription.recovered", &callback_id).await;
-    assert_eq!(recovered["subscriptionInfo"]["lastAttempt"]["httpStatus"], 200);
+    assert_eq!(
+        produce(&server, "org-1", &event).await,
+        StatusCode::ACCEPTED
+    );
+    let recovered = told(
+        &ops,
+        &ops_secret,
+        ops_filter,
+        &ops_id,
+        "subscription.recovered",
+        &callback_id,
+    )
+    .await;
+    assert_eq!(
+        recovered["subscriptionInfo"]["lastAttempt"]["httpStatus"],
+        200
+    );
 
     // disabled by a 410.
     callback.break_with(410, "gone");
     let event = contact_event("evt-gone", "org-1");
-    assert_eq!(produce(&server, "org-1", &event).await, StatusCode::ACCEPTED);
-    let disabled = told(&ops, &ops_secret, ops_filter, &ops_id, "subscription.disabled", &callback_id).await;
+    assert_eq!(
+        produce(&server, "org-1", &event).await,
+        StatusCode::ACCEPTED
+    );
+    let disabled = told(
+        &ops,
+        &ops_secret,
+        ops_filter,
+        &ops_id,
+        "subscription.disabled",
+        &callback_id,
+    )
+    .await;
     assert_eq!(disabled["subscriptionInfo"]["status"], "BLACKLISTED");
 
     // expiring: a subscription expiring within the notice (7 days by default).
@@ -156,14 +204,27 @@ async fn an_organization_is_told_when_its_subscriptions_fail_recover_and_expire(
     let (status, expiring) = send(
         server
             .req(Method::POST, "/webhooksubscription", "org-1")
-            .json(&json!({"uri": soon.uri("/soon"), "eventFilters": [contact("org-1", "dep")],
-                          "expiresDateInMillies": in_a_day})),
+            .json(
+                &json!({"uri": soon.uri("/soon"), "eventFilters": [contact("org-1", "dep")],
+                          "expiresDateInMillies": in_a_day}),
+            ),
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{expiring}");
     let soon_id = expiring["id"].as_str().unwrap();
-    let reminder = told(&ops, &ops_secret, ops_filter, &ops_id, "subscription.expiring", soon_id).await;
-    assert_eq!(reminder["subscriptionInfo"]["expirationTime"], expiring["expirationTime"]);
+    let reminder = told(
+        &ops,
+        &ops_secret,
+        ops_filter,
+        &ops_id,
+        "subscription.expiring",
+        soon_id,
+    )
+    .await;
+    assert_eq!(
+        reminder["subscriptionInfo"]["expirationTime"],
+        expiring["expirationTime"]
+    );
 
     // Each told once, nothing about the operational subscriptions, nothing
     // to another organization; the broken one did fail meanwhile.
@@ -173,7 +234,10 @@ async fn an_organization_is_told_when_its_subscriptions_fail_recover_and_expire(
         .iter()
         .map(|n| {
             let info = &n["subscriptionInfo"];
-            (info["type"].as_str().unwrap(), info["subscriptionId"].as_str().unwrap())
+            (
+                info["type"].as_str().unwrap(),
+                info["subscriptionId"].as_str().unwrap(),
+            )
         })
         .collect();
     for (kind, about) in [
@@ -187,15 +251,23 @@ async fn an_organization_is_told_when_its_subscriptions_fail_recover_and_expire(
         assert_eq!(n, 1, "{kind} about {about}: {kinds:?}");
     }
     assert!(
-        kinds.iter().all(|(_, about)| *about != broken_id && *about != ops_id),
+        kinds
+            .iter()
+            .all(|(_, about)| *about != broken_id && *about != ops_id),
         "{kinds:?}"
     );
-    assert!(broken.count() >= 1, "the broken operational callback was called");
+    assert!(
+        broken.count() >= 1,
+        "the broken operational callback was called"
+    );
     assert_eq!(other.count(), 0, "org-2 is told nothing about org-1");
 
     // The filter is refused for another organization like the others, and
     // unknown types are a validation error naming the field.
-    let mixed = [contact("org-1", "dep"), "/orgId/org-2/subscription".to_owned()];
+    let mixed = [
+        contact("org-1", "dep"),
+        "/orgId/org-2/subscription".to_owned(),
+    ];
     let mixed: Vec<&str> = mixed.iter().map(String::as_str).collect();
     let (status, foreign) = server.create("org-1", &ops.uri("/foreign"), &mixed).await;
     assert_eq!(status, StatusCode::OK, "{foreign}");
@@ -204,7 +276,11 @@ async fn an_organization_is_told_when_its_subscriptions_fail_recover_and_expire(
     assert_eq!(refused["filter"], "/orgId/org-2/subscription");
     assert_eq!(refused["reason"], "PERMISSION_DENIED");
     let (status, body) = server
-        .create("org-1", &ops.uri("/bad"), &["/orgId/org-1/subscription?type=failing,late"])
+        .create(
+            "org-1",
+            &ops.uri("/bad"),
+            &["/orgId/org-1/subscription?type=failing,late"],
+        )
         .await;
     assert_invalid(status, &body, "eventFilters[0]", "an unknown type");
 }

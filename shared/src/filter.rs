@@ -283,8 +283,8 @@ mod tests {
         let all = EventFilter::parse("/orgId/o-1/subscription").unwrap();
         assert_eq!(all.to_string(), "/orgId/o-1/subscription");
         assert!(all.wants_notice(NoticeKind::Expiring));
-        let some =
-            EventFilter::parse(" /ORGID/o-1/Subscription/?type=Recovered, failing,failing").unwrap();
+        let some = EventFilter::parse(" /ORGID/o-1/Subscription/?type=Recovered, failing,failing")
+            .unwrap();
         assert_eq!(
             some.to_string(),
             "/orgId/o-1/subscription?type=failing,recovered"
@@ -303,7 +303,10 @@ mod tests {
         let message = "/orgId/o/department/d/message?direction=inbound";
         assert_eq!(index_key(message), message);
         for (input, expected) in [
-            ("/orgId/o/subscription?type=failing,late", "unknown type 'late'"),
+            (
+                "/orgId/o/subscription?type=failing,late",
+                "unknown type 'late'",
+            ),
             ("/orgId/o/subscription?type=", "unknown type ''"),
             ("/orgId/o/subscription?kind=failing", "expected 'type'"),
             ("/orgId/o/subscription?type", "malformed query"),

@@ -207,9 +207,8 @@ pub async fn publish(
         .filter(|r| visible_status(r, now) == crate::model::SubscriptionStatus::Active)
         .filter_map(|r| {
             let matching = r.event_filters.iter().find(|f| {
-                EventFilter::parse(f).is_ok_and(|p| {
-                    p.organization_id == org && p.wants_notice(notice.kind)
-                })
+                EventFilter::parse(f)
+                    .is_ok_and(|p| p.organization_id == org && p.wants_notice(notice.kind))
             })?;
             let uuid = notification_id(&event_id, r.id.as_str()).to_string();
             let body = Notification {

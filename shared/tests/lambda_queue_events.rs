@@ -679,8 +679,10 @@ async fn queue_functions_write_one_emf_line_per_invocation_and_carry_the_trace()
     )
     .await
     .expect("a job");
-    let (response, lines) =
-        emf::capture(queues::deliver_notifications(&w.app, &w.queue, &w.outbox, delivery)).await;
+    let (response, lines) = emf::capture(queues::deliver_notifications(
+        &w.app, &w.queue, &w.outbox, delivery,
+    ))
+    .await;
     assert!(response.batch_item_failures.is_empty());
     let posts = rx.received();
     assert_eq!(posts.len(), 1);
@@ -732,9 +734,27 @@ async fn remind_expiring_sample_tells_the_organization_once() {
     let w = world().await;
     let (ops, ops_uri) = receiver().await;
     let day = 86_400_000;
-    subscribe_to(&w.store, &ops_uri, "/orgId/org-1/subscription?type=expiring", 30 * day).await;
-    let (soon_id, _) = subscribe_to(&w.store, "https://soon.example/hook", &contact_filter(), day).await;
-    subscribe_to(&w.store, "https://later.example/hook", &contact_filter(), 30 * day).await;
+    subscribe_to(
+        &w.store,
+        &ops_uri,
+        "/orgId/org-1/subscription?type=expiring",
+        30 * day,
+    )
+    .await;
+    let (soon_id, _) = subscribe_to(
+        &w.store,
+        "https://soon.example/hook",
+        &contact_filter(),
+        day,
+    )
+    .await;
+    subscribe_to(
+        &w.store,
+        "https://later.example/hook",
+        &contact_filter(),
+        30 * day,
+    )
+    .await;
 
     let scheduled = sample_events::json("remind-expiring-scheduled");
     let ran = schedule::remind_expiring(&w.app, &w.outbox, scheduled.clone())

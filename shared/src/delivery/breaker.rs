@@ -394,7 +394,9 @@ mod tests {
         assert_eq!(reset.last_failure.as_deref(), Some("TIMEOUT"));
         assert_eq!(reset.state(T0 + 2 * S), BreakerState::Closed);
         assert_eq!(reset.streak.failures, 3, "a 4xx is still a failed attempt");
-        let delivered = reset.after(&Signal::Delivered, &rule(), T0 + 3 * S).unwrap();
+        let delivered = reset
+            .after(&Signal::Delivered, &rule(), T0 + 3 * S)
+            .unwrap();
         assert!(delivered.is_clear());
         assert_eq!(delivered.after(&Signal::Delivered, &rule(), T0), None);
     }
@@ -415,7 +417,9 @@ mod tests {
             h = next;
         }
         assert_eq!((h.streak.failures, h.streak.since), (3, Some(T0)));
-        let fourth = h.after(&Signal::Outage("TIMEOUT".into()), &rule, T0 + 3 * S).unwrap();
+        let fourth = h
+            .after(&Signal::Outage("TIMEOUT".into()), &rule, T0 + 3 * S)
+            .unwrap();
         assert_eq!(fourth.failing_change(&h), Some(true));
         let fifth = fourth.after(&Signal::Reachable, &rule, T0 + 4 * S).unwrap();
         assert_eq!(fifth.failing_change(&fourth), None, "told once per streak");
@@ -534,7 +538,7 @@ mod tests {
         let json = serde_json::to_string(&h).unwrap();
         assert_eq!(
             json,
-            r#"{"rev":1,"failures":1,"lastFailureAt":1800000000000,"lastFailure":"TIMEOUT","cooldownMs":0}"#
+            r#"{"rev":1,"failures":1,"lastFailureAt":1800000000000,"lastFailure":"TIMEOUT","cooldownMs":0,"streak":{"failures":1,"since":1800000000000}}"#
         );
         assert_eq!(serde_json::from_str::<Health>(&json).unwrap(), h);
         assert_eq!(

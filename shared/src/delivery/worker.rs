@@ -44,7 +44,8 @@ pub async fn run_workers(
             };
             let (app, queue, outbox) = (app.clone(), queue.clone(), outbox.clone());
             tokio::spawn(async move {
-                if let Err(e) = super::deliver(&app, queue.as_ref(), outbox.as_ref(), &lease).await {
+                if let Err(e) = super::deliver(&app, queue.as_ref(), outbox.as_ref(), &lease).await
+                {
                     tracing::error!(error = %e, notification = %lease.job.id, "cannot settle a delivery");
                 }
                 drop(permit);

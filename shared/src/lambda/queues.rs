@@ -185,7 +185,10 @@ async fn deliver_record(
     let span =
         tracing::info_span!("delivery", org_id = %lease.job.org_id, notification = %lease.job.id);
     let started = std::time::Instant::now();
-    match delivery::deliver(app, batch, outbox, &lease).instrument(span).await {
+    match delivery::deliver(app, batch, outbox, &lease)
+        .instrument(span)
+        .await
+    {
         Ok(verdict) => {
             let took_ms = started.elapsed().as_secs_f64() * 1000.0;
             let created = lease.job.created_at;
