@@ -16,6 +16,7 @@ mod backend;
 mod credentials;
 mod listen;
 mod serve;
+mod shutdown;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

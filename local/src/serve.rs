@@ -9,6 +9,8 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use webhook_core::auth::jwt::{self, Verifier};
 use webhook_core::auth::Authenticator;
 use webhook_core::console::{self, Console, ConsoleConfig};
@@ -22,6 +24,7 @@ use webhook_core::telemetry::trace::otlp;
 use webhook_core::{Config, Profile};
 
 use crate::credentials::Credentials;
+use crate::shutdown;
 use crate::ServeArgs;
 
 struct Server {
@@ -49,7 +52,7 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         }
     }
     let console = Console::new(&ConsoleConfig::from_env().map_err(|e| e.to_string())?);
-    let concurrency = config.delivery_concurrency;
+    let (concurrency, grace) = (config.delivery_concurrency, config.shutdown_grace);
     let auth = Authenticator::new(
         config.api_keys.clone(),
         Verifier::new(&config.jwt).with_jwks_min_refresh(config.jwks_min_refresh),
@@ -73,18 +76,21 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
     let backend = crate::backend::choose(&args, &config)?;
     let services = runtime.block_on(Services::open(config, backend))?;
     services.app.callbacks.warm_up();
+    let stop = CancellationToken::new();
+    let deliveries = TaskTracker::new();
     let workers = delivery::run_workers(
         services.app.clone(),
         services.queue.clone(),
         services.outbox.clone(),
         concurrency,
-        std::future::pending(),
+        stop.clone(),
+        deliveries.clone(),
     );
-    let purges = run_purges(services.app.clone(), std::future::pending());
+    let purges = run_purges(services.app.clone(), stop.clone().cancelled_owned());
     let reminders = run_reminders(
         services.app.clone(),
         services.outbox.clone(),
-        std::future::pending(),
+        stop.clone().cancelled_owned(),
     );
     let server = Arc::new(Server {
         services,
@@ -98,6 +104,8 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        let signalled =
+            shutdown::requested().map_err(|e| format!("cannot handle SIGTERM and SIGINT: {e}"))?;
         banner.print(addr);
         if let Some(metrics_addr) = args.metrics_addr {
             let listener = tokio::net::TcpListener::bind(metrics_addr)
@@ -121,10 +129,16 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         let router = axum::Router::new()
             .fallback(handle)
             .with_state(server.clone());
-        axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown_signal())
-            .await
-            .map_err(|e| e.to_string())
+        let http =
+            axum::serve(listener, router).with_graceful_shutdown(stop.clone().cancelled_owned());
+        // axum's serve never fails: it ends once told to and its connections closed.
+        let http = tokio::spawn(async move {
+            let _ = http.await;
+        });
+        signalled.await;
+        stop.cancel();
+        shutdown::drain(grace, deliveries, http).await;
+        Ok(())
     });
     otlp::shutdown(); // exports the spans still buffered
     served
@@ -279,20 +293,4 @@ fn init_logging() {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        {
-            s.recv().await;
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! { _ = ctrl_c => {}, _ = terminate => {} }
 }

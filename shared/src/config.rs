@@ -131,6 +131,9 @@ pub struct Config {
     pub delivery_dead_letter_url: Option<String>,
     /// Timeouts and retries of every DynamoDB and SQS call (`WEBHOOKS_AWS_*`).
     pub aws_calls: crate::call_bounds::AwsCalls,
+    /// How long `webhooks-local` lets the requests and deliveries in flight
+    /// finish after SIGTERM or SIGINT (`WEBHOOKS_SHUTDOWN_GRACE`).
+    pub shutdown_grace: Duration,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -335,6 +338,8 @@ impl Config {
             delivery_dead_letter_url: get("WEBHOOKS_DELIVERY_DLQ_URL"),
             aws_calls: crate::call_bounds::AwsCalls::from_lookup(get, parse_duration)
                 .map_err(|(var, message)| ConfigError { var, message })?,
+            // Under the 30 s Kubernetes and `docker stop` wait before SIGKILL.
+            shutdown_grace: duration_var("WEBHOOKS_SHUTDOWN_GRACE", Duration::from_secs(20))?,
         };
         if config.message_retention.is_zero() {
             return Err(ConfigError {
@@ -468,5 +473,21 @@ mod tests {
         assert!(!lambda.allow_private_callbacks && !lambda.allow_http_callbacks);
         assert_eq!(local.retry_schedule.len(), 10);
         assert_eq!(local.jwt.org_claim, "org_id");
+    }
+
+    #[test]
+    fn the_shutdown_grace_has_the_duration_syntax() {
+        let default = Config::from_lookup(Profile::Local, |_| None).unwrap();
+        assert_eq!(default.shutdown_grace, Duration::from_secs(20));
+        let set = |v: &'static str| {
+            Config::from_lookup(Profile::Local, move |k| {
+                (k == "WEBHOOKS_SHUTDOWN_GRACE").then(|| v.to_owned())
+            })
+        };
+        assert_eq!(
+            set("500ms").unwrap().shutdown_grace,
+            Duration::from_millis(500)
+        );
+        assert_eq!(set("soon").unwrap_err().var, "WEBHOOKS_SHUTDOWN_GRACE");
     }
 }

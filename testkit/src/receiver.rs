@@ -56,6 +56,9 @@ struct Inner {
     /// Every request, handshakes included.
     hits: AtomicUsize,
     received: Mutex<Vec<Received>>,
+    /// The `webhook-id` of every notification as it arrives, before the
+    /// delay: what a receiver that acts before answering has seen.
+    arrived: Mutex<Vec<String>>,
     /// Answers for the next POSTs: (status, Retry-After); then 200.
     script: Mutex<VecDeque<(u16, Option<String>)>>,
     /// When set, every POST answers this status and body (a broken receiver).
@@ -87,6 +90,7 @@ impl Receiver {
             handshake,
             hits: AtomicUsize::new(0),
             received: Mutex::default(),
+            arrived: Mutex::default(),
             script: Mutex::default(),
             broken: Mutex::default(),
             delay: Mutex::default(),
@@ -137,6 +141,12 @@ impl Receiver {
     /// The notifications (POSTs) received so far.
     pub fn received(&self) -> Vec<Received> {
         self.inner.received.lock().unwrap().clone()
+    }
+
+    /// The `webhook-id`s of the notifications that arrived so far, answered
+    /// or not (a sender that hangs up mid-call still delivered it).
+    pub fn arrived(&self) -> Vec<String> {
+        self.inner.arrived.lock().unwrap().clone()
     }
 
     pub fn count(&self) -> usize {
@@ -190,6 +200,10 @@ async fn answer(State(inner): State<Arc<Inner>>, request: Request) -> Response<B
         .await
         .map(|c| c.to_bytes().to_vec())
         .unwrap_or_default();
+    if let Some(id) = parts.headers.get("webhook-id") {
+        let id = String::from_utf8_lossy(id.as_bytes()).into_owned();
+        inner.arrived.lock().unwrap().push(id);
+    }
     let delay = *inner.delay.lock().unwrap();
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;

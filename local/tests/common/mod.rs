@@ -9,9 +9,9 @@
 pub use testkit::{Handshake, Received, Receiver};
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http::StatusCode;
 use serde_json::{json, Value};
@@ -103,6 +103,34 @@ impl Server {
     pub fn crash_and_restart(mut self) -> Server {
         self.child.kill().unwrap(); // SIGKILL: no shutdown code runs
         self.child.wait().unwrap();
+        self.restart()
+    }
+
+    /// Sends SIGTERM (what systemd, Kubernetes and `docker stop` send) and
+    /// waits, for at most `limit`, for the process to end: how it ended and
+    /// how long that took.
+    pub async fn terminate(&mut self, limit: Duration) -> (ExitStatus, Duration) {
+        let sent = Instant::now();
+        let kill = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success(), "kill -TERM failed");
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return (status, sent.elapsed());
+            }
+            assert!(
+                sent.elapsed() < limit,
+                "still running {limit:?} after SIGTERM"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// A new server on the same data dir and environment, once this one
+    /// has ended.
+    pub fn restart(mut self) -> Server {
         let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
         let env = std::mem::take(&mut self.env);
         Self::start_in(dir, env)
