@@ -17,8 +17,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::notice::{NoticeKind, NoticeKinds};
-
 pub const MAX_ID_LEN: usize = 64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -249,6 +247,99 @@ impl fmt::Display for EventFilter {
             Topic::Contact => f.write_str("contact"),
             Topic::Subscription(_) => unreachable!("written above"),
         }
+    }
+}
+
+/// The kinds of operational notification, as the filter's `?type=` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NoticeKind {
+    /// Its consecutive failed attempts reached `WEBHOOKS_FAILING_AFTER`, or its breaker opened.
+    Failing,
+    /// The first success after a `failing`.
+    Recovered,
+    /// Blacklisted (a `410 Gone`, or failing for `WEBHOOKS_BLACKLIST_AFTER`).
+    Disabled,
+    /// A notification ran out of retries.
+    Exhausted,
+    /// It expires within `WEBHOOKS_EXPIRY_NOTICE`.
+    Expiring,
+}
+
+impl NoticeKind {
+    /// In the filter's canonical order.
+    pub const ALL: [NoticeKind; 5] = [
+        NoticeKind::Failing,
+        NoticeKind::Recovered,
+        NoticeKind::Disabled,
+        NoticeKind::Exhausted,
+        NoticeKind::Expiring,
+    ];
+
+    /// The name in `?type=`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoticeKind::Failing => "failing",
+            NoticeKind::Recovered => "recovered",
+            NoticeKind::Disabled => "disabled",
+            NoticeKind::Exhausted => "exhausted",
+            NoticeKind::Expiring => "expiring",
+        }
+    }
+
+    /// The payload's `subscriptionInfo.type`.
+    pub fn event_type(self) -> &'static str {
+        match self {
+            NoticeKind::Failing => "subscription.failing",
+            NoticeKind::Recovered => "subscription.recovered",
+            NoticeKind::Disabled => "subscription.disabled",
+            NoticeKind::Exhausted => "notification.exhausted",
+            NoticeKind::Expiring => "subscription.expiring",
+        }
+    }
+
+    /// Case-insensitive.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.as_str().eq_ignore_ascii_case(s))
+    }
+
+    fn bit(self) -> u8 {
+        1 << Self::ALL.iter().position(|k| *k == self).unwrap_or(0)
+    }
+}
+
+/// A set of [`NoticeKind`]s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NoticeKinds(u8);
+
+impl NoticeKinds {
+    pub const NONE: NoticeKinds = NoticeKinds(0);
+    pub const ALL: NoticeKinds = NoticeKinds(0b1_1111);
+
+    /// The set of the kinds whose bits (in [`NoticeKind::ALL`]'s order) are set.
+    pub fn from_bits(bits: u8) -> Self {
+        NoticeKinds(bits & Self::ALL.0)
+    }
+
+    pub fn with(self, kind: NoticeKind) -> Self {
+        NoticeKinds(self.0 | kind.bit())
+    }
+
+    pub fn contains(self, kind: NoticeKind) -> bool {
+        self.0 & kind.bit() != 0
+    }
+}
+
+/// Comma-separated, in canonical order.
+impl fmt::Display for NoticeKinds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = NoticeKind::ALL
+            .into_iter()
+            .filter(|k| self.contains(*k))
+            .map(NoticeKind::as_str)
+            .collect();
+        f.write_str(&names.join(","))
     }
 }
 

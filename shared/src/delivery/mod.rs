@@ -32,6 +32,7 @@ pub mod in_flight;
 pub mod isolation;
 mod notices;
 pub mod outcome;
+pub mod streak;
 pub mod worker;
 
 use std::time::Duration;
