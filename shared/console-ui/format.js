@@ -90,6 +90,11 @@ export function healthWords(health) {
 
 /** Filter paths in words. */
 export function filterWords(filter) {
+  const ops = /^\/orgId\/[^/]+\/subscription(?:\?type=(.+))?$/.exec(filter);
+  if (ops) {
+    const kinds = ops[1] ? ops[1].split(',').join(', ') : 'failing, recovered, disabled, exhausted, expiring';
+    return `news about this organization's subscriptions (${kinds})`;
+  }
   const m = /^\/orgId\/([^/]+)\/department\/([^/]+)\/(message\?direction=(inbound|outbound)|contact)$/.exec(filter);
   if (!m) return String(filter);
   const what = m[4] ? `${m[4]} messages` : 'contact changes';

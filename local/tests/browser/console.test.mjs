@@ -213,7 +213,8 @@ test('create a subscription: a failed handshake is said in words, then it is cre
   await page.getByRole('button', { name: 'Create subscription' }).click();
   const card = page.locator('li.subscription').filter({ hasText: receiverUri });
   await card.waitFor();
-  await card.getByText('/orgId/org-1/subscription', { exact: true }).waitFor();
+  await card.locator('code').filter({ hasText: /^\/orgId\/org-1\/subscription$/ }).waitFor();
+  await card.getByText("news about this organization's subscriptions (failing, recovered, disabled, exhausted, expiring)").waitFor();
   subscriptionId = await card.getAttribute('data-id');
   await card.getByText('ACTIVE', { exact: true }).waitFor();
   await card.getByText('disabled: PERMISSION_DENIED').waitFor();
