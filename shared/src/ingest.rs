@@ -13,7 +13,7 @@ use crate::error::{ApiError, FieldError};
 use crate::filter::{self, Direction, EventFilter, Topic};
 use crate::ids::OrgId;
 use crate::model::{Message, SubscriptionStatus};
-use crate::notification::{notification_id, ContactInfo, MessageInfo, Notification};
+use crate::notification::{commit, job_for, ContactInfo, MessageInfo, Notification};
 use crate::queue::{DeliveryJob, Outbox};
 use crate::subscription::store_failure;
 
@@ -303,28 +303,16 @@ pub async fn ingest(app: &App, outbox: &dyn Outbox, event: Event) -> Result<Inge
         .filter(|s| s.status == SubscriptionStatus::Active && s.expires_at > now)
         .filter(|s| s.org_id == event.organization_id)
         .map(|s| {
-            let uuid = notification_id(&event.id, s.id.as_str()).to_string();
-            let notification = render(&event, &filter, s.id.as_str(), &uuid, now);
-            let body = serde_json::to_string(&notification).expect("notification serialises");
-            DeliveryJob {
-                traceparent: crate::telemetry::trace::current().map(|t| t.header()),
-                ..DeliveryJob::new(uuid.into(), s.org_id.clone(), s.id.clone(), body, now)
-            }
+            job_for(&event.id, s, now, |uuid| {
+                render(&event, &filter, s.id.as_str(), uuid, now)
+            })
         })
         .collect();
     let count = jobs.len();
-    let new = outbox
-        .commit(
-            &OrgId::from(&event.organization_id),
-            &event.id,
-            event.message.as_ref(),
-            jobs,
-        )
+    let org = OrgId::from(&event.organization_id);
+    let new = commit(app, outbox, &org, &event.id, event.message.as_ref(), jobs)
         .await
         .map_err(store_failure)?;
-    if new && count > 0 {
-        app.delivery_wake.notify_one();
-    }
     tracing::info!(org_id = %event.organization_id, event_id = %event.id, notifications = count, duplicate = !new, "event ingested");
     Ok(Ingested {
         event_id: event.id,

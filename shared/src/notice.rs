@@ -18,7 +18,7 @@ use crate::app::App;
 use crate::filter::{self, EventFilter};
 pub use crate::filter::{NoticeKind, NoticeKinds};
 use crate::history::AttemptRecord;
-use crate::notification::{notification_id, LastAttempt, Notification, SubscriptionInfo};
+use crate::notification::{commit, job_for, LastAttempt, Notification, SubscriptionInfo};
 use crate::queue::{DeliveryJob, Outbox};
 use crate::store::order::visible_status;
 use crate::store::{StoreError, StoredSubscription};
@@ -116,33 +116,22 @@ pub async fn publish(
                 EventFilter::parse(f)
                     .is_ok_and(|p| p.organization_id == org && p.wants_notice(notice.kind))
             })?;
-            let uuid = notification_id(&event_id, r.id.as_str()).to_string();
-            let body = Notification {
-                uuid: uuid.clone(),
+            Some(job_for(&event_id, r, now, |uuid| Notification {
+                uuid: uuid.to_owned(),
                 timestamp: now,
                 event: matching.clone(),
                 subscription_id: r.id.to_string(),
                 message_info: None,
                 contact_info: None,
                 subscription_info: Some(info.clone()),
-            };
-            let body = serde_json::to_string(&body).expect("notification serialises");
-            Some(DeliveryJob {
-                traceparent: crate::telemetry::trace::current().map(|t| t.header()),
-                ..DeliveryJob::new(uuid.into(), r.org_id.clone(), r.id.clone(), body, now)
-            })
+            }))
         })
         .collect();
     if jobs.is_empty() {
         return Ok(0);
     }
     let count = jobs.len();
-    let new = outbox
-        .commit(&subject.org_id, &event_id, None, jobs)
-        .await?;
-    if new {
-        app.delivery_wake.notify_one();
-    }
+    let new = commit(app, outbox, &subject.org_id, &event_id, None, jobs).await?;
     tracing::info!(org_id = %org, subscription_id = %subject.id, kind = notice.kind.as_str(),
         notifications = count, duplicate = !new, "operational notification");
     Ok(if new { count } else { 0 })

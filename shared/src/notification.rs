@@ -4,6 +4,12 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::app::App;
+use crate::ids::OrgId;
+use crate::model::Message;
+use crate::queue::{DeliveryJob, Outbox};
+use crate::store::{StoreError, StoredSubscription};
+
 /// Namespace of notification ids: `uuid = v5(NAMESPACE, "<eventId>/<subscriptionId>")`,
 /// so every retry or duplicate of one notification carries the same `uuid`.
 pub const NAMESPACE: Uuid = Uuid::from_u128(0x6f2b_1c0e_5d3a_4e8b_9a41_7c2e_0b9d_4f15);
@@ -13,6 +19,40 @@ pub fn notification_id(event_id: &str, subscription_id: &str) -> Uuid {
         &NAMESPACE,
         format!("{event_id}/{subscription_id}").as_bytes(),
     )
+}
+
+/// The job that delivers the notification `render(uuid)` to `to`, its
+/// uuid derived from the event and the subscription (the same on a repeat).
+pub(crate) fn job_for(
+    event_id: &str,
+    to: &StoredSubscription,
+    now: i64,
+    render: impl FnOnce(&str) -> Notification,
+) -> DeliveryJob {
+    let uuid = notification_id(event_id, to.id.as_str()).to_string();
+    let body = serde_json::to_string(&render(&uuid)).expect("notification serialises");
+    DeliveryJob {
+        traceparent: crate::telemetry::trace::current().map(|t| t.header()),
+        ..DeliveryJob::new(uuid.into(), to.org_id.clone(), to.id.clone(), body, now)
+    }
+}
+
+/// Commits an event's jobs through the outbox and wakes the workers when
+/// something new was queued; false for an event id seen before.
+pub(crate) async fn commit(
+    app: &App,
+    outbox: &dyn Outbox,
+    org: &OrgId,
+    event_id: &str,
+    message: Option<&Message>,
+    jobs: Vec<DeliveryJob>,
+) -> Result<bool, StoreError> {
+    let queued = !jobs.is_empty();
+    let new = outbox.commit(org, event_id, message, jobs).await?;
+    if new && queued {
+        app.delivery_wake.notify_one();
+    }
+    Ok(new)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
