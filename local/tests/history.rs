@@ -139,12 +139,12 @@ async fn failed_deliveries_are_shown_resent_and_recovered() {
 
     // Two more fail; recover sends exactly those, not the delivered one.
     inbox.break_with(500, BROKEN);
-    let failing = [
-        post_event(&server, "org-1", "evt-2").await,
-        post_event(&server, "org-1", "evt-3").await,
-    ];
-    for evt in &failing {
-        let id = webhook_core::notification::notification_id(evt, &sub_id);
+    // One after the other, so evt-3 is created in a later millisecond than evt-2
+    // and "newest first" below has one right answer.
+    let mut failing = Vec::new();
+    for name in ["evt-2", "evt-3"] {
+        let evt = post_event(&server, "org-1", name).await;
+        let id = webhook_core::notification::notification_id(&evt, &sub_id);
         wait_until(
             &server,
             "org-1",
@@ -152,6 +152,7 @@ async fn failed_deliveries_are_shown_resent_and_recovered() {
             |n| n["status"] == "FAILED",
         )
         .await;
+        failing.push(evt);
     }
     inbox.fix();
     let before = inbox.count();
