@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Browser tests of the web console (local/tests/browser/console.test.mjs):
-# Debian's Chromium driven by Playwright, against the release webhooks-local
-# and a real callback receiver. Installs what it needs, idempotently:
+# The web console's JavaScript: ESLint (shared/console-ui/eslint.config.mjs),
+# then its browser tests (local/tests/browser/console.test.mjs): Debian's
+# Chromium driven by Playwright, against the release webhooks-local and a
+# real callback receiver. Installs what it needs, idempotently:
 #
+#   - eslint, @eslint/js and globals from npm (pinned) under
+#     $WEBHOOKS_TOOLS_DIR/eslint;
 #   - Chromium from Debian's packages (apt-get install chromium; needs root,
 #     as on CI), unless /usr/bin/chromium (or $CHROMIUM) is already there;
 #   - playwright-core from npm (pinned) under $WEBHOOKS_TOOLS_DIR/playwright
@@ -19,11 +22,38 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PLAYWRIGHT_CORE_VERSION="${PLAYWRIGHT_CORE_VERSION:-1.65.1}"
+ESLINT_PACKAGES=(eslint@10.15.0 @eslint/js@10.0.1 globals@17.14.0)
 
 # shellcheck source=scripts/emulators.sh
 source scripts/emulators.sh # WEBHOOKS_TOOLS_DIR, logs and helpers
 
 fail() { printf 'console-test: %s\n' "$*" >&2; exit 1; }
+
+# npm_tools NAME PACKAGE@VERSION...: installs the packages under
+# $WEBHOOKS_TOOLS_DIR/NAME unless exactly those are there already.
+npm_tools() {
+    local name="$1"
+    shift
+    local dir="$WEBHOOKS_TOOLS_DIR/$name" wanted="$*"
+    [ "$(cat "$dir/.installed" 2>/dev/null)" = "$wanted" ] && [ -d "$dir/node_modules" ] && return 0
+    _emu_need node npm || fail "node and npm are needed to install $wanted"
+    mkdir -p "$dir" "$_EMU_LOGS"
+    local log="$_EMU_LOGS/npm-$name.log"
+    [ -f "$dir/package.json" ] || printf '{"name":"webhooks-%s-tools","private":true}\n' "$name" >"$dir/package.json"
+    # playwright-core downloads no browser on install; the tests use Debian's.
+    if ! (cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --no-audit --no-fund --no-save \
+        --no-package-lock --loglevel=error "$@") >"$log" 2>&1; then
+        _emu_show_log "$log"
+        fail "npm install $wanted into $dir failed"
+    fi
+    printf '%s\n' "$wanted" >"$dir/.installed"
+}
+
+# The linter first: it takes a second, the browser tests a minute.
+npm_tools eslint "${ESLINT_PACKAGES[@]}"
+echo "console-test: eslint $("$WEBHOOKS_TOOLS_DIR/eslint/node_modules/.bin/eslint" --version)"
+WEBHOOKS_TOOLS_DIR="$WEBHOOKS_TOOLS_DIR" "$WEBHOOKS_TOOLS_DIR/eslint/node_modules/.bin/eslint" \
+    --max-warnings 0 shared/console-ui || fail "ESLint found problems in shared/console-ui"
 
 chromium="${CHROMIUM:-/usr/bin/chromium}"
 if ! "$chromium" --version >/dev/null 2>&1; then
@@ -40,21 +70,8 @@ if ! "$chromium" --version >/dev/null 2>&1; then
     "$chromium" --version >/dev/null 2>&1 || fail "Chromium was installed but $chromium does not run"
 fi
 
+npm_tools playwright "playwright-core@$PLAYWRIGHT_CORE_VERSION"
 pw_dir="$WEBHOOKS_TOOLS_DIR/playwright"
-if [ "$(cat "$pw_dir/.installed" 2>/dev/null)" != "$PLAYWRIGHT_CORE_VERSION" ] ||
-    [ ! -f "$pw_dir/node_modules/playwright-core/package.json" ]; then
-    _emu_need node npm || fail "node and npm are needed to install playwright-core"
-    mkdir -p "$pw_dir" "$_EMU_LOGS"
-    log="$_EMU_LOGS/npm-playwright-core.log"
-    [ -f "$pw_dir/package.json" ] || printf '{"name":"webhooks-browser-tools","private":true}\n' >"$pw_dir/package.json"
-    # playwright-core downloads no browser on install; the tests use Debian's.
-    if ! (cd "$pw_dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --no-audit --no-fund --no-save \
-        --no-package-lock --loglevel=error "playwright-core@$PLAYWRIGHT_CORE_VERSION") >"$log" 2>&1; then
-        _emu_show_log "$log"
-        fail "npm install playwright-core@$PLAYWRIGHT_CORE_VERSION into $pw_dir failed"
-    fi
-    printf '%s\n' "$PLAYWRIGHT_CORE_VERSION" >"$pw_dir/.installed"
-fi
 
 bin="${WEBHOOKS_LOCAL_BIN:-}"
 if [ -z "$bin" ]; then
