@@ -20,9 +20,7 @@ export class ApiError extends Error {
   }
 }
 
-async function send(method, path, { query, body, credentials } = {}) {
-  const session = credentials || auth.current();
-  if (!session) throw new ApiError(401, { detail: 'You are signed out.' });
+async function send(method, path, session, { query, body, signal }) {
   const url = new URL(path.replace(/^\//, ''), BASE);
   if (query) {
     for (const [k, v] of Object.entries(query)) {
@@ -34,38 +32,47 @@ async function send(method, path, { query, body, credentials } = {}) {
   let response;
   try {
     response = await fetch(url, {
-      method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'omit', cache: 'no-store',
+      method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'omit', cache: 'no-store', signal,
     });
-  } catch {
+  } catch (e) {
+    if (signal && signal.aborted) throw e; // the view that asked is gone: nobody shows it
     throw new ApiError(0, { detail: 'The API could not be reached: check the connection and that the service is running.' });
   }
   if (response.status === 204) return null;
   const text = await response.text();
-  let json = null;
+  let json;
   try { json = text ? JSON.parse(text) : null; } catch { json = null; }
   if (!response.ok) throw new ApiError(response.status, json && typeof json === 'object' ? json : { detail: text.slice(0, 200) });
   return json;
 }
 
-/** A call; an expired hosted-sign-in token is refreshed once and the call repeated. */
+/**
+ * A call. `signal` aborts it (the view that asked was left). On a 401 the
+ * hosted sign-in's token is refreshed (one refresh for all the calls that
+ * got a 401 with the same token) and the call repeated with the new one.
+ */
 export async function call(method, path, options = {}) {
+  const session = options.credentials || auth.current();
+  if (!session) throw new ApiError(401, { detail: 'You are signed out.' });
+  const used = session.token; // the session object is updated in place by a refresh
   try {
-    return await send(method, path, options);
+    return await send(method, path, session, options);
   } catch (e) {
-    if (e instanceof ApiError && e.status === 401 && !options.credentials && await auth.refresh()) {
-      return send(method, path, options);
+    if (!(e instanceof ApiError) || options.credentials) throw e;
+    if (e.status === 401 && await auth.refresh(session, used)) {
+      return send(method, path, session, options);
     }
-    if (e instanceof ApiError && !options.credentials
-        && (e.status === 401 || e.code === 'API_KEY_INVALID' || e.code === 'API_KEY_MISSING')) {
+    // Only the session that was refused ends: a late answer must not sign out a newer one.
+    if ((e.status === 401 || e.code === 'API_KEY_INVALID' || e.code === 'API_KEY_MISSING') && auth.current() === session) {
       auth.signOut(`The API refused the credentials: ${e.message}`);
     }
     throw e;
   }
 }
 
-export const get = (path, query) => call('GET', path, { query });
-export const post = (path, body) => call('POST', path, { body: body === undefined ? {} : body });
-export const del = (path) => call('DELETE', path);
+export const get = (path, query, { signal } = {}) => call('GET', path, { query, signal });
+export const post = (path, body, { signal } = {}) => call('POST', path, { body: body === undefined ? {} : body, signal });
+export const del = (path, { signal } = {}) => call('DELETE', path, { signal });
 
 /** Checks credentials before a session starts (one small list call). */
 export function check(credentials) {

@@ -11,39 +11,40 @@ import * as signin from './signin.js';
 import * as subscriptions from './subscriptions.js';
 import * as deliveries from './deliveries.js';
 import * as notification from './notification.js';
+import { view } from './view.js';
 
 const main = document.getElementById('main');
 const account = document.getElementById('account');
 let config = { oauth: null };
-let view = null; // the page shown: its timers stop when another is shown
+let current = null; // the view shown: stopped (its requests aborted) when another is shown
 
-/** What a page gets: the route's ids and helpers bound to its lifetime. */
-function context(params) {
-  const own = { alive: true, timers: [] };
-  view = own;
-  return {
-    params,
-    alive: () => own.alive && view === own,
-    every(ms, fn) { own.timers.push(setInterval(() => { if (view === own) fn(); }, ms)); },
-    stop() { own.alive = false; own.timers.forEach(clearInterval); },
-  };
+/** The route's parts, decoded; null when one is not valid percent-encoding (`%E0%A4%A`). */
+function routeParts(hash) {
+  try {
+    return hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  } catch {
+    return null;
+  }
 }
-
-let current = null;
 
 function route() {
   if (current) current.stop();
+  current = view({});
   const session = auth.current();
   renderAccount(session);
   if (!session) {
-    current = context({});
     signin.render(main, { config, message: route.message });
     route.message = '';
     return;
   }
-  const parts = window.location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
-  current = context({});
-  if (parts[0] === 'subscriptions' && parts[1] && parts[2] === 'notifications' && parts[3]) {
+  const parts = routeParts(window.location.hash);
+  if (!parts) {
+    show(main, h('div', { class: 'card' },
+      h('h1', {}, 'This address cannot be read'),
+      h('p', { class: 'error', role: 'alert' },
+        `The part after # (${window.location.hash}) is not valid percent-encoding: a % must be followed by the code of a character.`),
+      h('p', {}, h('a', { href: '#/subscriptions' }, 'Go to the subscriptions'))));
+  } else if (parts[0] === 'subscriptions' && parts[1] && parts[2] === 'notifications' && parts[3]) {
     current.params = { id: parts[1], uuid: parts[3] };
     notification.render(main, current);
   } else if (parts[0] === 'subscriptions' && parts[1]) {
@@ -124,4 +125,7 @@ async function start() {
   route();
 }
 
-start();
+start().catch((e) => {
+  // Never left on "Loading the console…".
+  show(main, h('p', { class: 'error', role: 'alert' }, `The console could not start: ${e.message}`));
+});

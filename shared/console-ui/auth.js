@@ -58,14 +58,32 @@ export function signIn({ apiKey, token, oauthTokens = null, config = null }) {
 function schedule(expiresIn) {
   const seconds = Number(expiresIn) || 3600;
   const wait = Math.max(5, seconds - 60) * 1000;
-  clearTimeout(session.timer);
-  session.timer = setTimeout(() => { refresh().catch(() => {}); }, wait);
+  const s = session;
+  clearTimeout(s.timer);
+  s.timer = setTimeout(() => { refresh(s, s.token); }, wait);
 }
 
-/** A new access token from the refresh token; false when there is none. */
-export async function refresh() {
-  const s = session;
-  if (!s || !s.refreshToken || !s.config || !s.config.oauth) return false;
+// The refresh under way: every call refused meanwhile waits for this one.
+let refreshing = null;
+
+/**
+ * Makes `s` (the session a call used) have a token other than `stale`, the
+ * one the API refused: true when it has, false when it cannot (no refresh
+ * token, or another session now). Single-flight: calls refused together
+ * share one refresh, and a call refused after it finished just uses its token.
+ */
+export function refresh(s, stale) {
+  if (!s || s !== session) return Promise.resolve(false);
+  if (s.token !== stale) return Promise.resolve(true);
+  if (!refreshing || refreshing.session !== s) {
+    const promise = renew(s).finally(() => { if (refreshing && refreshing.promise === promise) refreshing = null; });
+    refreshing = { session: s, promise };
+  }
+  return refreshing.promise;
+}
+
+async function renew(s) {
+  if (!s.refreshToken || !s.config || !s.config.oauth) return false;
   try {
     const tokens = await oauth.refresh(s.config.oauth, s.refreshToken);
     if (session !== s) return false;

@@ -4,7 +4,7 @@
 // 24 hours with the latency percentiles. Refreshes by itself: every 2 s
 // while any is PENDING, every 10 s otherwise.
 
-import { h, show, toast, badge } from './dom.js';
+import { h, show, showIfChanged, toast, badge } from './dom.js';
 import * as api from './api.js';
 import { time, relative, code } from './format.js';
 import { chart } from './chart.js';
@@ -17,6 +17,10 @@ export function render(main, ctx) {
   let page = 0;
   let statusFilter = '';
   let pending = false;
+  // Each load of the list (or the chart) aborts the one before: a filter
+  // changed while a poll is under way never shows the poll's older answer.
+  const listRequest = ctx.latest();
+  const statsRequest = ctx.latest();
 
   const title = h('h1', { class: 'uri' }, 'Deliveries');
   const subStatus = h('span');
@@ -70,7 +74,7 @@ export function render(main, ctx) {
 
   async function loadSubscription() {
     try {
-      const sub = await api.get(base);
+      const sub = await api.get(base, undefined, { signal: ctx.signal });
       if (!ctx.alive()) return;
       title.textContent = sub.uri;
       show(subStatus, badge(sub.status));
@@ -87,7 +91,7 @@ export function render(main, ctx) {
   let drawnFor = 0;
   const draw = () => {
     drawnFor = statsSlot.clientWidth;
-    show(statsSlot, chart(lastStats, drawnFor - 42));
+    showIfChanged(statsSlot, chart(lastStats, drawnFor - 42));
   };
   const resized = new ResizeObserver(() => {
     if (!ctx.alive()) { resized.disconnect(); return; }
@@ -96,31 +100,34 @@ export function render(main, ctx) {
   resized.observe(statsSlot);
 
   async function loadStats() {
+    const signal = statsRequest();
     try {
-      const stats = await api.get(`${base}/stats`);
-      if (!ctx.alive()) return;
+      const stats = await api.get(`${base}/stats`, undefined, { signal });
+      if (signal.aborted) return;
       lastStats = stats;
       draw();
     } catch (e) {
-      if (ctx.alive()) show(statsSlot, h('p', { class: 'error', role: 'alert' }, `Could not load the chart: ${e.message}`));
+      if (!signal.aborted) show(statsSlot, h('p', { class: 'error', role: 'alert' }, `Could not load the chart: ${e.message}`));
     }
   }
 
-  async function load() {
-    show(status, h('span', { class: 'spinner', 'aria-hidden': 'true' }), 'Loading notifications…');
+  /** Loads the list; `quietly` (polling): no spinner, and the list is left as it is when nothing changed. */
+  async function load(quietly = false) {
+    const signal = listRequest();
+    if (!quietly) show(status, h('span', { class: 'spinner', 'aria-hidden': 'true' }), 'Loading notifications…');
     let result;
     try {
-      result = await api.get(`${base}/notifications`, { page, size: SIZE, status: statusFilter || undefined });
+      result = await api.get(`${base}/notifications`, { page, size: SIZE, status: statusFilter || undefined }, { signal });
     } catch (e) {
-      if (!ctx.alive()) return;
+      if (signal.aborted) return;
       show(status, h('p', { class: 'error', role: 'alert' }, `Could not load the notifications: ${e.message}`));
       return;
     }
-    if (!ctx.alive()) return;
+    if (signal.aborted) return;
     show(status);
     pending = result.content.some((n) => n.status === 'PENDING');
     if (result.totalElements === 0) {
-      show(list, h('div', { class: 'empty' },
+      showIfChanged(list, h('div', { class: 'empty' },
         h('h2', {}, statusFilter ? `No ${statusFilter.toLowerCase()} notifications` : 'No notifications yet'),
         h('p', {}, statusFilter
           ? 'Choose "All" to see the others.'
@@ -129,7 +136,7 @@ export function render(main, ctx) {
       show(pager);
       return;
     }
-    show(list, table(result.content));
+    showIfChanged(list, table(result.content));
     renderPager(result);
   }
 
@@ -150,19 +157,20 @@ export function render(main, ctx) {
 
   function renderPager(result) {
     const count = `${result.totalElements} notification${result.totalElements === 1 ? '' : 's'}`;
-    if (result.totalPages <= 1) { show(pager, h('span', { class: 'muted' }, count)); return; }
+    if (result.totalPages <= 1) { showIfChanged(pager, h('span', { class: 'muted' }, count)); return; }
     const prev = h('button', { type: 'button', disabled: result.first }, 'Newer');
     const next = h('button', { type: 'button', disabled: result.last }, 'Older');
+    // Kept as they are when unchanged: the buttons shown act on the same `page`.
     prev.addEventListener('click', () => { page -= 1; load(); });
     next.addEventListener('click', () => { page += 1; load(); });
-    show(pager, prev, h('span', {}, `Page ${result.number + 1} of ${result.totalPages} (${count})`), next);
+    showIfChanged(pager, prev, h('span', {}, `Page ${result.number + 1} of ${result.totalPages} (${count})`), next);
   }
 
   // While any is PENDING, every 2 s; otherwise every 10 s (new ones arrive).
   let ticks = 0;
   ctx.every(2000, () => {
     ticks += 1;
-    if (pending || ticks % 5 === 0) { load(); loadStats(); }
+    return pending || ticks % 5 === 0 ? Promise.all([load(true), loadStats()]) : null;
   });
   loadSubscription();
   loadStats();

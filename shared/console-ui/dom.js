@@ -55,6 +55,16 @@ export function show(el, ...children) {
   return el;
 }
 
+/**
+ * Shows `nodes` in `el` unless it already shows equal ones: a poll that
+ * brings nothing new leaves the page, its focus and selection as they are.
+ */
+export function showIfChanged(el, ...nodes) {
+  const shown = el.childNodes;
+  if (shown.length === nodes.length && nodes.every((node, i) => shown[i].isEqualNode(node))) return;
+  show(el, ...nodes);
+}
+
 /** A short message in the polite live region. */
 export function toast(text) {
   const el = document.getElementById('toast');

@@ -12,6 +12,7 @@ const SIZE = 20;
 
 export function render(main, ctx) {
   let page = 0;
+  const listRequest = ctx.latest(); // "Next" pressed twice: only the last page asked is shown
   const status = h('div', { class: 'status-line', role: 'status', 'aria-live': 'polite' });
   const list = h('div', { class: 'list' });
   const formSlot = h('div');
@@ -40,16 +41,17 @@ export function render(main, ctx) {
     formSlot, status, list, pager);
 
   async function load() {
+    const signal = listRequest();
     show(status, h('span', { class: 'spinner', 'aria-hidden': 'true' }), 'Loading subscriptions…');
     let result;
     try {
-      result = await api.get('webhooksubscription/all', { page, size: SIZE, sort: 'createdDateTime,desc' });
+      result = await api.get('webhooksubscription/all', { page, size: SIZE, sort: 'createdDateTime,desc' }, { signal });
     } catch (e) {
-      if (!ctx.alive()) return;
+      if (signal.aborted) return;
       show(status, h('p', { class: 'error', role: 'alert' }, `Could not load the subscriptions: ${e.message}`));
       return;
     }
-    if (!ctx.alive()) return;
+    if (signal.aborted) return;
     show(status);
     if (result.totalElements === 0) {
       show(list, h('div', { class: 'empty' },
@@ -139,7 +141,7 @@ export function render(main, ctx) {
     }
     button.disabled = true;
     try {
-      const { key } = await api.get(`webhooksubscription/${api.enc(sub.id)}/secret`);
+      const { key } = await api.get(`webhooksubscription/${api.enc(sub.id)}/secret`, undefined, { signal: ctx.signal });
       const copy = h('button', { type: 'button' }, 'Copy');
       copy.addEventListener('click', async () => {
         try {

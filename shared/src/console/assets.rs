@@ -33,6 +33,7 @@ pub const FILES: &[Asset] = &[
     asset!("icon.svg", SVG),
     asset!("app.js", JS),
     asset!("api.js", JS),
+    asset!("view.js", JS),
     asset!("auth.js", JS),
     asset!("oauth.js", JS),
     asset!("dom.js", JS),
