@@ -10,7 +10,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -100,11 +100,119 @@ const event = (n) => api('POST', 'events', {
   message: { id: `console-msg-${n}`, to: ['+15550100'], from: '+15550199', text: `Hello ${n}` },
 });
 
-async function shot(name) {
+async function shot(name, on = page) {
   // Without the passing toast, which would cover what the screenshot is of.
-  await page.evaluate(() => document.getElementById('toast').classList.remove('visible'));
-  await page.waitForTimeout(250);
-  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+  await on.evaluate(() => document.getElementById('toast').classList.remove('visible'));
+  await on.waitForTimeout(250);
+  await on.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+/** Watches a page for script errors, console errors and dialogs (checked by the last test). */
+function watch(p) {
+  p.setDefaultTimeout(15_000);
+  p.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss().catch(() => {}); });
+  p.on('pageerror', (e) => pageErrors.push(String(e)));
+  p.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+  p.on('request', (r) => requests.push(r.url()));
+  return p;
+}
+
+/**
+ * A page of its own (its own context), for the tests of races. `clock`:
+ * the page's timers are Playwright's fake clock, moved by the test, so that
+ * "several poll periods" take no wall-clock time and no sleep. The page's
+ * fetch calls are recorded in `window.__asked` as they are made.
+ */
+async function newPage({ clock = false } = {}) {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  const p = watch(await ctx.newPage());
+  if (clock) await p.clock.install();
+  await p.addInitScript(() => {
+    const fetch = window.fetch.bind(window);
+    window.__asked = [];
+    window.fetch = (input, init) => { window.__asked.push(String(input)); return fetch(input, init); };
+  });
+  return p;
+}
+
+/** How many fetch calls the page has made so far whose URL matches. */
+const asked = (p, pattern) => p.evaluate((source) => window.__asked.filter((u) => new RegExp(source).test(u)).length, pattern.source);
+
+/** The signed-in console link, opening at `route` (a `#/...` fragment). */
+const linkTo = (route) => `${link}&route=${encodeURIComponent(route)}`;
+
+/** `promise`, or an error after `ms` saying what did not happen. */
+function within(promise, what, ms = 15_000) {
+  let timer;
+  const late = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms); });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+/** Resolves with a request once it has failed (aborted by the page). */
+function failed(p, request) {
+  return new Promise((resolve) => p.on('requestfailed', (r) => { if (r === request) resolve(r.failure()?.errorText); }));
+}
+
+/**
+ * A stand-in for the Cognito hosted UI and token endpoint on loopback (the
+ * console's configuration allows http for a loopback provider). The code
+ * grant gives `accessToken`, a refresh grant `refreshedToken` (by default
+ * the same); both say they expire in `expiresIn` seconds.
+ */
+async function hostedProvider() {
+  const provider = { calls: [], accessToken: '', refreshedToken: '', expiresIn: 62 };
+  let challenge;
+  const server = createHttpServer((req, res) => {
+    const url = new URL(req.url, 'http://x');
+    let body = '';
+    req.on('data', (c) => { body += c; });
+    req.on('end', () => {
+      if (url.pathname === '/oauth2/authorize') {
+        provider.calls.push({ path: url.pathname, query: Object.fromEntries(url.searchParams) });
+        challenge = url.searchParams.get('code_challenge');
+        const back = new URL(url.searchParams.get('redirect_uri'));
+        back.search = new URLSearchParams({ code: 'the-code', state: url.searchParams.get('state') }).toString();
+        res.writeHead(302, { Location: back.toString() }).end();
+        return;
+      }
+      const form = Object.fromEntries(new URLSearchParams(body));
+      provider.calls.push({ path: url.pathname, form });
+      res.setHeader('Access-Control-Allow-Origin', '*');
+      if (url.pathname === '/oauth2/revoke') { res.writeHead(200).end(); return; }
+      const refreshing = form.grant_type === 'refresh_token';
+      const verified = refreshing
+        ? form.refresh_token === 'refresh-1'
+        : createHash('sha256').update(form.code_verifier || '').digest('base64url') === challenge && form.code === 'the-code';
+      if (!verified) { res.writeHead(400, { 'Content-Type': 'application/json' }).end('{"error":"invalid_grant"}'); return; }
+      res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({
+        access_token: refreshing ? provider.refreshedToken || provider.accessToken : provider.accessToken,
+        refresh_token: 'refresh-1', expires_in: provider.expiresIn, token_type: 'Bearer',
+      }));
+    });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  provider.domain = `http://127.0.0.1:${server.address().port}`;
+  provider.close = () => server.close();
+  provider.refreshes = () => provider.calls.filter((c) => c.form?.grant_type === 'refresh_token').length;
+  return provider;
+}
+
+/** A webhooks-local whose console signs in through `provider`: {base, consoleUrl, key, token, dataDir}. */
+async function serveWithProvider(provider, name) {
+  const dataDir = join(work, name);
+  const server = await start(['serve', '--addr', '127.0.0.1:0', '--data-dir', dataDir], {
+    RUST_LOG: 'warn', WEBHOOKS_API_KEYS: '', WEBHOOKS_JWT_HS256_SECRET: '',
+    WEBHOOKS_CONSOLE_OAUTH_DOMAIN: provider.domain, WEBHOOKS_CONSOLE_OAUTH_CLIENT_ID: 'publicclient',
+  }, /Console \(signed in\): +\S+\n/);
+  const banner = server.output();
+  const served = /listening on (\S+)/.exec(banner)[1];
+  return {
+    base: served,
+    consoleUrl: `${served}/console`,
+    key: /API key \(x-api-key\): +(\S+)/.exec(banner)[1],
+    token: /Bearer token for org-1: +(\S+)/.exec(banner)[1],
+    dataDir,
+  };
 }
 
 /** Switches the receiver between failing and answering 200. */
@@ -153,12 +261,7 @@ before(async () => {
     // Playwright starts it with a fresh, empty --user-data-dir of its own.
   }).catch((e) => { throw new Error(`Chromium at ${CHROMIUM} did not start: ${e.message}`); });
   context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-  page = await context.newPage();
-  page.setDefaultTimeout(15_000);
-  page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss().catch(() => {}); });
-  page.on('pageerror', (e) => pageErrors.push(String(e)));
-  page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
-  page.on('request', (r) => requests.push(r.url()));
+  page = watch(await context.newPage());
 });
 
 after(async () => {
@@ -328,48 +431,11 @@ test('sign out: nothing of the session is left', async () => {
 });
 
 test('hosted sign-in: authorization code + PKCE, the token refreshed before it expires, revoked on sign-out', async () => {
-  // A stand-in for the Cognito hosted UI and token endpoint on loopback
-  // (the console's configuration allows http for a loopback provider).
-  const calls = [];
-  let challenge;
-  let providerToken;
-  const provider = createHttpServer((req, res) => {
-    const url = new URL(req.url, 'http://x');
-    let body = '';
-    req.on('data', (c) => { body += c; });
-    req.on('end', () => {
-      if (url.pathname === '/oauth2/authorize') {
-        calls.push({ path: url.pathname, query: Object.fromEntries(url.searchParams) });
-        challenge = url.searchParams.get('code_challenge');
-        const back = new URL(url.searchParams.get('redirect_uri'));
-        back.search = new URLSearchParams({ code: 'the-code', state: url.searchParams.get('state') }).toString();
-        res.writeHead(302, { Location: back.toString() }).end();
-        return;
-      }
-      const form = Object.fromEntries(new URLSearchParams(body));
-      calls.push({ path: url.pathname, form });
-      res.setHeader('Access-Control-Allow-Origin', '*');
-      if (url.pathname === '/oauth2/revoke') { res.writeHead(200).end(); return; }
-      const verified = form.grant_type === 'refresh_token'
-        ? form.refresh_token === 'refresh-1'
-        : createHash('sha256').update(form.code_verifier || '').digest('base64url') === challenge && form.code === 'the-code';
-      if (!verified) { res.writeHead(400, { 'Content-Type': 'application/json' }).end('{"error":"invalid_grant"}'); return; }
-      res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({
-        access_token: providerToken, refresh_token: 'refresh-1', expires_in: 62, token_type: 'Bearer',
-      }));
-    });
-  });
-  await new Promise((r) => provider.listen(0, '127.0.0.1', r));
-  const domain = `http://127.0.0.1:${provider.address().port}`;
+  const provider = await hostedProvider();
+  const { calls } = provider;
   try {
-    const server = await start(['serve', '--addr', '127.0.0.1:0', '--data-dir', join(work, 'data-oauth')], {
-      RUST_LOG: 'warn', WEBHOOKS_API_KEYS: '', WEBHOOKS_JWT_HS256_SECRET: '',
-      WEBHOOKS_CONSOLE_OAUTH_DOMAIN: domain, WEBHOOKS_CONSOLE_OAUTH_CLIENT_ID: 'publicclient',
-    }, /Console \(signed in\): +\S+\n/);
-    const banner = server.output();
-    const consoleUrl = `${/listening on (\S+)/.exec(banner)[1]}/console`;
-    providerToken = /Bearer token for org-1: +(\S+)/.exec(banner)[1];
-    const key = /API key \(x-api-key\): +(\S+)/.exec(banner)[1];
+    const { consoleUrl, key, token: providerToken } = await serveWithProvider(provider, 'data-oauth');
+    provider.accessToken = providerToken;
     await page.goto(consoleUrl);
     await page.getByRole('button', { name: 'Sign in with your organization account' }).click();
     await page.getByRole('alert').filter({ hasText: 'Enter the API key first' }).waitFor();
@@ -388,6 +454,193 @@ test('hosted sign-in: authorization code + PKCE, the token refreshed before it e
     await waitFor(() => calls.some((c) => c.path === '/oauth2/revoke' && c.form.token === 'refresh-1'), 'the revocation');
   } finally {
     provider.close();
+  }
+});
+
+// Races: each on a page of its own, against the subscription made above
+// (two notifications, both DELIVERED; the one of evt-2 after two failed
+// attempts and a resend).
+
+const LIST = /\/notifications\?/;
+
+test('leaving a view aborts what it asked, and its late answer is dropped', async () => {
+  const p = await newPage();
+  try {
+    const held = [];
+    await p.route(LIST, (r) => held.push(r));
+    await p.goto(linkTo(`#/subscriptions/${subscriptionId}`));
+    await waitFor(() => held.length === 1, 'the list request');
+    const aborted = failed(p, held[0].request());
+    await p.getByRole('link', { name: '← Subscriptions' }).click();
+    await p.getByRole('heading', { name: 'Subscriptions', level: 1 }).waitFor();
+    assert.match(await within(aborted, 'the left view\'s request to be aborted'), /ABORTED/);
+    await held[0].continue().catch(() => {}); // the answer, too late: nobody waits for it
+    await p.locator(`li.subscription[data-id="${subscriptionId}"]`).waitFor();
+    assert.equal(await p.locator('table.notifications').count(), 0);
+  } finally {
+    await p.context().close();
+  }
+});
+
+test('an older answer never overwrites a newer one: the filter changed while the list loads', async () => {
+  const p = await newPage();
+  try {
+    await p.goto(linkTo(`#/subscriptions/${subscriptionId}`));
+    await p.waitForFunction(() => document.querySelectorAll('tbody tr').length === 2);
+    const held = [];
+    await p.route(/\/notifications\?.*status=FAILED/, (r) => held.push(r));
+    await p.getByLabel('Status').selectOption('FAILED');
+    await waitFor(() => held.length === 1, 'the FAILED list request');
+    const aborted = failed(p, held[0].request());
+    await p.getByLabel('Status').selectOption(''); // All, answered at once
+    assert.match(await within(aborted, 'the older request to be aborted'), /ABORTED/);
+    await held[0].continue().catch(() => {});
+    await p.waitForFunction(() => document.querySelectorAll('tbody tr').length === 2);
+    assert.equal(await p.getByText('No failed notifications').count(), 0);
+    assert.equal(await p.getByLabel('Status').inputValue(), '');
+  } finally {
+    await p.context().close();
+  }
+});
+
+test('polling never overlaps: no poll while the last one is unanswered; a list that did not change keeps the focus', async () => {
+  const p = await newPage({ clock: true });
+  try {
+    let holding = false;
+    const held = [];
+    let served = 0;
+    await p.route(LIST, (r) => {
+      if (holding) { held.push(r); return; }
+      served += 1;
+      r.continue();
+    });
+    await p.goto(linkTo(`#/subscriptions/${subscriptionId}`));
+    await p.waitForFunction(() => document.querySelectorAll('tbody tr').length === 2);
+    const before = await asked(p, LIST);
+    holding = true;
+    await p.clock.runFor(10_000); // one poll period (nothing is PENDING: every 10 s)
+    await waitFor(() => held.length === 1, 'the poll');
+    await p.clock.runFor(30_000); // three more periods while it is unanswered
+    assert.equal(await asked(p, LIST), before + 1, 'a poll was made while the previous one was unanswered');
+    holding = false;
+    await held[0].continue();
+    // Polling goes on once it is answered; the unchanged list is left as it
+    // is, so the keyboard focus stays on the link the user is on.
+    await p.locator('tbody tr a').first().focus();
+    const start = served;
+    await waitFor(async () => { await p.clock.runFor(10_000); return served >= start + 2; }, 'two more polls');
+    assert.match(await p.evaluate(() => document.activeElement.getAttribute('aria-label') || document.activeElement.tagName),
+      /^Open notification /);
+  } finally {
+    await p.context().close();
+  }
+});
+
+test('concurrent 401s: one token refresh, and every refused request is repeated with the new token', async () => {
+  const provider = await hostedProvider();
+  const p = await newPage();
+  try {
+    const server = await serveWithProvider(provider, 'data-oauth-refresh');
+    const refreshed = execFileSync(BIN, ['token', '--org', 'org-1', '--ttl', '2h', '--data-dir', server.dataDir],
+      { env: { ...process.env, WEBHOOKS_JWT_HS256_SECRET: '' } }).toString().trim();
+    assert.notEqual(refreshed, server.token);
+    Object.assign(provider, { accessToken: server.token, refreshedToken: refreshed, expiresIn: 3600 });
+    const created = await fetch(`${server.base}/webhooksubscription`, {
+      method: 'POST',
+      headers: { 'x-api-key': server.key, Authorization: `Bearer ${refreshed}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ uri: `${receiverUri}/refresh`, eventFilters: ['/orgId/org-1/department/dep-1/contact'] }),
+    });
+    assert.ok(created.ok, await created.clone().text());
+    const sub = await created.json();
+    // Once `expired`, the API refuses the first token, as it would once it expired.
+    let expired = false;
+    const refused = [];
+    await p.route((url) => url.href.startsWith(`${server.base}/webhooksubscription`), async (r) => {
+      if (expired && await r.request().headerValue('authorization') === `Bearer ${server.token}`) {
+        refused.push(new URL(r.request().url()).pathname);
+        await r.fulfill({
+          status: 401, contentType: 'application/problem+json',
+          body: JSON.stringify({ status: 401, title: 'Unauthorized', code: 'TOKEN_INVALID', detail: 'The access token has expired.' }),
+        });
+        return;
+      }
+      await r.continue();
+    });
+    await p.goto(server.consoleUrl);
+    await p.getByLabel('API key').fill(server.key);
+    await p.getByRole('button', { name: 'Sign in with your organization account' }).click();
+    const card = p.locator(`li.subscription[data-id="${sub.id}"]`);
+    await card.waitFor();
+    expired = true;
+    // The deliveries page asks three things at once (the subscription, the
+    // chart, the list): all three are refused, one refresh serves them all.
+    await card.getByRole('link', { name: 'Deliveries' }).click();
+    await p.locator('h1.uri').filter({ hasText: `${receiverUri}/refresh` }).waitFor();
+    await p.locator('figure.stats svg.chart').waitFor();
+    await p.getByText('No notifications yet').waitFor();
+    assert.equal(refused.length, 3, refused.join('\n'));
+    assert.equal(provider.refreshes(), 1, 'one refresh for the three refused requests');
+    await p.getByText('Organization org-1').waitFor(); // still signed in
+    await shot('refreshed-once', p);
+  } finally {
+    provider.close();
+    await p.context().close();
+  }
+});
+
+test('a malformed % in the address shows an error, not "Loading" for ever', async () => {
+  const p = await newPage();
+  try {
+    await p.goto(linkTo('#/subscriptions/%E0%A4%A'));
+    await p.getByRole('heading', { name: 'This address cannot be read' }).waitFor();
+    await p.getByRole('alert').filter({ hasText: '%E0%A4%A' }).waitFor();
+    await shot('malformed-fragment', p);
+    await p.getByRole('link', { name: 'Go to the subscriptions' }).click();
+    await p.getByRole('heading', { name: 'Subscriptions', level: 1 }).waitFor();
+    // Typed into the address bar of a signed-in page: the same.
+    await p.evaluate(() => { window.location.hash = '#/subscriptions/x/notifications/%'; });
+    await p.getByRole('heading', { name: 'This address cannot be read' }).waitFor();
+  } finally {
+    await p.context().close();
+  }
+});
+
+test('polling keeps what the user opened: the attempts they opened or closed, and the resend note', async () => {
+  const { content } = await api('GET', `webhooksubscription/${subscriptionId}/notifications?size=20`);
+  const resent = content.reduce((a, b) => (b.attempts > a.attempts ? b : a));
+  assert.equal(resent.attempts, 3);
+  const detail = `${base}/webhooksubscription/${subscriptionId}/notifications/${resent.uuid}`;
+  const p = await newPage({ clock: true });
+  try {
+    // Shown as PENDING, so that the page polls it every 1.5 s.
+    let served = 0;
+    await p.route((url) => url.href === detail, async (r) => {
+      const answer = await r.fetch();
+      const n = await answer.json();
+      served += 1;
+      await r.fulfill({ response: answer, json: { ...n, status: 'PENDING' } });
+    });
+    await p.goto(linkTo(`#/subscriptions/${subscriptionId}/notifications/${resent.uuid}`));
+    await p.getByRole('heading', { name: 'Attempts (3)' }).waitFor();
+    const open = (n) => p.locator(`.attempt[data-attempt="${n}"] details`).evaluate((d) => d.open);
+    assert.deepEqual([await open(1), await open(2), await open(3)], [true, true, false]); // failed ones open
+    await p.locator('.attempt[data-attempt="2"] summary').click(); // closed by the user
+    await p.locator('.attempt[data-attempt="3"] summary').click(); // opened by the user
+    await p.getByRole('button', { name: 'Resend' }).click();
+    const note = p.getByText('Queued: the new attempt appears below.');
+    await note.waitFor();
+    // Several poll periods, until the resend's attempt (a real one) has come in.
+    const start = served;
+    await waitFor(async () => {
+      await p.clock.runFor(1500);
+      return served >= start + 4 && await p.getByRole('heading', { name: 'Attempts (4)' }).count() === 1;
+    }, 'four polls and the fourth attempt');
+    await note.waitFor();
+    assert.deepEqual([await open(1), await open(2), await open(3)], [true, false, true]);
+    await p.locator('.attempt[data-attempt="4"][data-trigger="MANUAL"]').getByText('SUCCEEDED').waitFor();
+    await shot('notification-kept-open', p);
+  } finally {
+    await p.context().close();
   }
 });
 
