@@ -119,8 +119,9 @@ function watch(p) {
 
 /**
  * A page of its own (its own context), for the tests of races. `clock`:
- * the page's timers are Playwright's fake clock, moved by the test, so that
- * "several poll periods" take no wall-clock time and no sleep. The page's
+ * the page's timers are Playwright's fake clock (paused with pauseClock,
+ * then moved by the test), so that "several poll periods" take no
+ * wall-clock time and no sleep. The page's
  * fetch calls are recorded in `window.__asked` as they are made.
  */
 async function newPage({ clock = false } = {}) {
@@ -134,6 +135,9 @@ async function newPage({ clock = false } = {}) {
   });
   return p;
 }
+
+/** Stops the fake clock (install() lets it flow): from now on only the test moves it. */
+const pauseClock = (p) => p.clock.pauseAt(Date.now() + 1000);
 
 /** How many fetch calls the page has made so far whose URL matches. */
 const asked = (p, pattern) => p.evaluate((source) => window.__asked.filter((u) => new RegExp(source).test(u)).length, pattern.source);
@@ -516,6 +520,7 @@ test('polling never overlaps: no poll while the last one is unanswered; a list t
     });
     await p.goto(linkTo(`#/subscriptions/${subscriptionId}`));
     await p.waitForFunction(() => document.querySelectorAll('tbody tr').length === 2);
+    await pauseClock(p);
     const before = await asked(p, LIST);
     holding = true;
     await p.clock.runFor(10_000); // one poll period (nothing is PENDING: every 10 s)
@@ -622,6 +627,7 @@ test('polling keeps what the user opened: the attempts they opened or closed, an
     });
     await p.goto(linkTo(`#/subscriptions/${subscriptionId}/notifications/${resent.uuid}`));
     await p.getByRole('heading', { name: 'Attempts (3)' }).waitFor();
+    await pauseClock(p);
     const open = (n) => p.locator(`.attempt[data-attempt="${n}"] details`).evaluate((d) => d.open);
     assert.deepEqual([await open(1), await open(2), await open(3)], [true, true, false]); // failed ones open
     await p.locator('.attempt[data-attempt="2"] summary').click(); // closed by the user
