@@ -4,7 +4,7 @@
 # .tools/, Debian's Chromium (apt-get) for the console's browser tests and
 # Debian's prometheus (apt-get) for the metrics test,
 # runs every check, and stops what it started. Needs nothing installed by hand
-# beyond the machine's Rust toolchain, python3, node/npm and java 17.
+# beyond the machine's Rust toolchain, python3, node/npm, java 17 and curl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +17,10 @@ trap stop_emulators EXIT
 
 step "format"
 cargo fmt --all -- --check
+
+step "documents agree with the code (links, configuration, error codes, functions), and each check can fail"
+python3 scripts/check-docs.py
+python3 scripts/check-docs.py --self-test
 
 step "lint (clippy, warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -41,7 +45,7 @@ step "template lint (cfn-lint, sam validate --lint)"
 install_lint_tools
 lint_template
 
-step "README walkthrough (release build, as a new user runs it)"
+step "README quick start and docs/walkthrough.md (release build, as a new user runs them)"
 cargo build --release --locked -p webhooks-local
 scripts/walkthrough.sh
 step "metrics scraped by a real Prometheus (Debian's prometheus; apt-get when missing), PromQL checked"

@@ -126,7 +126,6 @@ pub struct Config {
     pub message_retention: Duration,
     pub subscriptions_table: Option<String>,
     pub messages_table: Option<String>,
-    pub events_queue_url: Option<String>,
     pub delivery_queue_url: Option<String>,
     pub delivery_dead_letter_url: Option<String>,
     /// Timeouts and retries of every DynamoDB and SQS call (`WEBHOOKS_AWS_*`).
@@ -333,7 +332,6 @@ impl Config {
             )?,
             subscriptions_table: get("WEBHOOKS_SUBSCRIPTIONS_TABLE"),
             messages_table: get("WEBHOOKS_MESSAGES_TABLE"),
-            events_queue_url: get("WEBHOOKS_EVENTS_QUEUE_URL"),
             delivery_queue_url: get("WEBHOOKS_DELIVERY_QUEUE_URL"),
             delivery_dead_letter_url: get("WEBHOOKS_DELIVERY_DLQ_URL"),
             aws_calls: crate::call_bounds::AwsCalls::from_lookup(get, parse_duration)
