@@ -197,12 +197,19 @@ async fn handle(State(server): State<Arc<Server>>, request: Request) -> Response
     }
     let started = std::time::Instant::now();
     let path = request.uri().path();
-    let route = metrics::route_of(
-        request.method(),
-        path,
-        console::rest_of_path(path).is_some(),
-    );
+    // The API's answers carry their route label; the rest is labelled here.
+    let other = if console::rest_of_path(path).is_some() {
+        "console"
+    } else if openapi_path(path) {
+        "openapi"
+    } else {
+        "unmatched"
+    };
     let response = respond(&server, request).await;
+    let route = response
+        .extensions()
+        .get::<webhook_core::http::RouteLabel>()
+        .map_or(other, |l| l.0);
     metrics::http_request(route, response.status().as_u16(), started.elapsed());
     response
 }
@@ -220,6 +227,16 @@ async fn metrics_page(State(server): State<Arc<Server>>) -> Response<Body> {
         .header(http::header::CONTENT_TYPE, metrics::CONTENT_TYPE)
         .body(Body::from(metrics::render().unwrap_or_default()))
         .expect("valid response")
+}
+
+/// 413, labelled with the route it was sent to (rare: resolved here).
+fn too_large(parts: &http::request::Parts) -> Response<Body> {
+    let mut response = error_response(&payload_too_large()).map(Body::from);
+    let route = metrics::route_of(&parts.method, parts.uri.path());
+    response
+        .extensions_mut()
+        .insert(webhook_core::http::RouteLabel(route));
+    response
 }
 
 async fn respond(server: &Server, request: Request) -> Response<Body> {
@@ -245,13 +262,11 @@ async fn respond(server: &Server, request: Request) -> Response<Body> {
         if n <= 1024 * 1024 {
             let _ = Limited::new(body, 1024 * 1024).collect().await;
         }
-        return error_response(&payload_too_large()).map(Body::from);
+        return too_large(&parts);
     }
     let body: Bytes = match Limited::new(body, MAX_BODY).collect().await {
         Ok(collected) => collected.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            return error_response(&payload_too_large()).map(Body::from)
-        }
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(&parts),
         Err(_) => Bytes::new(),
     };
     let request = http::Request::from_parts(parts, body);
@@ -263,9 +278,12 @@ async fn respond(server: &Server, request: Request) -> Response<Body> {
 /// The API's OpenAPI document, at `/prod/openapi.yaml`, without authentication.
 const OPENAPI_YAML: &str = include_str!("../../openapi.yaml");
 
+fn openapi_path(path: &str) -> bool {
+    path == "/prod/openapi.yaml" || path == "/openapi.yaml"
+}
+
 fn openapi_document(parts: &http::request::Parts) -> Option<Response<Body>> {
-    let path = parts.uri.path();
-    if path != "/prod/openapi.yaml" && path != "/openapi.yaml" {
+    if !openapi_path(parts.uri.path()) {
         return None;
     }
     if parts.method != http::Method::GET {

@@ -221,54 +221,63 @@ async fn a_rotated_key_is_picked_up_and_the_old_one_dropped() {
     assert!(during <= 3, "{during} JWKS fetches for 20 unknown kids");
 }
 
-/// Every endpoint, with the scope it needs.
+/// Every endpoint (`Endpoint::ALL`: a new one fails here until it has a
+/// request), with a request to it and the scope it needs.
 fn endpoints(id: &str) -> Vec<(Method, String, Option<Value>, &'static str)> {
-    let create = json!({"uri": "http://127.0.0.1:9/x", "eventFilters": [inbound("org-1", "d")]});
-    let event = json!({"type": "contact.created", "organizationId": "org-1", "departmentId": "d", "contact": {"id": "c"}});
-    vec![
-        (
-            Method::POST,
-            "/webhooksubscription".into(),
-            Some(create),
-            "webhooks/write",
-        ),
-        (
-            Method::GET,
-            "/webhooksubscription/all".into(),
-            None,
-            "webhooks/read",
-        ),
-        (
-            Method::GET,
-            format!("/webhooksubscription/{id}"),
-            None,
-            "webhooks/read",
-        ),
-        (
-            Method::GET,
-            format!("/webhooksubscription/{id}/secret"),
-            None,
-            "webhooks/read",
-        ),
-        (
-            Method::DELETE,
-            format!("/webhooksubscription/{id}"),
-            None,
-            "webhooks/write",
-        ),
-        (
-            Method::GET,
-            "/message/getmessagebyid/msg-1".into(),
-            None,
-            "webhooks/read",
-        ),
-        (
-            Method::POST,
-            "/events".into(),
-            Some(event),
-            "webhooks/write",
-        ),
-    ]
+    use webhook_core::routes::Endpoint;
+    let uuid = "00000000-0000-5000-8000-000000000001";
+    Endpoint::ALL
+        .into_iter()
+        .map(|endpoint| {
+            let (path, body) = match endpoint {
+                Endpoint::CreateSubscription => (
+                    "/webhooksubscription".to_owned(),
+                    Some(json!({"uri": "http://127.0.0.1:9/x",
+                                "eventFilters": [inbound("org-1", "d")]})),
+                ),
+                Endpoint::ListSubscriptions => ("/webhooksubscription/all".into(), None),
+                Endpoint::GetSubscription | Endpoint::DeleteSubscription => {
+                    (format!("/webhooksubscription/{id}"), None)
+                }
+                Endpoint::GetSubscriptionSecret => {
+                    (format!("/webhooksubscription/{id}/secret"), None)
+                }
+                Endpoint::RotateSubscriptionSecret => (
+                    format!("/webhooksubscription/{id}/secret/rotate"),
+                    Some(json!({})),
+                ),
+                Endpoint::GetMessage => ("/message/getmessagebyid/msg-1".into(), None),
+                Endpoint::ListNotifications => {
+                    (format!("/webhooksubscription/{id}/notifications"), None)
+                }
+                Endpoint::GetNotification => (
+                    format!("/webhooksubscription/{id}/notifications/{uuid}"),
+                    None,
+                ),
+                Endpoint::ResendNotification => (
+                    format!("/webhooksubscription/{id}/notifications/{uuid}/resend"),
+                    None,
+                ),
+                Endpoint::RecoverNotifications => (
+                    format!("/webhooksubscription/{id}/recover"),
+                    Some(json!({"since": 0})),
+                ),
+                Endpoint::GetDeliveryStats => (format!("/webhooksubscription/{id}/stats"), None),
+                Endpoint::IngestEvent => (
+                    "/events".into(),
+                    Some(json!({"type": "contact.created", "organizationId": "org-1",
+                                "departmentId": "d", "contact": {"id": "c"}})),
+                ),
+            };
+            let method = endpoint.method();
+            let needed = if method == Method::GET {
+                "webhooks/read"
+            } else {
+                "webhooks/write"
+            };
+            (method, path, body, needed)
+        })
+        .collect()
 }
 
 #[tokio::test]

@@ -170,8 +170,9 @@ pub async fn serve(
     let (parts, body) = request.into_parts();
     let route = match Route::resolve(&parts.method, parts.uri.path()) {
         Ok(route) => route,
-        Err(e) => return error_response(&e),
+        Err(e) => return with_route_label(error_response(&e), "unmatched"),
     };
+    let label = crate::telemetry::metrics::route(route.endpoint());
     // The caller's `traceparent` is honoured; a new trace otherwise.
     let parent = parts
         .headers
@@ -182,10 +183,7 @@ pub async fn serve(
         trace::Kind::Server,
         parent.and_then(TraceParent::parse),
     );
-    span.set(
-        "http.route",
-        crate::telemetry::metrics::route(route.endpoint()),
-    );
+    span.set("http.route", label);
     let response = trace::scope(
         span.context(),
         serve_route(services, auth, route, parts, body),
@@ -195,6 +193,17 @@ pub async fn serve(
         "http.response.status_code",
         i64::from(response.status().as_u16()),
     );
+    with_route_label(response, label)
+}
+
+/// The `route` label of the request a response answers (see
+/// [`crate::telemetry::metrics::route`]), in the response's extensions: the
+/// runtime counts the request without resolving its route a second time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouteLabel(pub &'static str);
+
+fn with_route_label(mut response: Response<Bytes>, label: &'static str) -> Response<Bytes> {
+    response.extensions_mut().insert(RouteLabel(label));
     response
 }
 

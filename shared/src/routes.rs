@@ -33,90 +33,60 @@ pub enum Endpoint {
     IngestEvent,
 }
 
-/// An endpoint, its method and its path.
-type Entry = (Endpoint, Method, &'static str);
-
-/// Every endpoint: method and path below the stage. `{name}` is a path
-/// parameter (API Gateway's name for it too).
-const TABLE: [Entry; 13] = [
-    (
-        Endpoint::CreateSubscription,
-        Method::POST,
-        "/webhooksubscription",
-    ),
-    (
-        Endpoint::ListSubscriptions,
-        Method::GET,
-        "/webhooksubscription/all",
-    ),
-    (
-        Endpoint::GetSubscription,
-        Method::GET,
-        "/webhooksubscription/{id}",
-    ),
-    (
-        Endpoint::DeleteSubscription,
-        Method::DELETE,
-        "/webhooksubscription/{id}",
-    ),
-    (
-        Endpoint::GetSubscriptionSecret,
-        Method::GET,
-        "/webhooksubscription/{id}/secret",
-    ),
-    (
-        Endpoint::RotateSubscriptionSecret,
-        Method::POST,
-        "/webhooksubscription/{id}/secret/rotate",
-    ),
-    (
-        Endpoint::GetMessage,
-        Method::GET,
-        "/message/getmessagebyid/{messageId}",
-    ),
-    (
-        Endpoint::ListNotifications,
-        Method::GET,
-        "/webhooksubscription/{id}/notifications",
-    ),
-    (
-        Endpoint::GetNotification,
-        Method::GET,
-        "/webhooksubscription/{id}/notifications/{uuid}",
-    ),
-    (
-        Endpoint::ResendNotification,
-        Method::POST,
-        "/webhooksubscription/{id}/notifications/{uuid}/resend",
-    ),
-    (
-        Endpoint::RecoverNotifications,
-        Method::POST,
-        "/webhooksubscription/{id}/recover",
-    ),
-    (
-        Endpoint::GetDeliveryStats,
-        Method::GET,
-        "/webhooksubscription/{id}/stats",
-    ),
-    (Endpoint::IngestEvent, Method::POST, "/events"),
-];
-
 impl Endpoint {
-    fn entry(self) -> &'static Entry {
-        TABLE
-            .iter()
-            .find(|(e, _, _)| *e == self)
-            .expect("every endpoint is in the table")
-    }
+    /// Every endpoint, each once (checked against the exhaustive match in
+    /// this module's tests).
+    pub const ALL: [Endpoint; 13] = [
+        Endpoint::CreateSubscription,
+        Endpoint::ListSubscriptions,
+        Endpoint::GetSubscription,
+        Endpoint::DeleteSubscription,
+        Endpoint::GetSubscriptionSecret,
+        Endpoint::RotateSubscriptionSecret,
+        Endpoint::GetMessage,
+        Endpoint::ListNotifications,
+        Endpoint::GetNotification,
+        Endpoint::ResendNotification,
+        Endpoint::RecoverNotifications,
+        Endpoint::GetDeliveryStats,
+        Endpoint::IngestEvent,
+    ];
 
     pub fn method(self) -> Method {
-        self.entry().1.clone()
+        match self {
+            Endpoint::ListSubscriptions
+            | Endpoint::GetSubscription
+            | Endpoint::GetSubscriptionSecret
+            | Endpoint::GetMessage
+            | Endpoint::ListNotifications
+            | Endpoint::GetNotification
+            | Endpoint::GetDeliveryStats => Method::GET,
+            Endpoint::CreateSubscription
+            | Endpoint::RotateSubscriptionSecret
+            | Endpoint::ResendNotification
+            | Endpoint::RecoverNotifications
+            | Endpoint::IngestEvent => Method::POST,
+            Endpoint::DeleteSubscription => Method::DELETE,
+        }
     }
 
     /// The path template below the stage, e.g. `/webhooksubscription/{id}`.
+    /// `{name}` is a path parameter (API Gateway's name for it too).
     pub fn path(self) -> &'static str {
-        self.entry().2
+        match self {
+            Endpoint::CreateSubscription => "/webhooksubscription",
+            Endpoint::ListSubscriptions => "/webhooksubscription/all",
+            Endpoint::GetSubscription | Endpoint::DeleteSubscription => "/webhooksubscription/{id}",
+            Endpoint::GetSubscriptionSecret => "/webhooksubscription/{id}/secret",
+            Endpoint::RotateSubscriptionSecret => "/webhooksubscription/{id}/secret/rotate",
+            Endpoint::GetMessage => "/message/getmessagebyid/{messageId}",
+            Endpoint::ListNotifications => "/webhooksubscription/{id}/notifications",
+            Endpoint::GetNotification => "/webhooksubscription/{id}/notifications/{uuid}",
+            Endpoint::ResendNotification => "/webhooksubscription/{id}/notifications/{uuid}/resend",
+            Endpoint::RecoverNotifications => "/webhooksubscription/{id}/recover",
+            Endpoint::GetDeliveryStats => "/webhooksubscription/{id}/stats",
+            Endpoint::IngestEvent => "/events",
+        }
     }
 
     /// The names of the path's parameters, in order (API Gateway's names).
@@ -207,9 +177,9 @@ impl Route {
         let path = path.strip_suffix('/').unwrap_or(path);
         let segments: Vec<&str> = path.split('/').skip(1).collect();
         // The matching templates with the most literal segments.
-        let matches: Vec<(usize, &Entry, Vec<&str>)> = TABLE
-            .iter()
-            .filter_map(|entry| match_template(entry.2, &segments).map(|(l, id)| (l, entry, id)))
+        let matches: Vec<(usize, Endpoint, Vec<&str>)> = Endpoint::ALL
+            .into_iter()
+            .filter_map(|e| match_template(e.path(), &segments).map(|(l, id)| (l, e, id)))
             .collect();
         let best = matches
             .iter()
@@ -217,11 +187,11 @@ impl Route {
             .max()
             .ok_or_else(|| route_not_found(path))?;
         let candidates: Vec<_> = matches.iter().filter(|(l, _, _)| *l == best).collect();
-        let Some((_, (endpoint, _, _), raw)) = candidates.iter().find(|(_, e, _)| e.1 == method)
+        let Some((_, endpoint, raw)) = candidates.iter().find(|(_, e, _)| e.method() == method)
         else {
             let allow = candidates
                 .iter()
-                .map(|(_, e, _)| e.1.as_str())
+                .map(|(_, e, _)| e.method().to_string())
                 .collect::<Vec<_>>()
                 .join(", ");
             return Err(method_not_allowed(method, &allow));
@@ -309,6 +279,30 @@ pub fn route_not_found(path: &str) -> ApiError {
 mod tests {
     use super::*;
 
+    /// `Endpoint::ALL` holds every endpoint once: a new endpoint fails to
+    /// compile here until it has its place.
+    #[test]
+    fn all_endpoints_are_listed_once() {
+        let place = |e: Endpoint| match e {
+            Endpoint::CreateSubscription => 0,
+            Endpoint::ListSubscriptions => 1,
+            Endpoint::GetSubscription => 2,
+            Endpoint::DeleteSubscription => 3,
+            Endpoint::GetSubscriptionSecret => 4,
+            Endpoint::RotateSubscriptionSecret => 5,
+            Endpoint::GetMessage => 6,
+            Endpoint::ListNotifications => 7,
+            Endpoint::GetNotification => 8,
+            Endpoint::ResendNotification => 9,
+            Endpoint::RecoverNotifications => 10,
+            Endpoint::GetDeliveryStats => 11,
+            Endpoint::IngestEvent => 12,
+        };
+        for (i, e) in Endpoint::ALL.into_iter().enumerate() {
+            assert_eq!(place(e), i, "{e:?}");
+        }
+    }
+
     #[test]
     fn routes_with_and_without_stage() {
         let id = "00000000-0000-4000-8000-000000000001".to_owned();
@@ -388,13 +382,14 @@ mod tests {
         assert_eq!(Endpoint::GetSubscriptionSecret.parameters(), ["id"]);
         assert_eq!(Endpoint::GetNotification.parameters(), ["id", "uuid"]);
         assert!(Endpoint::ListSubscriptions.parameters().is_empty());
-        for (endpoint, method, path) in TABLE {
-            let concrete = path
+        for endpoint in Endpoint::ALL {
+            let concrete = endpoint
+                .path()
                 .replace("{id}", "x")
                 .replace("{messageId}", "x")
                 .replace("{uuid}", "y");
             assert_eq!(
-                Route::resolve(&method, &concrete).map(|r| r.endpoint()),
+                Route::resolve(&endpoint.method(), &concrete).map(|r| r.endpoint()),
                 Ok(endpoint)
             );
         }

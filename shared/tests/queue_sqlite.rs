@@ -16,10 +16,33 @@ fn open() -> (tempfile::TempDir, SqliteDb) {
     (dir, store)
 }
 
-async fn queue() -> Arc<dyn DeliveryQueue> {
+async fn queue() -> queue_conformance::Harness {
     let (dir, store) = open();
+    let file = dir.path().join("queue.db");
     std::mem::forget(dir); // the file must outlive the test
-    Arc::new(store)
+    queue_conformance::Harness {
+        queue: Arc::new(store),
+        // The dead_letters table, read by a connection of the test's own.
+        dead_letters: Box::new(move || {
+            let conn = rusqlite::Connection::open(&file).unwrap();
+            let mut query = conn
+                .prepare("SELECT id, subscription_id, body, reason FROM dead_letters ORDER BY id")
+                .unwrap();
+            let rows = query
+                .query_map([], |r| {
+                    Ok(queue_conformance::DeadLetter {
+                        id: r.get(0)?,
+                        subscription_id: r.get(1)?,
+                        body: r.get(2)?,
+                        reason: r.get(3)?,
+                    })
+                })
+                .unwrap()
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap();
+            Box::pin(std::future::ready(rows))
+        }),
+    }
 }
 
 queue_conformance_tests!(queue());

@@ -37,10 +37,45 @@ async fn new_queue(client: &Client) -> (String, String) {
     )
 }
 
-async fn queue() -> Arc<dyn DeliveryQueue> {
+async fn queue() -> queue_conformance::Harness {
     let client = client().await;
     let (url, dlq) = new_queue(&client).await;
-    Arc::new(SqsQueue::new(client, url, Some(dlq)))
+    let queue = Arc::new(SqsQueue::new(client.clone(), url, Some(dlq.clone())));
+    queue_conformance::Harness {
+        queue,
+        // The dead-letter queue, received from as an operator would.
+        dead_letters: Box::new(move || {
+            let (client, dlq) = (client.clone(), dlq.clone());
+            Box::pin(async move {
+                let got = client
+                    .receive_message()
+                    .queue_url(&dlq)
+                    .max_number_of_messages(10)
+                    .message_attribute_names("All")
+                    .wait_time_seconds(1)
+                    .send()
+                    .await
+                    .unwrap();
+                got.messages()
+                    .iter()
+                    .map(|m| {
+                        let job: webhook_core::queue::DeliveryJob =
+                            serde_json::from_str(m.body().unwrap()).unwrap();
+                        let reason = m.message_attributes().unwrap()["reason"]
+                            .string_value()
+                            .unwrap()
+                            .to_owned();
+                        queue_conformance::DeadLetter {
+                            id: job.id.to_string(),
+                            subscription_id: job.subscription_id.to_string(),
+                            body: job.body,
+                            reason,
+                        }
+                    })
+                    .collect()
+            })
+        }),
+    }
 }
 
 queue_conformance_tests!(queue());

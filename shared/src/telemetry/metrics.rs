@@ -60,15 +60,9 @@ pub fn route(endpoint: Endpoint) -> &'static str {
     }
 }
 
-/// The `route` label of a request to `webhooks-local`: its endpoint's, or
-/// `console` (the runtime tells: `console`), `openapi`, `unmatched`.
-pub fn route_of(method: &http::Method, path: &str, console: bool) -> &'static str {
-    if console {
-        return "console";
-    }
-    if path == "/prod/openapi.yaml" || path == "/openapi.yaml" {
-        return "openapi";
-    }
+/// The `route` label of an API request, resolved from its method and path
+/// (`unmatched` when no endpoint fits).
+pub fn route_of(method: &http::Method, path: &str) -> &'static str {
     crate::routes::Route::resolve(method, path).map_or("unmatched", |r| route(r.endpoint()))
 }
 

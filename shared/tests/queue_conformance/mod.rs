@@ -5,11 +5,33 @@
 #![allow(dead_code)]
 
 use std::collections::HashSet;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use webhook_core::ids::NotificationId;
 use webhook_core::queue::{DeliveryJob, DeliveryQueue, Lease};
+
+/// A fresh queue, and a reader of what its adapter keeps of the jobs it
+/// dead-lettered (the SQLite table, the SQS dead-letter queue): each job as
+/// it was (id, subscription, body), with the reason. Read from the adapter's own storage, so a queue
+/// that dropped its dead letters fails the suite.
+pub struct Harness {
+    pub queue: Arc<dyn DeliveryQueue>,
+    pub dead_letters: DeadLetters,
+}
+
+pub type DeadLetters =
+    Box<dyn Fn() -> Pin<Box<dyn Future<Output = Vec<DeadLetter>> + Send>> + Send + Sync>;
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct DeadLetter {
+    pub id: String,
+    pub subscription_id: String,
+    pub body: String,
+    pub reason: String,
+}
 
 #[macro_export]
 macro_rules! queue_conformance_tests {
@@ -19,7 +41,7 @@ macro_rules! queue_conformance_tests {
             an_expired_lease_makes_the_job_visible_again,
             retry_after_delays_the_next_attempt,
             a_deferral_delays_without_counting_an_attempt,
-            dead_lettered_jobs_leave_the_queue,
+            dead_lettered_jobs_leave_the_queue_for_the_dead_letters,
             large_batches_are_enqueued_whole,
         );
     };
@@ -27,8 +49,8 @@ macro_rules! queue_conformance_tests {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
-                let queue: std::sync::Arc<dyn webhook_core::queue::DeliveryQueue> = $make.await;
-                queue_conformance::$case(queue).await;
+                let harness: queue_conformance::Harness = $make.await;
+                queue_conformance::$case(harness).await;
             }
         )*
     };
@@ -68,7 +90,8 @@ async fn receive_n(
 
 const LONG: Duration = Duration::from_secs(30);
 
-pub async fn received_jobs_are_leased_until_completed(queue: Arc<dyn DeliveryQueue>) {
+pub async fn received_jobs_are_leased_until_completed(h: Harness) {
+    let queue = h.queue;
     queue.enqueue(vec![job(1), job(2), job(3)]).await.unwrap();
     let leases = receive_n(queue.as_ref(), 3, LONG, Duration::from_secs(10)).await;
     assert_eq!(leases.len(), 3);
@@ -87,7 +110,8 @@ pub async fn received_jobs_are_leased_until_completed(queue: Arc<dyn DeliveryQue
     assert!(queue.receive(10, 100, LONG).await.unwrap().is_empty());
 }
 
-pub async fn an_expired_lease_makes_the_job_visible_again(queue: Arc<dyn DeliveryQueue>) {
+pub async fn an_expired_lease_makes_the_job_visible_again(h: Harness) {
+    let queue = h.queue;
     queue.enqueue(vec![job(7)]).await.unwrap();
     let first = receive_n(
         queue.as_ref(),
@@ -105,7 +129,8 @@ pub async fn an_expired_lease_makes_the_job_visible_again(queue: Arc<dyn Deliver
     queue.complete(&again[0]).await.unwrap();
 }
 
-pub async fn retry_after_delays_the_next_attempt(queue: Arc<dyn DeliveryQueue>) {
+pub async fn retry_after_delays_the_next_attempt(h: Harness) {
+    let queue = h.queue;
     queue.enqueue(vec![job(8)]).await.unwrap();
     let first = receive_n(queue.as_ref(), 1, LONG, Duration::from_secs(10)).await;
     queue
@@ -124,7 +149,8 @@ pub async fn retry_after_delays_the_next_attempt(queue: Arc<dyn DeliveryQueue>) 
 
 /// A job deferred (cap, open breaker) comes back as the same attempt; the
 /// attempt after it counts on.
-pub async fn a_deferral_delays_without_counting_an_attempt(queue: Arc<dyn DeliveryQueue>) {
+pub async fn a_deferral_delays_without_counting_an_attempt(h: Harness) {
+    let queue = h.queue;
     queue.enqueue(vec![job(10)]).await.unwrap();
     let first = receive_n(queue.as_ref(), 1, LONG, Duration::from_secs(10)).await;
     assert_eq!(first[0].attempt, 1);
@@ -152,16 +178,31 @@ pub async fn a_deferral_delays_without_counting_an_attempt(queue: Arc<dyn Delive
     queue.complete(&retried[0]).await.unwrap();
 }
 
-pub async fn dead_lettered_jobs_leave_the_queue(queue: Arc<dyn DeliveryQueue>) {
-    queue.enqueue(vec![job(9)]).await.unwrap();
+pub async fn dead_lettered_jobs_leave_the_queue_for_the_dead_letters(h: Harness) {
+    let queue = h.queue;
+    queue.enqueue(vec![job(9), job(11)]).await.unwrap();
     let first = receive_n(
         queue.as_ref(),
-        1,
+        2,
         Duration::from_secs(1),
         Duration::from_secs(10),
     )
     .await;
-    queue.dead_letter(&first[0], "gave up").await.unwrap();
+    let dead = first.iter().find(|l| l.job.id == job(9).id).unwrap();
+    queue.dead_letter(dead, "gave up").await.unwrap();
+    let other = first.iter().find(|l| l.job.id == job(11).id).unwrap();
+    queue.complete(other).await.unwrap();
+    assert_eq!(
+        (h.dead_letters)().await,
+        vec![DeadLetter {
+            id: job(9).id.to_string(),
+            subscription_id: job(9).subscription_id.to_string(),
+            body: job(9).body,
+            reason: "gave up".into(),
+        }],
+        "the dead letter is kept, byte for byte, with its reason; a completed job is not"
+    );
+    // Past the first lease (1 s): it does not come back either.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(
         queue.receive(10, 100, LONG).await.unwrap().is_empty(),
@@ -169,7 +210,8 @@ pub async fn dead_lettered_jobs_leave_the_queue(queue: Arc<dyn DeliveryQueue>) {
     );
 }
 
-pub async fn large_batches_are_enqueued_whole(queue: Arc<dyn DeliveryQueue>) {
+pub async fn large_batches_are_enqueued_whole(h: Harness) {
+    let queue = h.queue;
     let jobs: Vec<DeliveryJob> = (0..25).map(job).collect();
     queue.enqueue(jobs.clone()).await.unwrap();
     let leases = receive_n(queue.as_ref(), 25, LONG, Duration::from_secs(20)).await;
