@@ -15,9 +15,13 @@ keep-alive connection and divides the server's instructions by the requests:
   ingestion, delivery and the outcome's record)
 
 The server's idle work over the same wall time (delivery poll, purges) is subtracted.
-With `--record DIR`, also writes `perf record` profiles of each scenario there."""
+With `--record DIR`, also writes `perf record` profiles of each scenario there.
+With `--callgrind`, the server runs under valgrind's callgrind and the instructions are
+counted there (zeroed and dumped around each scenario with `callgrind_control`): for a
+machine whose CPU counters perf cannot read (a VM), slower but exact. Settings such as
+`WEBHOOKS_METRICS_ADDR` or `OTEL_EXPORTER_OTLP_ENDPOINT` pass through the environment."""
 
-import argparse, base64, hashlib, hmac, http.client, http.server, json, os, signal
+import argparse, base64, glob, hashlib, hmac, http.client, http.server, json, os, signal
 import subprocess, sys, tempfile, threading, time
 
 received = 0
@@ -88,12 +92,34 @@ class Perf:
         raise RuntimeError(open(self.out).read())
 
 
+class Callgrind:
+    """Instructions counted by callgrind in a server started under it."""
+
+    def __init__(self, pid, out):
+        self.pid, self.out, self.event = pid, out, "instructions"
+        subprocess.run(["callgrind_control", "-z", str(pid)], check=True, capture_output=True)
+
+    def stop(self):
+        before = set(glob.glob(self.out + ".*"))
+        subprocess.run(["callgrind_control", "-d", str(self.pid)], check=True, capture_output=True)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            new = set(glob.glob(self.out + ".*")) - before
+            for path in new:
+                for line in open(path):
+                    if line.startswith(("totals:", "summary:")):
+                        return int(line.split()[1])
+            time.sleep(0.2)
+        raise RuntimeError("callgrind wrote no dump")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default="target/release/webhooks-local")
     ap.add_argument("--requests", type=int, default=4000)
     ap.add_argument("--record", help="directory for perf record profiles")
     ap.add_argument("--log", default="info", help="RUST_LOG of the server")
+    ap.add_argument("--callgrind", action="store_true", help="count under valgrind's callgrind")
     args = ap.parse_args()
 
     recv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
@@ -102,7 +128,9 @@ def main():
     key, secret = "profile-key", "profile-secret-0123456789abcdef"
     env = dict(os.environ, WEBHOOKS_API_KEYS=key, WEBHOOKS_JWT_HS256_SECRET=secret, RUST_LOG=args.log)
     env.pop("WEBHOOKS_BACKEND", None)
-    server = subprocess.Popen([args.bin, "serve", "--addr", "127.0.0.1:0", "--data-dir", data + "/data"],
+    cg_out = data + "/callgrind.out"
+    under = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + cg_out] if args.callgrind else []
+    server = subprocess.Popen(under + [args.bin, "serve", "--addr", "127.0.0.1:0", "--data-dir", data + "/data"],
                               env=env, stdout=subprocess.PIPE, stderr=open(data + "/server.log", "w"), text=True)
     try:
         addr = None
@@ -168,16 +196,18 @@ def main():
                           ("list (page of 20 of 1,000)", lambda: list_page(n)),
                           ("ingest + delivery (fan-out 1)", lambda: ingest(n, "timed"))]:
             record = args.record and os.path.join(args.record, name.split()[0] + ".data")
-            perf = Perf(server.pid, record)
+            meter = (lambda: Callgrind(server.pid, cg_out)) if args.callgrind else (lambda: Perf(server.pid))
+            perf = Callgrind(server.pid, cg_out) if args.callgrind else Perf(server.pid, record)
             t0 = time.time()
             run()
             wall = time.time() - t0
             busy = perf.stop()
-            perf = Perf(server.pid)
+            perf = meter()
             time.sleep(wall)
             idle = perf.stop()
             results[name] = (busy - idle) / n
-            print(f"{name}: {results[name]:,.4f} {perf.event} per request "
+            figure = f"{results[name]:,.0f}" if perf.event == "instructions" else f"{results[name]:,.4f}"
+            print(f"{name}: {figure} {perf.event} per request "
                   f"({busy:,} in {wall:.1f} s, idle {idle:,})", flush=True)
     finally:
         server.terminate()

@@ -15,7 +15,8 @@
 //!   units and SQS requests counted by a recording proxy in front of the
 //!   emulators, priced at public on-demand prices (`cost/`)
 //! - `observability`: get-subscription and e2e throughput with Prometheus
-//!   metrics scraped and every span exported (OTLP) vs both off (printed only)
+//!   metrics scraped, spans exported (OTLP), both, and both with every read
+//!   traced, vs all off (printed only)
 //!
 //! Results go to `bench/results/` as JSON, Markdown and an SVG chart. Each
 //! suite hands its results over (`results.rs` collects them) and describes

@@ -1,8 +1,10 @@
 //! The cost of seeing inside (issue 23): get-subscription and end-to-end
 //! (fan-out 10, closed loop) throughput of a `webhooks-local` with
-//! Prometheus metrics served and scraped every second and every span
-//! exported over OTLP, against one with both off, in one run, alternating
-//! off, on, off, on so that drift of the machine falls on both.
+//! Prometheus metrics served and scraped every second, spans exported over
+//! OTLP, both, and both with every read's span exported too
+//! (`OTEL_TRACES_SAMPLER=parentbased_always_on`), against both off, in one
+//! run, the modes taken in turn twice so that drift of the machine falls on
+//! each.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -42,25 +44,67 @@ fn free_port() -> Result<u16, String> {
     Ok(l.local_addr().map_err(|e| e.to_string())?.port())
 }
 
+/// What a round turns on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Off,
+    Metrics,
+    Traces,
+    Both,
+    /// Both, and every API read's span exported too (by default a read is
+    /// recorded only when its caller traces it).
+    BothAllReads,
+}
+
+impl Mode {
+    const ALL: [Mode; 5] = [
+        Mode::Off,
+        Mode::Metrics,
+        Mode::Traces,
+        Mode::Both,
+        Mode::BothAllReads,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Mode::Off => "off",
+            Mode::Metrics => "metrics",
+            Mode::Traces => "traces",
+            Mode::Both => "both",
+            Mode::BothAllReads => "both, all reads traced",
+        }
+    }
+
+    fn metrics(self) -> bool {
+        matches!(self, Mode::Metrics | Mode::Both | Mode::BothAllReads)
+    }
+
+    fn traces(self) -> bool {
+        matches!(self, Mode::Traces | Mode::Both | Mode::BothAllReads)
+    }
+}
+
 struct Round {
-    on: bool,
+    mode: Mode,
     get_per_second: f64,
     e2e_per_second: f64,
     scrapes: u64,
 }
 
-async fn round(s: &Settings, on: bool, sink: &str, receiver: &Receiver) -> Result<Round, String> {
+async fn round(s: &Settings, mode: Mode, sink: &str, receiver: &Receiver) -> Result<Round, String> {
     let data = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (key, secret) = (format!("bench-{}", random_hex(16)), random_hex(32));
     let metrics = format!("127.0.0.1:{}", free_port()?);
-    let env = if on {
-        vec![
-            ("WEBHOOKS_METRICS_ADDR", metrics.clone()),
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", sink.to_owned()),
-        ]
-    } else {
-        vec![]
-    };
+    let mut env = Vec::new();
+    if mode.metrics() {
+        env.push(("WEBHOOKS_METRICS_ADDR", metrics.clone()));
+    }
+    if mode.traces() {
+        env.push(("OTEL_EXPORTER_OTLP_ENDPOINT", sink.to_owned()));
+    }
+    if mode == Mode::BothAllReads {
+        env.push(("OTEL_TRACES_SAMPLER", "parentbased_always_on".to_owned()));
+    }
     let service = start_service_with(s, data.path(), &key, &secret, &env)?;
     let token = mint_hs256(
         &secret,
@@ -77,7 +121,7 @@ async fn round(s: &Settings, on: bool, sink: &str, receiver: &Receiver) -> Resul
     );
     // Prometheus's part: a scrape every second while the service is up.
     let scrapes = Arc::new(AtomicU64::new(0));
-    let scraper = on.then(|| {
+    let scraper = mode.metrics().then(|| {
         let (scrapes, url) = (scrapes.clone(), format!("http://{metrics}/metrics"));
         tokio::spawn(async move {
             let client = reqwest::Client::new();
@@ -91,7 +135,7 @@ async fn round(s: &Settings, on: bool, sink: &str, receiver: &Receiver) -> Resul
             }
         })
     });
-    let label = if on { "on" } else { "off" };
+    let label = mode.label();
     let ids = e2e::subscribe(&api, receiver, "dep-get", 100).await?;
     let get = {
         let (op_api, ids) = (api.clone(), ids.clone());
@@ -132,13 +176,13 @@ async fn round(s: &Settings, on: bool, sink: &str, receiver: &Receiver) -> Resul
     drop(service);
     let summary = run.summary();
     let round = Round {
-        on,
+        mode,
         get_per_second: get.summary().per_second,
         e2e_per_second: summary.notifications_per_second,
         scrapes: scrapes.load(Ordering::Relaxed),
     };
     println!(
-        "  observability {:<3}  get subscription {:>8.0}/s   e2e {:>8.0} notif/s ({}/{} received)   scrapes {}",
+        "  observability {:<22}  get subscription {:>8.0}/s   e2e {:>8.0} notif/s ({}/{} received)   scrapes {}",
         label,
         round.get_per_second,
         round.e2e_per_second,
@@ -149,31 +193,41 @@ async fn round(s: &Settings, on: bool, sink: &str, receiver: &Receiver) -> Resul
     Ok(round)
 }
 
-/// Off, on, off, on; prints each round and the ratios of the means.
+/// Each mode in turn, twice; prints each round and each mode's means
+/// against off.
 pub async fn run(s: &Settings) -> Result<(), String> {
-    println!("\n== Observability: metrics served and scraped (1/s) + every span exported (OTLP) vs both off");
+    println!("\n== Observability: metrics served and scraped (1/s), spans exported (OTLP), both, and both with every read traced, vs all off");
     let (sink, exported) = otlp_sink().await?;
     let receiver = Receiver::start().await?;
     let mut rounds = Vec::new();
-    for on in [false, true, false, true] {
-        rounds.push(round(s, on, &sink, &receiver).await?);
+    for _ in 0..2 {
+        for mode in Mode::ALL {
+            rounds.push(round(s, mode, &sink, &receiver).await?);
+        }
     }
-    let mean = |on: bool, f: fn(&Round) -> f64| {
-        let v: Vec<f64> = rounds.iter().filter(|r| r.on == on).map(f).collect();
+    let mean = |mode: Mode, f: fn(&Round) -> f64| {
+        let v: Vec<f64> = rounds.iter().filter(|r| r.mode == mode).map(f).collect();
         v.iter().sum::<f64>() / v.len() as f64
     };
-    let (get_off, get_on) = (
-        mean(false, |r| r.get_per_second),
-        mean(true, |r| r.get_per_second),
+    let (get_off, e2e_off) = (
+        mean(Mode::Off, |r| r.get_per_second),
+        mean(Mode::Off, |r| r.e2e_per_second),
     );
-    let (e2e_off, e2e_on) = (
-        mean(false, |r| r.e2e_per_second),
-        mean(true, |r| r.e2e_per_second),
-    );
+    println!("  mean: get subscription {get_off:.0}/s, e2e {e2e_off:.0} notif/s with all off");
+    for mode in &Mode::ALL[1..] {
+        let (get, e2e) = (
+            mean(*mode, |r| r.get_per_second),
+            mean(*mode, |r| r.e2e_per_second),
+        );
+        println!(
+            "  mean: {:<22} get subscription {get:.0}/s ({:+.1} %), e2e {e2e:.0} notif/s ({:+.1} %)",
+            mode.label(),
+            100.0 * (get / get_off - 1.0),
+            100.0 * (e2e / e2e_off - 1.0),
+        );
+    }
     println!(
-        "  mean: get subscription {get_off:.0}/s off, {get_on:.0}/s on ({:+.1} %); e2e {e2e_off:.0} off, {e2e_on:.0} on notif/s ({:+.1} %); {} KiB of OTLP exported",
-        100.0 * (get_on / get_off - 1.0),
-        100.0 * (e2e_on / e2e_off - 1.0),
+        "  {} KiB of OTLP exported",
         exported.load(Ordering::Relaxed) / 1024
     );
     Ok(())

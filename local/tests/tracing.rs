@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use http::StatusCode;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use prost::Message;
 use reqwest::Method;
 use serde_json::json;
@@ -27,6 +28,8 @@ struct Exported {
     span_id: String,
     parent: String,
     name: String,
+    /// `http.route`, on request spans.
+    route: Option<String>,
 }
 
 /// An OTLP/HTTP receiver on loopback: `POST /v1/traces`, protobuf.
@@ -55,6 +58,15 @@ async fn otlp_receiver() -> (String, Arc<Mutex<Vec<Exported>>>) {
                                 trace_id: hex(&span.trace_id),
                                 span_id: hex(&span.span_id),
                                 parent: hex(&span.parent_span_id),
+                                route: span
+                                    .attributes
+                                    .iter()
+                                    .find(|a| a.key == "http.route")
+                                    .and_then(|a| a.value.as_ref())
+                                    .and_then(|v| match &v.value {
+                                        Some(Value::StringValue(s)) => Some(s.clone()),
+                                        _ => None,
+                                    }),
                                 name: span.name,
                             });
                         }
@@ -162,4 +174,45 @@ async fn a_callers_trace_reaches_the_callback_the_history_and_the_exporter() {
     let other = posts[1].headers["traceparent"].to_str().unwrap();
     assert_eq!(other.len(), 55, "{other}");
     assert!(!other.contains(trace_id), "a new trace: {other}");
+
+    // Reads are recorded only when their caller traces them (OTEL_TRACES_SAMPLER unset):
+    // an untraced get exports nothing, a traced one its request span. Spans are
+    // exported in the order they end, so once the traced one is in, the other would be.
+    let get = format!("/webhooksubscription/{sub_id}");
+    assert_eq!(server.get(&get, "org-1").await.0, StatusCode::OK);
+    let read_trace = "5bf92f3577b34da6a3ce929d0e0e4737";
+    let (status, _) = send(
+        server
+            .req(Method::GET, &get, "org-1")
+            .header("traceparent", format!("00-{read_trace}-{caller_span}-01")),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !spans
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|s| s.trace_id == read_trace)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the traced read was not exported"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let reads: Vec<Exported> = spans
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|s| {
+            matches!(
+                s.route.as_deref(),
+                Some("get_subscription" | "get_notification")
+            )
+        })
+        .cloned()
+        .collect();
+    assert_eq!(reads.len(), 1, "only the traced read: {reads:?}");
+    assert_eq!(reads[0].trace_id, read_trace);
 }

@@ -178,11 +178,8 @@ pub async fn serve(
         .headers
         .get("traceparent")
         .and_then(|v| v.to_str().ok());
-    let mut span = trace::start(
-        "request",
-        trace::Kind::Server,
-        parent.and_then(TraceParent::parse),
-    );
+    let read = parts.method == http::Method::GET;
+    let mut span = trace::request_span(parent.and_then(TraceParent::parse), read);
     span.set("http.route", label);
     let response = trace::scope(
         span.context(),

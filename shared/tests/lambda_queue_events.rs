@@ -451,6 +451,74 @@ impl Drop for Frozen {
     }
 }
 
+/// An ingestion that fails after writing its history (the queue refuses the
+/// jobs), then is retried: every notification is listed once, not once per try.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partly_ingested_event_is_completed_by_its_retry_and_listed_once() {
+    use webhook_core::history::{DeliveryHistory, Window};
+    let w = world().await;
+    let (_rx, uri) = receiver().await;
+    let (sub_id, _) = subscribe(&w.store, &uri).await;
+    let sample: SqsEvent = serde_json::from_str(&sample_events::text("ingest-events-sqs")).unwrap();
+    let valid = "11111111-1111-4111-8111-111111111111";
+
+    // The history is written, then the queue refuses: the record fails.
+    let missing = format!("{}-missing", w.queue_url);
+    let broken = AwsOutbox::new(
+        w.store.clone(),
+        SqsQueue::new(w.sqs.clone(), missing, None),
+        w.app.clock.clone(),
+    );
+    let failed = queues::ingest_events(&w.app, &broken, sample.clone()).await;
+    assert!(
+        failed
+            .batch_item_failures
+            .iter()
+            .any(|f| f.item_identifier == valid),
+        "{:?}",
+        failed.batch_item_failures
+    );
+    // A later try, on a working queue, completes it.
+    tokio::time::sleep(Duration::from_millis(5)).await; // a later millisecond
+    let retried = queues::ingest_events(&w.app, &w.outbox, sample).await;
+    assert!(retried
+        .batch_item_failures
+        .iter()
+        .all(|f| f.item_identifier != valid));
+
+    let window = Window {
+        statuses: vec![],
+        since: 0,
+        until: i64::MAX,
+    };
+    let page = w
+        .store
+        .list(
+            &OrgId::from("org-1"),
+            &SubscriptionId::from(sub_id.as_str()),
+            &window,
+            &webhook_core::page::PageRequest::first(100),
+        )
+        .await
+        .unwrap();
+    assert_eq!(page.total_elements, 1, "listed once: {:?}", page.content);
+    let id = webhook_core::notification::notification_id("evt-sample-1", &sub_id).to_string();
+    assert_eq!(page.content[0].id, id);
+    let delivery = receive_as_event(
+        &w,
+        &sample_events::text("deliver-notifications-sqs"),
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("its job");
+    let job: DeliveryJob =
+        serde_json::from_str(delivery.records[0].body.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        job.created_at, page.content[0].created_at,
+        "the job names the history item it updates"
+    );
+}
+
 fn signal(pid: &str, sig: &str) {
     let ok = std::process::Command::new("kill")
         .args([sig, pid])

@@ -7,6 +7,7 @@ mod dynamodb_local;
 
 use std::sync::Arc;
 
+use webhook_core::aws::dynamodb::events::EventRecord;
 use webhook_core::aws::dynamodb::DynamoStore;
 use webhook_core::ids::{OrgId, SubscriptionId};
 
@@ -302,17 +303,40 @@ async fn messages_and_event_records_are_keyed_by_their_own_id() {
     assert_eq!(item["orgId"].as_s().unwrap(), &org);
 
     let org_id = OrgId::from(&org);
-    assert!(!store.event_recorded(&org_id, "evt-1").await.unwrap());
+    assert_eq!(
+        store.event_record(&org_id, "evt-1").await.unwrap(),
+        EventRecord::Absent
+    );
+    // A failed ingestion leaves its first acceptance time; the ingested record replaces it
+    // and is never replaced by a partial one.
+    let expires = at / 1000 + 86_400;
     store
-        .record_event(&org_id, "evt-1", at / 1000 + 86_400)
+        .record_partial_event(&org_id, "evt-1", at, expires)
         .await
         .unwrap();
-    assert!(store.event_recorded(&org_id, "evt-1").await.unwrap());
-    assert!(
-        !store
-            .event_recorded(&OrgId::from(unique_org()), "evt-1")
+    assert_eq!(
+        store.event_record(&org_id, "evt-1").await.unwrap(),
+        EventRecord::Partial { accepted_at: at }
+    );
+    store.record_event(&org_id, "evt-1", expires).await.unwrap();
+    assert_eq!(
+        store.event_record(&org_id, "evt-1").await.unwrap(),
+        EventRecord::Done
+    );
+    store
+        .record_partial_event(&org_id, "evt-1", at + 1, expires)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.event_record(&org_id, "evt-1").await.unwrap(),
+        EventRecord::Done
+    );
+    assert_eq!(
+        store
+            .event_record(&OrgId::from(unique_org()), "evt-1")
             .await
             .unwrap(),
+        EventRecord::Absent,
         "the same event id in another organization is another event"
     );
     assert!(

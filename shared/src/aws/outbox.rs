@@ -8,11 +8,16 @@
 //! event record last, after the notifications are on the queue. A failure in between fails the SQS
 //! record; its retry stores the same message again and enqueues the same
 //! notifications again (same `uuid`s, so receivers can drop duplicates).
+//! A failure that is seen (an error, not a crash) also leaves a partial
+//! event record with the time the event was first accepted: the retry
+//! writes its history under the same keys, so a notification is listed
+//! once however often its ingestion was tried.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use super::dynamodb::events::EventRecord;
 use super::dynamodb::DynamoStore;
 use super::sqs::SqsQueue;
 use crate::clock::Clock;
@@ -50,9 +55,43 @@ impl Outbox for AwsOutbox {
         message: Option<&Message>,
         jobs: Vec<DeliveryJob>,
     ) -> Result<bool, StoreError> {
-        if self.store.event_recorded(org_id, event_id).await? {
-            return Ok(false);
+        let accepted_at = match self.store.event_record(org_id, event_id).await? {
+            EventRecord::Done => return Ok(false),
+            // A retry of a failed ingestion: the same history items, not new ones.
+            EventRecord::Partial { accepted_at } => accepted_at,
+            EventRecord::Absent => jobs.first().map_or(0, |j| j.created_at),
+        };
+        let jobs: Vec<DeliveryJob> = jobs
+            .into_iter()
+            .map(|job| DeliveryJob {
+                created_at: accepted_at,
+                ..job
+            })
+            .collect();
+        let expires = self.clock.now_ms() / 1000 + EVENT_RECORD_DAYS * 86_400;
+        let result = self.ingest(org_id, event_id, message, jobs).await;
+        if result.is_err() && accepted_at != 0 {
+            // Best effort: the error is what the caller needs to hear.
+            let _ = self
+                .store
+                .record_partial_event(org_id, event_id, accepted_at, expires)
+                .await;
         }
+        result?;
+        self.store.record_event(org_id, event_id, expires).await?;
+        Ok(true)
+    }
+}
+
+impl AwsOutbox {
+    /// The message, the history, then the queue (see the module's comment).
+    async fn ingest(
+        &self,
+        org_id: &OrgId,
+        event_id: &str,
+        message: Option<&Message>,
+        jobs: Vec<DeliveryJob>,
+    ) -> Result<(), StoreError> {
         if let Some(message) = message {
             let received_at = self.clock.now_ms();
             self.store.put_message(org_id, message, received_at).await?;
@@ -64,8 +103,6 @@ impl Outbox for AwsOutbox {
                 QueueError::Backend(_) => StoreError::Backend(e.to_string()),
             })?;
         }
-        let expires = self.clock.now_ms() / 1000 + EVENT_RECORD_DAYS * 86_400;
-        self.store.record_event(org_id, event_id, expires).await?;
-        Ok(true)
+        Ok(())
     }
 }

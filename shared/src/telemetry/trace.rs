@@ -163,6 +163,33 @@ pub fn attempt_span(job: &crate::queue::DeliveryJob, attempt: u32) -> Span {
     span
 }
 
+/// The span of an API request. A read (GET) is recorded only when its caller
+/// sent a sampled `traceparent` or `OTEL_TRACES_SAMPLER` is set: reads cause
+/// no notification and are most of the traffic, and exporting a span for
+/// each costs a get about 12 % of its instructions (BENCHMARKS.md, issue 23).
+/// Every other request is recorded as the sampler says (by default, all).
+pub fn request_span(parent: Option<TraceParent>, read: bool) -> Span {
+    #[cfg(feature = "otlp")]
+    if read && !parent.is_some_and(|p| p.sampled) && !otlp::samples_unasked_reads() {
+        return unrecorded(parent);
+    }
+    let _ = read;
+    start("request", Kind::Server, parent)
+}
+
+/// A span that is not recorded: a context and nothing else.
+#[cfg(feature = "otlp")]
+fn unrecorded(parent: Option<TraceParent>) -> Span {
+    let ctx = parent.map_or_else(TraceParent::root, |p| p.child());
+    Span {
+        ctx: TraceParent {
+            sampled: false,
+            ..ctx
+        },
+        live: None,
+    }
+}
+
 /// A span: its context and, when exporting, the live span.
 pub struct Span {
     ctx: TraceParent,

@@ -17,7 +17,7 @@
 mod backoff;
 mod change;
 mod codec;
-mod events;
+pub mod events;
 mod expiry;
 mod history;
 mod history_items;

@@ -25,6 +25,15 @@ struct Exporting {
 
 static EXPORTING: OnceLock<Exporting> = OnceLock::new();
 
+/// Whether `OTEL_TRACES_SAMPLER` was set when exporting started (see
+/// [`super::request_span`]).
+static SAMPLER_SET: OnceLock<bool> = OnceLock::new();
+
+/// Whether an API read its caller did not trace is recorded.
+pub(super) fn samples_unasked_reads() -> bool {
+    SAMPLER_SET.get().copied().unwrap_or(false)
+}
+
 /// The OTLP endpoint the environment names, if any.
 pub fn endpoint_from_env() -> Option<String> {
     [
@@ -69,6 +78,7 @@ pub fn install_from_env() -> Result<Option<String>, String> {
         .with_resource(resource.build())
         .build();
     let tracer = provider.tracer("webhooks");
+    let _ = SAMPLER_SET.set(std::env::var_os("OTEL_TRACES_SAMPLER").is_some());
     let _ = EXPORTING.set(Exporting { provider, tracer });
     Ok(Some(endpoint))
 }
