@@ -74,7 +74,9 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
     }
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     let backend = crate::backend::choose(&args, &config)?;
-    let services = runtime.block_on(Services::open(config, backend))?;
+    let services = runtime
+        .block_on(Services::open(config, backend))
+        .map_err(|e| e.to_string())?;
     services.app.callbacks.warm_up();
     let stop = CancellationToken::new();
     let deliveries = TaskTracker::new();
@@ -289,7 +291,7 @@ fn openapi_document(parts: &http::request::Parts) -> Option<Response<Body>> {
     if parts.method != http::Method::GET {
         let e = webhook_core::ApiError::new(
             http::StatusCode::METHOD_NOT_ALLOWED,
-            "METHOD_NOT_ALLOWED",
+            webhook_core::error::ErrorCode::MethodNotAllowed,
             format!("{} is not allowed here; allowed: GET", parts.method),
         )
         .with_header(http::header::ALLOW, "GET");

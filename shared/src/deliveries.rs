@@ -9,7 +9,8 @@ use serde_json::value::RawValue;
 use crate::app::App;
 use crate::auth::Caller;
 use crate::clock::{iso_millis, millis};
-use crate::error::{ApiError, FieldError};
+use crate::error::ports::{queue_problem, store_problem};
+use crate::error::{ApiError, ErrorCode, FieldError};
 use crate::history::stats::{self, Stats};
 use crate::history::{
     AttemptRecord, Claim, NotificationDetail, NotificationStatus, NotificationSummary, Trigger,
@@ -20,7 +21,7 @@ use crate::model::{Page, SubscriptionStatus};
 use crate::page::PageRequest;
 use crate::queue::{DeliveryJob, DeliveryQueue};
 use crate::store::StoredSubscription;
-use crate::subscription::{find, render, store_failure};
+use crate::subscription::{find, render};
 
 /// At most this many notifications are sent again by one recover call.
 pub const MAX_RECOVER: usize = 10_000;
@@ -178,7 +179,7 @@ pub async fn list_notifications(
         .history
         .list(&caller.org_id, &subscription.id, &window, &page)
         .await
-        .map_err(store_failure)?;
+        .map_err(store_problem)?;
     Ok(page.map(|s| view(&s, s.attempts)))
 }
 
@@ -285,7 +286,7 @@ pub async fn recover_notifications(
         .history
         .claims(&caller.org_id, &subscription.id, &window, MAX_RECOVER + 1)
         .await
-        .map_err(store_failure)?;
+        .map_err(store_problem)?;
     let more = claims.len() > MAX_RECOVER;
     claims.truncate(MAX_RECOVER);
     send_again(app, queue, &claims).await?;
@@ -318,7 +319,7 @@ pub async fn delivery_stats(
         .history
         .stats_rows(&caller.org_id, &subscription.id, since, until.max(since))
         .await
-        .map_err(store_failure)?;
+        .map_err(store_problem)?;
     Ok(stats::compute(&rows, since, until.max(since)))
 }
 
@@ -334,19 +335,12 @@ async fn send_again(
         return Ok(());
     }
     let jobs = claims.iter().map(|c| c.job.clone()).collect();
-    queue.enqueue(jobs).await.map_err(|e| {
-        tracing::error!(error = %e, "delivery queue failure");
-        if e.is_unavailable() {
-            crate::subscription::queue_unavailable()
-        } else {
-            ApiError::internal()
-        }
-    })?;
+    queue.enqueue(jobs).await.map_err(queue_problem)?;
     app.delivery_wake.notify_one();
     app.history
         .mark_pending(claims, app.now_ms())
         .await
-        .map_err(store_failure)?;
+        .map_err(store_problem)?;
     Ok(())
 }
 
@@ -357,7 +351,7 @@ async fn active(app: &App, caller: &Caller, id: &str) -> Result<StoredSubscripti
     if status != SubscriptionStatus::Active {
         return Err(ApiError::new(
             http::StatusCode::CONFLICT,
-            "SUBSCRIPTION_NOT_ACTIVE",
+            ErrorCode::SubscriptionNotActive,
             format!(
                 "the subscription is {}: post its uri again to reactivate it",
                 status.as_str()
@@ -380,7 +374,7 @@ async fn notification(
             &NotificationId::from(uuid),
         )
         .await
-        .map_err(store_failure)?
+        .map_err(store_problem)?
         .filter(|d| d.summary.created_at >= retained_since(app))
         .ok_or_else(|| notification_not_found(uuid))
 }
@@ -388,7 +382,7 @@ async fn notification(
 fn notification_not_found(uuid: &str) -> ApiError {
     let shown: String = uuid.chars().take(100).collect();
     ApiError::not_found(
-        "NOTIFICATION_NOT_FOUND",
+        ErrorCode::NotificationNotFound,
         format!("no notification '{shown}' of this subscription"),
     )
 }

@@ -12,7 +12,7 @@ use tracing::Instrument;
 
 use crate::app::App;
 use crate::auth::{Authenticator, Caller};
-use crate::error::{ApiError, FieldError, PROBLEM_JSON};
+use crate::error::{ApiError, ErrorCode, FieldError, PROBLEM_JSON};
 use crate::ingest::{self, EventEnvelope};
 use crate::page::PageRequest;
 use crate::queue::{DeliveryQueue, Outbox};
@@ -261,7 +261,7 @@ pub fn parse_json<T: DeserializeOwned>(headers: &HeaderMap, body: &[u8]) -> Resu
     {
         return Err(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "UNSUPPORTED_MEDIA_TYPE",
+            ErrorCode::UnsupportedMediaType,
             "the request body must be application/json",
         ));
     }
@@ -289,7 +289,7 @@ pub fn parse_json<T: DeserializeOwned>(headers: &HeaderMap, body: &[u8]) -> Resu
 pub fn payload_too_large() -> ApiError {
     ApiError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
-        "PAYLOAD_TOO_LARGE",
+        ErrorCode::PayloadTooLarge,
         format!("the request body must be at most {MAX_BODY} bytes"),
     )
 }
@@ -340,7 +340,7 @@ mod tests {
         );
         let e = parse_json::<Req>(&h, b"{\"uri\": 5}").unwrap_err();
         assert_eq!(
-            (e.code, e.errors[0].field.as_str()),
+            (e.code.as_str(), e.errors[0].field.as_str()),
             ("VALIDATION_FAILED", "uri")
         );
         assert_eq!(

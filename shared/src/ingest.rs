@@ -9,13 +9,13 @@ use http::StatusCode;
 
 use crate::app::App;
 use crate::auth::Caller;
-use crate::error::{ApiError, FieldError};
+use crate::error::ports::{store_or_queue_problem, store_problem};
+use crate::error::{ApiError, ErrorCode, FieldError};
 use crate::filter::{self, Direction, EventFilter, Topic};
 use crate::ids::OrgId;
 use crate::model::{Message, SubscriptionStatus};
 use crate::notification::{commit, job_for, ContactInfo, MessageInfo, Notification};
 use crate::queue::{DeliveryJob, Outbox};
-use crate::subscription::store_failure;
 
 const MAX_TEXT_ID: usize = 256;
 const MAX_RECIPIENTS: usize = 100;
@@ -282,7 +282,7 @@ pub async fn accept(
     if caller.org_id != event.organization_id {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
-            "ORGANIZATION_MISMATCH",
+            ErrorCode::OrganizationMismatch,
             "events can only be ingested for the caller's own organization",
         ));
     }
@@ -297,7 +297,7 @@ pub async fn ingest(app: &App, outbox: &dyn Outbox, event: Event) -> Result<Inge
         .store
         .subscriptions_for_filter(&filter)
         .await
-        .map_err(store_failure)?;
+        .map_err(store_problem)?;
     let jobs: Vec<DeliveryJob> = subscriptions
         .iter()
         .filter(|s| s.status == SubscriptionStatus::Active && s.expires_at > now)
@@ -312,7 +312,7 @@ pub async fn ingest(app: &App, outbox: &dyn Outbox, event: Event) -> Result<Inge
     let org = OrgId::from(&event.organization_id);
     let new = commit(app, outbox, &org, &event.id, event.message.as_ref(), jobs)
         .await
-        .map_err(store_failure)?;
+        .map_err(store_or_queue_problem)?;
     tracing::info!(org_id = %event.organization_id, event_id = %event.id, notifications = count, duplicate = !new, "event ingested");
     Ok(Ingested {
         event_id: event.id,

@@ -2,10 +2,10 @@
 
 use crate::app::App;
 use crate::auth::Caller;
-use crate::error::ApiError;
+use crate::error::ports::store_problem;
+use crate::error::{ApiError, ErrorCode};
 use crate::model::Message;
 use crate::retention::messages_since;
-use crate::subscription::store_failure;
 
 /// `GET /message/getmessagebyid/{messageId}`: only the caller's
 /// organization's messages, and only within `WEBHOOKS_MESSAGE_RETENTION`.
@@ -13,6 +13,6 @@ pub async fn get_message(app: &App, caller: &Caller, id: &str) -> Result<Message
     app.store
         .get_message(&caller.org_id, id, messages_since(app))
         .await
-        .map_err(store_failure)?
-        .ok_or_else(|| ApiError::not_found("MESSAGE_NOT_FOUND", "no message with this id"))
+        .map_err(store_problem)?
+        .ok_or_else(|| ApiError::not_found(ErrorCode::MessageNotFound, "no message with this id"))
 }

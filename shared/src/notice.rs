@@ -19,9 +19,9 @@ use crate::filter::{self, EventFilter};
 pub use crate::filter::{NoticeKind, NoticeKinds};
 use crate::history::AttemptRecord;
 use crate::notification::{commit, job_for, LastAttempt, Notification, SubscriptionInfo};
-use crate::queue::{DeliveryJob, Outbox};
+use crate::queue::{DeliveryJob, Outbox, StoreOrQueueError};
 use crate::store::order::visible_status;
-use crate::store::{StoreError, StoredSubscription};
+use crate::store::StoredSubscription;
 
 /// Whether `subscription` holds an operational filter: it is then never the
 /// subject of a notice (a failing operational subscription shows in its
@@ -96,7 +96,7 @@ pub async fn publish(
     app: &App,
     outbox: &dyn Outbox,
     notice: &Notice<'_>,
-) -> Result<usize, StoreError> {
+) -> Result<usize, StoreOrQueueError> {
     let subject = notice.subject;
     if is_operational(subject) {
         return Ok(0);
@@ -141,8 +141,10 @@ pub async fn publish(
 /// delivery that caused it.
 pub async fn tell(app: &App, outbox: &dyn Outbox, notice: Notice<'_>) {
     if let Err(e) = publish(app, outbox, &notice).await {
-        crate::telemetry::metrics::store_error(&e);
-        tracing::warn!(subscription_id = %notice.subject.id, kind = notice.kind.as_str(), error = %e,
+        if let StoreOrQueueError::Store(e) = &e {
+            crate::telemetry::metrics::store_error(e);
+        }
+        tracing::warn!(subscription_id = %notice.subject.id, kind = notice.kind.as_str(), part = e.part(), error = %e,
             "cannot queue an operational notification");
     }
 }

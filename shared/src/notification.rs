@@ -7,8 +7,8 @@ use uuid::Uuid;
 use crate::app::App;
 use crate::ids::OrgId;
 use crate::model::Message;
-use crate::queue::{DeliveryJob, Outbox};
-use crate::store::{StoreError, StoredSubscription};
+use crate::queue::{DeliveryJob, Outbox, StoreOrQueueError};
+use crate::store::StoredSubscription;
 
 /// Namespace of notification ids: `uuid = v5(NAMESPACE, "<eventId>/<subscriptionId>")`,
 /// so every retry or duplicate of one notification carries the same `uuid`.
@@ -46,7 +46,7 @@ pub(crate) async fn commit(
     event_id: &str,
     message: Option<&Message>,
     jobs: Vec<DeliveryJob>,
-) -> Result<bool, StoreError> {
+) -> Result<bool, StoreOrQueueError> {
     let queued = !jobs.is_empty();
     let new = outbox.commit(org, event_id, message, jobs).await?;
     if new && queued {

@@ -14,9 +14,8 @@ use crate::app::App;
 use crate::clock::millis;
 use crate::model::SubscriptionStatus;
 use crate::notice::{self, Notice, NoticeKind};
-use crate::queue::Outbox;
+use crate::queue::{Outbox, StoreOrQueueError};
 use crate::store::order::visible_status;
-use crate::store::StoreError;
 
 /// Subscriptions read per store call.
 const BATCH: usize = 100;
@@ -25,7 +24,7 @@ const MAX_BATCHES: usize = 50;
 
 /// Tells the organizations of the subscriptions expiring within the notice
 /// and not yet reminded; returns how many were reminded.
-pub async fn remind_expiring(app: &App, outbox: &dyn Outbox) -> Result<usize, StoreError> {
+pub async fn remind_expiring(app: &App, outbox: &dyn Outbox) -> Result<usize, StoreOrQueueError> {
     let now = app.now_ms();
     let until = now.saturating_add(millis(app.config.expiry_notice));
     let mut reminded = 0;
@@ -68,7 +67,9 @@ pub async fn run_reminders(
         match remind_expiring(&app, outbox.as_ref()).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(reminded = n, "expiry reminders queued"),
-            Err(e) => tracing::warn!(error = %e, "expiry reminders failed; the next run retries"),
+            Err(e) => {
+                tracing::warn!(part = e.part(), error = %e, "expiry reminders failed; the next run retries")
+            }
         }
         tokio::select! {
             _ = tokio::time::sleep(app.config.expiry_check_interval) => {}

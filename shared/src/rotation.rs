@@ -3,16 +3,15 @@
 //! without missing a notification (Standard Webhooks multi-signature: every
 //! notification is signed with the new secret and each unexpired old one).
 
-use http::StatusCode;
-
 use crate::app::App;
 use crate::auth::Caller;
+use crate::error::ports::store_problem;
 use crate::error::{ApiError, FieldError};
 use crate::ids::SubscriptionId;
 use crate::model::{RotateSecretRequest, SigningSecret};
 use crate::secret;
-use crate::store::{SecretRotation, StoreError};
-use crate::subscription::{not_found, store_failure};
+use crate::store::SecretRotation;
+use crate::subscription::not_found;
 
 /// The default grace period of the replaced secret: a day.
 pub const DEFAULT_GRACE_SECONDS: i64 = 86_400;
@@ -36,21 +35,7 @@ pub async fn rotate_subscription_secret(
         .store
         .rotate_secret(&caller.org_id, &SubscriptionId::from(id), rotation)
         .await
-        .map_err(|e| match e {
-            StoreError::TooManySecrets(n) => ApiError::new(
-                StatusCode::CONFLICT,
-                "SECRET_ROTATION_LIMIT_REACHED",
-                format!(
-                    "{n} replaced signing secrets are still in their grace period, the maximum; \
-                     wait until one expires or rotate with gracePeriodSeconds 0"
-                ),
-            ),
-            StoreError::SecretReused => ApiError::field(
-                "key",
-                "is the subscription's current signing secret or one still in its grace period",
-            ),
-            other => store_failure(other),
-        })?
+        .map_err(store_problem)?
         .ok_or_else(|| not_found(id))?;
     // Never the secret itself: ids and counts only.
     tracing::info!(

@@ -7,7 +7,7 @@
 
 use http::{Method, StatusCode};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 
 /// API Gateway's stage; paths are accepted with or without it.
 pub const STAGE_PREFIX: &str = "/prod";
@@ -230,7 +230,7 @@ impl Route {
             .collect();
         Route::new(endpoint, ids).ok_or_else(|| {
             ApiError::not_found(
-                "ROUTE_NOT_FOUND",
+                ErrorCode::RouteNotFound,
                 "the request has no valid id path parameter",
             )
         })
@@ -261,7 +261,7 @@ fn match_template<'a>(template: &str, segments: &[&'a str]) -> Option<(usize, Ve
 fn method_not_allowed(method: &Method, allow: &str) -> ApiError {
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
-        "METHOD_NOT_ALLOWED",
+        ErrorCode::MethodNotAllowed,
         format!("{method} is not allowed here; allowed: {allow}"),
     )
     .with_header(http::header::ALLOW, allow.to_owned())
@@ -270,7 +270,7 @@ fn method_not_allowed(method: &Method, allow: &str) -> ApiError {
 pub fn route_not_found(path: &str) -> ApiError {
     let shown: String = path.chars().take(200).collect();
     ApiError::not_found(
-        "ROUTE_NOT_FOUND",
+        ErrorCode::RouteNotFound,
         format!("no resource at '{STAGE_PREFIX}{shown}'"),
     )
 }
@@ -366,7 +366,7 @@ mod tests {
         );
         let e = Route::resolve(&Method::PUT, "/prod/webhooksubscription").unwrap_err();
         assert_eq!(
-            (e.status, e.code),
+            (e.status, e.code.as_str()),
             (StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED")
         );
         assert_eq!(e.headers[0].1, "POST");

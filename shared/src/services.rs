@@ -5,10 +5,38 @@
 use std::sync::Arc;
 
 use crate::app::App;
-use crate::config::Config;
-use crate::queue::{DeliveryQueue, Outbox};
+use crate::config::{Config, ConfigError};
+use crate::queue::{DeliveryQueue, Outbox, QueueError};
 #[cfg(feature = "sqlite")]
 use crate::sqlite::SqliteDb;
+use crate::store::StoreError;
+
+/// Why a backend could not be opened (fatal at start-up), its cause kept.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The SQLite file's folder cannot be created.
+    #[error("{}: {source}", path.display())]
+    DataDir {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+    /// The DynamoDB tables are missing or cannot be reached.
+    #[error("DynamoDB tables {subscriptions} and {messages}: {source}{hint}")]
+    Tables {
+        subscriptions: String,
+        messages: String,
+        hint: &'static str,
+        #[source]
+        source: StoreError,
+    },
+}
 
 /// Where the data lives.
 pub enum Backend {
@@ -32,15 +60,18 @@ impl Services {
     /// Opens the backend. The SQLite file is created and migrated if needed,
     /// and jobs a killed predecessor had leased are made due at once: the
     /// caller is the one process serving that file.
-    pub async fn open(config: Config, backend: Backend) -> Result<Services, String> {
+    pub async fn open(config: Config, backend: Backend) -> Result<Services, OpenError> {
         match backend {
             #[cfg(feature = "sqlite")]
             Backend::Sqlite(path) => {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                    std::fs::create_dir_all(dir).map_err(|source| OpenError::DataDir {
+                        path: dir.to_owned(),
+                        source,
+                    })?;
                 }
-                let db = Arc::new(SqliteDb::open(&path).map_err(|e| e.to_string())?);
-                let released = db.release_leases().await.map_err(|e| e.to_string())?;
+                let db = Arc::new(SqliteDb::open(&path)?);
+                let released = db.release_leases().await?;
                 if released > 0 {
                     tracing::info!(released, "resuming deliveries left in flight");
                 }
@@ -81,11 +112,20 @@ pub mod aws {
 
     use std::sync::Arc;
 
+    use super::OpenError;
     use crate::app::App;
     use crate::aws::dynamodb::{self, DynamoStore, Tables};
     use crate::aws::outbox::AwsOutbox;
     use crate::aws::sqs::SqsQueue;
-    use crate::config::Config;
+    use crate::config::{Config, ConfigError};
+
+    /// The queue URL a deployed function needs.
+    fn queue_url_required() -> ConfigError {
+        ConfigError {
+            var: "WEBHOOKS_DELIVERY_QUEUE_URL",
+            message: "is required (the stack's DeliveryQueueUrl)".into(),
+        }
+    }
 
     /// DynamoDB tables and the SQS delivery queue.
     pub struct AwsBackend {
@@ -109,22 +149,21 @@ pub mod aws {
         backend: &AwsBackend,
         sdk: &aws_config::SdkConfig,
         config: &Config,
-    ) -> Result<Arc<DynamoStore>, String> {
+    ) -> Result<Arc<DynamoStore>, OpenError> {
         let store = DynamoStore::configured(sdk, backend.tables.clone(), config);
         let tables = &backend.tables;
         let ready = match backend.prepare {
             Prepare::Check => dynamodb::check_tables(store.client(), tables).await,
             Prepare::Create => dynamodb::create_tables(store.client(), tables).await,
         };
-        ready.map_err(|e| {
-            let hint = match backend.prepare {
+        ready.map_err(|source| OpenError::Tables {
+            subscriptions: tables.subscriptions.clone(),
+            messages: tables.messages.clone(),
+            hint: match backend.prepare {
                 Prepare::Check => " (create them with --create-tables, or deploy template.yaml)",
                 _ => "",
-            };
-            format!(
-                "DynamoDB tables {} and {}: {e}{hint}",
-                tables.subscriptions, tables.messages
-            )
+            },
+            source,
         })?;
         Ok(Arc::new(store))
     }
@@ -134,16 +173,20 @@ pub mod aws {
     pub(super) async fn open_queue(
         backend: &AwsBackend,
         sdk: &aws_config::SdkConfig,
-    ) -> Result<SqsQueue, String> {
+    ) -> Result<SqsQueue, OpenError> {
         let client = aws_sdk_sqs::Client::new(sdk);
         match (&backend.queues, backend.prepare) {
             (Some((url, dlq)), _) => Ok(SqsQueue::new(client, url, dlq.clone())),
             (None, Prepare::Create) => {
-                SqsQueue::create(client, &backend.tables.subscriptions).await
+                Ok(SqsQueue::create(client, &backend.tables.subscriptions).await?)
             }
-            (None, _) => Err("WEBHOOKS_DELIVERY_QUEUE_URL is required (the stack's \
-                DeliveryQueueUrl output), or --create-tables to create the queues"
-                .into()),
+            (None, _) => Err(ConfigError {
+                var: "WEBHOOKS_DELIVERY_QUEUE_URL",
+                message: "is required (the stack's DeliveryQueueUrl output), \
+                          or --create-tables to create the queues"
+                    .into(),
+            }
+            .into()),
         }
     }
 
@@ -153,8 +196,8 @@ pub mod aws {
     // SDK's CreateTable, waiters and CreateQueue code) into every function.
 
     /// What an API function needs: the app on the DynamoDB store.
-    pub async fn api_app(config: Config) -> Result<App, String> {
-        let tables = Tables::required(&config).map_err(|e| e.to_string())?;
+    pub async fn api_app(config: Config) -> Result<App, OpenError> {
+        let tables = Tables::required(&config)?;
         let sdk =
             crate::aws::sdk_config_with(&config.aws_calls.api, crate::aws::Roots::Amazon).await;
         let store = DynamoStore::configured(&sdk, tables, &config);
@@ -163,15 +206,15 @@ pub mod aws {
 
     /// What the API functions that send notifications again (resend,
     /// recover) need: the app and the delivery queue they enqueue on.
-    pub async fn api_app_with_queue(config: Config) -> Result<(App, SqsQueue), String> {
+    pub async fn api_app_with_queue(config: Config) -> Result<(App, SqsQueue), OpenError> {
         let url = config
             .delivery_queue_url
             .clone()
-            .ok_or("WEBHOOKS_DELIVERY_QUEUE_URL: is required (the stack's DeliveryQueueUrl)")?;
+            .ok_or_else(queue_url_required)?;
         let sdk =
             crate::aws::sdk_config_with(&config.aws_calls.api, crate::aws::Roots::Amazon).await;
         let queue = SqsQueue::new(aws_sdk_sqs::Client::new(&sdk), url, None);
-        let tables = Tables::required(&config).map_err(|e| e.to_string())?;
+        let tables = Tables::required(&config)?;
         let store = DynamoStore::configured(&sdk, tables, &config);
         Ok((App::new(config, Arc::new(store)), queue))
     }
@@ -184,12 +227,12 @@ pub mod aws {
         pub queue: SqsQueue,
     }
 
-    pub async fn queue_functions(config: Config) -> Result<QueueFunctions, String> {
-        let tables = Tables::required(&config).map_err(|e| e.to_string())?;
+    pub async fn queue_functions(config: Config) -> Result<QueueFunctions, OpenError> {
+        let tables = Tables::required(&config)?;
         let url = config
             .delivery_queue_url
             .clone()
-            .ok_or("WEBHOOKS_DELIVERY_QUEUE_URL: is required (the stack's DeliveryQueueUrl)")?;
+            .ok_or_else(queue_url_required)?;
         let sdk =
             crate::aws::sdk_config_with(&config.aws_calls.batch, crate::aws::Roots::Amazon).await;
         let store = Arc::new(DynamoStore::configured(&sdk, tables, &config));

@@ -9,7 +9,8 @@ use crate::app::App;
 use crate::auth::Caller;
 use crate::callback::UriProblem;
 use crate::clock::iso_millis;
-use crate::error::{ApiError, FieldError};
+use crate::error::ports::store_problem;
+use crate::error::{ApiError, ErrorCode, FieldError};
 use crate::filter::EventFilter;
 use crate::ids::SubscriptionId;
 use crate::model::{
@@ -18,7 +19,7 @@ use crate::model::{
 };
 use crate::page::PageRequest;
 use crate::secret;
-use crate::store::{DisabledEntry, StoreError, StoredSubscription, Upsert};
+use crate::store::{DisabledEntry, StoredSubscription, Upsert};
 
 pub const MAX_FILTERS: usize = 20;
 pub use crate::store::order::{visible_status, SORTABLE};
@@ -38,7 +39,7 @@ pub async fn create_subscription(
         Err(UriProblem::Forbidden(ip)) => {
             return Err(ApiError::new(
                 StatusCode::BAD_REQUEST,
-                "ADDRESS_FORBIDDEN",
+                ErrorCode::AddressForbidden,
                 format!("callbacks to {ip} are not allowed (private, loopback, link-local or reserved address)"),
             ))
         }
@@ -46,7 +47,7 @@ pub async fn create_subscription(
     if valid.enabled.is_empty() {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
-            "NO_ENABLED_FILTERS",
+            ErrorCode::NoEnabledFilters,
             format!(
                 "none of the event filters belongs to organization {}",
                 caller.org_id
@@ -59,7 +60,7 @@ pub async fn create_subscription(
         .handshake(&target, &token, app.config.handshake_timeout)
         .await
     {
-        tracing::info!(org_id = %caller.org_id, code = e.code(), "callback validation failed");
+        tracing::info!(org_id = %caller.org_id, code = e.code().as_str(), "callback validation failed");
         return Err(e.into());
     }
     let upsert = Upsert {
@@ -78,16 +79,7 @@ pub async fn create_subscription(
         .store
         .upsert_subscription(upsert)
         .await
-        .map_err(|e| match e {
-            StoreError::LimitReached(n) => ApiError::new(
-                StatusCode::CONFLICT,
-                "SUBSCRIPTION_LIMIT_REACHED",
-                format!(
-                    "the organization already has {n} subscriptions, the maximum; delete one first"
-                ),
-            ),
-            other => store_failure(other),
-        })?;
+        .map_err(store_problem)?;
     tracing::info!(org_id = %caller.org_id, subscription_id = %stored.id, created, "subscription saved");
     Ok(render(&stored, app.now_ms()))
 }
@@ -205,7 +197,7 @@ pub async fn list_subscriptions(
         .store
         .list_subscriptions(&caller.org_id, page, now)
         .await
-        .map_err(store_failure)?;
+        .map_err(store_problem)?;
     Ok(page.map(|s| render_owned(s, now)))
 }
 
@@ -225,7 +217,7 @@ pub async fn delete_subscription(app: &App, caller: &Caller, id: &str) -> Result
         .store
         .delete_subscription(&caller.org_id, &SubscriptionId::from(id))
         .await
-        .map_err(store_failure)?
+        .map_err(store_problem)?
     {
         tracing::info!(org_id = %caller.org_id, subscription_id = %id, "subscription deleted");
         Ok(())
@@ -252,34 +244,14 @@ pub(crate) async fn find(
     app.store
         .get_subscription(&caller.org_id, &SubscriptionId::from(id))
         .await
-        .map_err(store_failure)?
+        .map_err(store_problem)?
         .ok_or_else(|| not_found(id))
 }
 
 pub(crate) fn not_found(id: &str) -> ApiError {
     ApiError::not_found(
-        "SUBSCRIPTION_NOT_FOUND",
+        ErrorCode::SubscriptionNotFound,
         format!("no subscription '{}'", truncate(id)),
-    )
-}
-
-pub(crate) fn store_failure(e: StoreError) -> ApiError {
-    tracing::error!(error = %e, "store failure");
-    crate::telemetry::metrics::store_error(&e);
-    match e {
-        StoreError::Unavailable(_) => ApiError::unavailable(
-            "STORE_UNAVAILABLE",
-            "the data store is unavailable or slow to answer; try again later",
-        ),
-        StoreError::QueueUnavailable(_) => queue_unavailable(),
-        _ => ApiError::internal(),
-    }
-}
-
-pub(crate) fn queue_unavailable() -> ApiError {
-    ApiError::unavailable(
-        "QUEUE_UNAVAILABLE",
-        "the delivery queue is unavailable or slow to answer; try again later",
     )
 }
 

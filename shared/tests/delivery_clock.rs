@@ -306,7 +306,7 @@ async fn messages_are_kept_for_the_retention_then_purged() {
     w.clock.advance(2 * 24 * HOUR);
     let gone = get_message(&w.app, &caller, "msg-1").await.unwrap_err();
     assert_eq!(
-        (gone.status.as_u16(), gone.code),
+        (gone.status.as_u16(), gone.code.as_str()),
         (404, "MESSAGE_NOT_FOUND")
     );
     assert_eq!(purge_once(&w.app).await.messages, 1);

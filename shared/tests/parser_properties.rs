@@ -330,7 +330,7 @@ proptest! {
                 prop_assert!(signature_ok && time_ok && iss_ok && org_id.is_none());
             }
             Err(e) => {
-                prop_assert_eq!((e.status, e.code), (StatusCode::UNAUTHORIZED, "INVALID_TOKEN"));
+                prop_assert_eq!((e.status, e.code.as_str()), (StatusCode::UNAUTHORIZED, "INVALID_TOKEN"));
                 prop_assert!(!(signature_ok && time_ok && iss_ok), "refused {header} {claims}: {e}");
             }
         }

@@ -107,7 +107,7 @@ mod isolated {
     fn assert_forbidden(result: Result<(), ApiError>, what: &str) {
         let e = result.expect_err(&format!("{what}: the handshake was allowed"));
         assert_eq!(
-            (e.status, e.code),
+            (e.status, e.code.as_str()),
             (StatusCode::BAD_REQUEST, "ADDRESS_FORBIDDEN"),
             "{what}: {e}"
         );

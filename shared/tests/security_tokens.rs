@@ -134,7 +134,7 @@ async fn assert_invalid(v: &Verifier, token: &str, what: &str) {
         .await
         .expect_err(&format!("{what}: accepted"));
     assert_eq!(
-        (e.status, e.code),
+        (e.status, e.code.as_str()),
         (StatusCode::UNAUTHORIZED, "INVALID_TOKEN"),
         "{what}: {e}"
     );
@@ -342,7 +342,7 @@ async fn a_valid_token_without_an_organization_is_forbidden() {
         for token in [rs256(&c), hs256(&c)] {
             let e = v.verify(&token).await.expect_err(what);
             assert_eq!(
-                (e.status, e.code),
+                (e.status, e.code.as_str()),
                 (StatusCode::FORBIDDEN, "ORG_CLAIM_MISSING"),
                 "{what}"
             );

@@ -395,7 +395,7 @@ async fn a_message_past_its_retention_is_404_while_dynamodb_still_holds_it() {
     clock.advance(std::time::Duration::from_secs(2 * 86_400));
     let gone = get_message(&app, &caller, "m-1").await.unwrap_err();
     assert_eq!(
-        (gone.status.as_u16(), gone.code),
+        (gone.status.as_u16(), gone.code.as_str()),
         (404, "MESSAGE_NOT_FOUND")
     );
     assert!(

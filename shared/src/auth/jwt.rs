@@ -21,7 +21,7 @@ use tokio::sync::RwLock;
 use super::cache::{self, TokenCache};
 use super::{Caller, ScopeConfig, SCOPE_READ, SCOPE_WRITE};
 use crate::config::{JwtConfig, JWKS_REFRESH_MIN_INTERVAL};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use http::StatusCode;
 
 /// Tokens longer than this are refused before any parsing.
@@ -192,7 +192,7 @@ impl Verifier {
             .ok_or_else(|| {
                 ApiError::new(
                     StatusCode::FORBIDDEN,
-                    "ORG_CLAIM_MISSING",
+                    ErrorCode::OrgClaimMissing,
                     format!(
                         "the token has no valid organization id in claim '{}'",
                         self.org_claim

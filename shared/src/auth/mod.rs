@@ -9,7 +9,7 @@ pub mod jwt;
 use http::{HeaderMap, Method, StatusCode};
 use subtle::ConstantTimeEq;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 
 pub use crate::config::ScopeConfig;
 
@@ -55,7 +55,7 @@ impl Caller {
             ),
         };
         Err(
-            ApiError::new(StatusCode::FORBIDDEN, "INSUFFICIENT_SCOPE", detail).with_header(
+            ApiError::new(StatusCode::FORBIDDEN, ErrorCode::InsufficientScope, detail).with_header(
                 http::header::WWW_AUTHENTICATE,
                 format!("Bearer error=\"insufficient_scope\", scope=\"{names}\""),
             ),
@@ -96,7 +96,7 @@ impl Authenticator {
         let Some(key) = headers.get("x-api-key") else {
             return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
-                "API_KEY_MISSING",
+                ErrorCode::ApiKeyMissing,
                 "the x-api-key header is required",
             ));
         };
@@ -111,7 +111,7 @@ impl Authenticator {
         } else {
             Err(ApiError::new(
                 StatusCode::FORBIDDEN,
-                "API_KEY_INVALID",
+                ErrorCode::ApiKeyInvalid,
                 "the x-api-key header does not hold a known API key",
             ))
         }

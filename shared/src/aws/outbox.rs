@@ -24,8 +24,8 @@ use crate::clock::Clock;
 use crate::history::DeliveryHistory;
 use crate::ids::OrgId;
 use crate::model::Message;
-use crate::queue::{DeliveryJob, DeliveryQueue, Outbox, QueueError};
-use crate::store::{Store, StoreError};
+use crate::queue::{DeliveryJob, DeliveryQueue, Outbox, StoreOrQueueError};
+use crate::store::Store;
 
 /// Event records are kept this long (DynamoDB TTL): longer than SQS keeps a message.
 const EVENT_RECORD_DAYS: i64 = 15;
@@ -54,7 +54,7 @@ impl Outbox for AwsOutbox {
         event_id: &str,
         message: Option<&Message>,
         jobs: Vec<DeliveryJob>,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<bool, StoreOrQueueError> {
         let accepted_at = match self.store.event_record(org_id, event_id).await? {
             EventRecord::Done => return Ok(false),
             // A retry of a failed ingestion: the same history items, not new ones.
@@ -91,17 +91,14 @@ impl AwsOutbox {
         event_id: &str,
         message: Option<&Message>,
         jobs: Vec<DeliveryJob>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), StoreOrQueueError> {
         if let Some(message) = message {
             let received_at = self.clock.now_ms();
             self.store.put_message(org_id, message, received_at).await?;
         }
         if !jobs.is_empty() {
             self.store.record_enqueued(event_id, &jobs).await?;
-            self.queue.enqueue(jobs).await.map_err(|e| match e {
-                QueueError::Unavailable(detail) => StoreError::QueueUnavailable(detail),
-                QueueError::Backend(_) => StoreError::Backend(e.to_string()),
-            })?;
+            self.queue.enqueue(jobs).await?;
         }
         Ok(())
     }

@@ -44,8 +44,18 @@ pub struct SqsQueue {
     parking: Option<Arc<dyn ParkingLot>>,
 }
 
-fn err(e: impl std::fmt::Display) -> QueueError {
+fn err(e: impl Into<crate::store::Cause>) -> QueueError {
     QueueError::backend(e)
+}
+
+/// A failed SQS call: its error code and message, or why no answer came,
+/// with the SDK's error as its source.
+#[derive(Debug, thiserror::Error)]
+#[error("SQS {summary}")]
+pub struct SqsError {
+    summary: String,
+    #[source]
+    source: crate::store::Cause,
 }
 
 /// A failed SQS call: [`QueueError::unavailable`] when it is worth retrying
@@ -54,7 +64,7 @@ fn sdk_err<E>(
     e: aws_sdk_sqs::error::SdkError<E, aws_sdk_sqs::config::http::HttpResponse>,
 ) -> QueueError
 where
-    E: aws_sdk_sqs::error::ProvideErrorMetadata + std::error::Error + 'static,
+    E: aws_sdk_sqs::error::ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
     // A queue that does not exist (yet) is a deployment being rebuilt or
     // misconfigured: a 503 tells producers to come back, and the error log
@@ -69,9 +79,12 @@ where
             )
         });
     let transient = missing || crate::aws::is_transient(&e);
-    let e = aws_sdk_sqs::error::DisplayErrorContext(e);
+    let e = SqsError {
+        summary: aws_sdk_sqs::error::DisplayErrorContext(&e).to_string(),
+        source: Box::new(e),
+    };
     match transient {
-        true => QueueError::unavailable(format!("SQS: {e}")),
+        true => QueueError::unavailable(e),
         false => err(e),
     }
 }
@@ -134,7 +147,7 @@ impl SqsQueue {
 
     /// Creates (or finds) the queue `<prefix>-delivery` and its dead-letter
     /// queue `<prefix>-delivery-dlq`, for `webhooks-local --create-tables`.
-    pub async fn create(client: Client, prefix: &str) -> Result<SqsQueue, String> {
+    pub async fn create(client: Client, prefix: &str) -> Result<SqsQueue, QueueError> {
         let create = |name: String| {
             let client = client.clone();
             async move {
@@ -143,15 +156,10 @@ impl SqsQueue {
                     .queue_name(&name)
                     .send()
                     .await
-                    .map_err(|e| {
-                        format!(
-                            "creating SQS queue {name}: {}",
-                            aws_sdk_sqs::error::DisplayErrorContext(e)
-                        )
-                    })?
+                    .map_err(|e| err(format!("creating SQS queue {name}: {}", sdk_err(e))))?
                     .queue_url()
                     .map(str::to_owned)
-                    .ok_or_else(|| format!("SQS returned no URL for {name}"))
+                    .ok_or_else(|| err(format!("SQS returned no URL for {name}")))
             }
         };
         let dead_letters = create(format!("{prefix}-delivery-dlq")).await?;

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::{CallFailure, CallbackClient, CallbackTarget};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use http::StatusCode;
 use subtle::ConstantTimeEq;
 
@@ -20,12 +20,12 @@ pub enum HandshakeError {
 }
 
 impl HandshakeError {
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
             Self::Call(f) => f.code(),
-            Self::BadStatus(_) => "BAD_STATUS",
-            Self::TokenMissing => "TOKEN_MISSING",
-            Self::TokenMismatch => "TOKEN_MISMATCH",
+            Self::BadStatus(_) => ErrorCode::BadStatus,
+            Self::TokenMissing => ErrorCode::TokenMissing,
+            Self::TokenMismatch => ErrorCode::TokenMismatch,
         }
     }
 }

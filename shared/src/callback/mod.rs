@@ -12,6 +12,7 @@ use std::error::Error as StdError;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use crate::error::ErrorCode;
 use url::Url;
 
 pub use policy::{AddressPolicy, UriProblem};
@@ -100,13 +101,15 @@ pub enum CallFailure {
 }
 
 impl CallFailure {
-    pub fn code(self) -> &'static str {
+    /// The code of a failed attempt (the history's `code`) and of a
+    /// failed handshake (the problem's `code`).
+    pub fn code(self) -> ErrorCode {
         match self {
-            Self::DnsFailed => "DNS_FAILED",
-            Self::AddressForbidden => "ADDRESS_FORBIDDEN",
-            Self::ConnectFailed => "CONNECT_FAILED",
-            Self::TlsFailed => "TLS_FAILED",
-            Self::Timeout => "TIMEOUT",
+            Self::DnsFailed => ErrorCode::DnsFailed,
+            Self::AddressForbidden => ErrorCode::AddressForbidden,
+            Self::ConnectFailed => ErrorCode::ConnectFailed,
+            Self::TlsFailed => ErrorCode::TlsFailed,
+            Self::Timeout => ErrorCode::Timeout,
         }
     }
 

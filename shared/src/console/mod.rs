@@ -17,7 +17,7 @@ use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{HeaderMap, Method, Response, StatusCode};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::http::error_response;
 pub use config::ConsoleConfig;
 
@@ -68,7 +68,7 @@ impl Console {
         if method != Method::GET && method != Method::HEAD {
             let e = ApiError::new(
                 StatusCode::METHOD_NOT_ALLOWED,
-                "METHOD_NOT_ALLOWED",
+                ErrorCode::MethodNotAllowed,
                 format!("{method} is not allowed here; allowed: GET, HEAD"),
             )
             .with_header(header::ALLOW, "GET, HEAD");
@@ -172,7 +172,7 @@ pub fn rest_of_path(path: &str) -> Option<&str> {
 fn not_found(rest: &str) -> Response<Bytes> {
     let shown: String = rest.chars().take(100).collect();
     error_response(&ApiError::not_found(
-        "ROUTE_NOT_FOUND",
+        ErrorCode::RouteNotFound,
         format!("the console has no file '{shown}'"),
     ))
 }

@@ -129,7 +129,9 @@ pub fn signal(posted: &Posted) -> breaker::Signal {
             failure: CallFailure::AddressForbidden,
             ..
         } => breaker::Signal::Neutral,
-        Posted::Failed { failure, .. } => breaker::Signal::Outage(failure.code().to_owned()),
+        Posted::Failed { failure, .. } => {
+            breaker::Signal::Outage(failure.code().as_str().to_owned())
+        }
     }
 }
 

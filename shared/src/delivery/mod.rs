@@ -47,7 +47,7 @@ use crate::app::App;
 use crate::callback::post::{Posted, SignedNotification};
 use crate::callback::{CallFailure, CallbackTarget, UriProblem};
 use crate::model::SubscriptionStatus;
-use crate::queue::{DeliveryJob, DeliveryQueue, Lease, Outbox, QueueError};
+use crate::queue::{DeliveryJob, DeliveryQueue, Lease, Outbox, QueueError, StoreOrQueueError};
 use crate::signature::{signature_header, SigningKey};
 use crate::store::{DeliveryRecord, StoredSubscription};
 use crate::telemetry::trace::TraceParent;
@@ -58,23 +58,23 @@ pub async fn deliver(
     queue: &dyn DeliveryQueue,
     outbox: &dyn Outbox,
     lease: &Lease,
-) -> Result<Verdict, QueueError> {
+) -> Result<Verdict, StoreOrQueueError> {
     let now = app.clock.now_ms();
     let random = u32::from_le_bytes(crate::secret::random_bytes::<4>()) as f64 / u32::MAX as f64;
     let _slot = match admit(app, queue, lease, now, random).await {
         Ok(slot) => slot,
-        Err(verdict) => return settled_held(app, queue, lease, verdict, now).await,
+        Err(verdict) => return Ok(settled_held(app, queue, lease, verdict, now).await?),
     };
     if superseded(app, lease).await {
         let verdict = Verdict::Drop("delivered meanwhile (a resend)".into());
-        return settled(queue, lease, verdict, now).await;
+        return Ok(settled(queue, lease, verdict, now).await?);
     }
     let mut span = crate::telemetry::trace::attempt_span(&lease.job, lease.attempt);
     let (attempt, made, sent) = match prepare(app, &lease.job, now).await {
         Ok(ready) => {
             let health = match gate(app, queue, &ready.subscription, lease, now, random).await {
                 Ok(health) => health,
-                Err(verdict) => return settled_held(app, queue, lease, verdict, now).await,
+                Err(verdict) => return Ok(settled_held(app, queue, lease, verdict, now).await?),
             };
             let posted = post(app, &ready, &lease.job, now, span.context()).await;
             let made = outcome::attempt_record(&posted, outcome::trigger(lease), now);
@@ -143,7 +143,7 @@ pub async fn remember(
     attempt: &Attempt,
     made: Option<crate::history::AttemptRecord>,
     verdict: &Verdict,
-) -> Result<(), QueueError> {
+) -> Result<(), StoreOrQueueError> {
     let Some(outcome) = outcome::of(attempt, made, verdict) else {
         return Ok(());
     };
@@ -152,11 +152,7 @@ pub async fn remember(
         .await
         .map_err(|e| {
             crate::telemetry::metrics::store_error(&e);
-            let detail = format!("the delivery history cannot be written: {e}");
-            match e {
-                crate::store::StoreError::Unavailable(_) => QueueError::unavailable(detail),
-                _ => QueueError::backend(detail),
-            }
+            StoreOrQueueError::Store(e)
         })
 }
 
@@ -288,7 +284,7 @@ pub async fn record(
                 .flatten();
             (format!("status {status}"), hint)
         }
-        Posted::Failed { failure, .. } => (failure.code().to_owned(), None),
+        Posted::Failed { failure, .. } => (failure.code().as_str().to_owned(), None),
     };
     let failed = DeliveryRecord::Failed {
         now,

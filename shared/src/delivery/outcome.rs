@@ -49,7 +49,7 @@ pub fn attempt_record(posted: &Posted, trigger: Trigger, at: i64) -> AttemptReco
             at,
             duration_ms: ms(elapsed),
             http_status: None,
-            code: Some(failure.code().into()),
+            code: Some(failure.code().as_str().into()),
             response_body: String::new(),
             trigger,
         },

@@ -38,7 +38,7 @@ pub async fn run_workers(
         let leases = match queue.receive(free, per_subscription, visibility).await {
             Ok(l) => l,
             Err(e) => {
-                tracing::error!(error = %e, "cannot read the delivery queue");
+                tracing::error!(part = "queue", error = %e, "cannot read the delivery queue");
                 Vec::new()
             }
         };
@@ -51,7 +51,7 @@ pub async fn run_workers(
             deliveries.spawn(async move {
                 if let Err(e) = super::deliver(&app, queue.as_ref(), outbox.as_ref(), &lease).await
                 {
-                    tracing::error!(error = %e, notification = %lease.job.id, "cannot settle a delivery");
+                    tracing::error!(part = e.part(), error = %e, notification = %lease.job.id, "cannot settle a delivery");
                 }
                 drop(permit);
             });

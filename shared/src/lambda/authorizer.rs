@@ -92,7 +92,7 @@ pub async fn authorize(
             ))
         }
         Err(e) if e.status == StatusCode::FORBIDDEN => {
-            tracing::info!(code = e.code, reason = %e.detail, "request denied");
+            tracing::info!(code = e.code.as_str(), reason = %e.detail, "request denied");
             Ok(response(
                 "unknown".into(),
                 IamPolicyEffect::Deny,
@@ -101,7 +101,7 @@ pub async fn authorize(
             ))
         }
         Err(e) => {
-            tracing::info!(code = e.code, reason = %e.detail, "request refused");
+            tracing::info!(code = e.code.as_str(), reason = %e.detail, "request refused");
             Err(UNAUTHORIZED.into())
         }
     }

@@ -197,7 +197,7 @@ async fn deliver_record(
             Some((verdict, took_ms, lag_ms))
         }
         Err(e) => {
-            tracing::error!(error = %e, notification = %lease.job.id, "cannot settle a delivery; SQS redelivers it");
+            tracing::error!(part = e.part(), error = %e, notification = %lease.job.id, "cannot settle a delivery; SQS redelivers it");
             None
         }
     }

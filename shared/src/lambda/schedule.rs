@@ -15,7 +15,7 @@ pub async fn remind_expiring(
     app: &App,
     outbox: &dyn Outbox,
     _scheduled: Value,
-) -> Result<Value, crate::store::StoreError> {
+) -> Result<Value, crate::queue::StoreOrQueueError> {
     let reminded = reminders::remind_expiring(app, outbox).await?;
     emf::emit(emf::reminder_line(reminded as u64, app.now_ms()));
     Ok(json!({ "reminded": reminded }))

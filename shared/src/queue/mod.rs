@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ids::{NotificationId, OrgId, SubscriptionId};
 use crate::model::Message;
-use crate::store::StoreError;
+use crate::store::{Cause, StoreError};
 
 /// One notification to deliver: the rendered body travels with the job so
 /// every attempt sends the same bytes; uri and secret are read at delivery.
@@ -115,27 +115,67 @@ pub struct Lease {
     pub receipt: String,
 }
 
+/// Why a queue call failed; the cause is kept as the `source` and shown in
+/// the message (see [`StoreError`]).
 #[derive(Debug, thiserror::Error)]
 pub enum QueueError {
-    #[error("queue failure: {0}")]
-    Backend(String),
-    /// The queue timed out, was throttled or could not be reached: the same
-    /// call may succeed later (an API answers `503 QUEUE_UNAVAILABLE`).
+    /// The queue timed out, was throttled, busy or could not be reached: the
+    /// same call may succeed later (an API answers `503 QUEUE_UNAVAILABLE`).
     #[error("queue unavailable: {0}")]
-    Unavailable(String),
+    Unavailable(#[source] Cause),
+    /// A job on the queue this version cannot read, named by its key.
+    #[error("queued job {key} is corrupt: {problem}")]
+    Corrupt { key: String, problem: String },
+    /// Any other failure of the queue.
+    #[error("queue failure: {0}")]
+    Backend(#[source] Cause),
 }
 
 impl QueueError {
-    pub fn backend(detail: impl std::fmt::Display) -> Self {
-        QueueError::Backend(detail.to_string())
+    pub fn backend(cause: impl Into<Cause>) -> Self {
+        QueueError::Backend(cause.into())
     }
 
-    pub fn unavailable(detail: impl std::fmt::Display) -> Self {
-        QueueError::Unavailable(detail.to_string())
+    pub fn unavailable(cause: impl Into<Cause>) -> Self {
+        QueueError::Unavailable(cause.into())
     }
 
     pub fn is_unavailable(&self) -> bool {
         matches!(self, QueueError::Unavailable(_))
+    }
+}
+
+/// A queue kept in a store (the SQLite queue table, DynamoDB's parking
+/// lot) fails as its store does: unavailable stays unavailable, and a
+/// corrupt item keeps its key.
+impl From<StoreError> for QueueError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Corrupt { key, problem } => QueueError::Corrupt { key, problem },
+            e if e.is_unavailable() => QueueError::Unavailable(Box::new(e)),
+            e => QueueError::Backend(Box::new(e)),
+        }
+    }
+}
+
+/// A failure of work that writes to both the store and the queue (an
+/// outbox commit; a delivery's record and settle): which of the two failed,
+/// so logs and answers name the right part.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreOrQueueError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+}
+
+impl StoreOrQueueError {
+    /// `store` or `queue`, the `part` field of a log line.
+    pub fn part(&self) -> &'static str {
+        match self {
+            StoreOrQueueError::Store(_) => "store",
+            StoreOrQueueError::Queue(_) => "queue",
+        }
     }
 }
 
@@ -232,5 +272,5 @@ pub trait Outbox: Send + Sync {
         event_id: &str,
         message: Option<&Message>,
         jobs: Vec<DeliveryJob>,
-    ) -> Result<bool, StoreError>;
+    ) -> Result<bool, StoreOrQueueError>;
 }

@@ -6,7 +6,7 @@
 use rusqlite::params;
 
 use super::store::{row_to_subscription, COLUMNS};
-use super::{backend, SqliteDb};
+use super::{failure, SqliteDb};
 use crate::ids::{OrgId, SubscriptionId};
 use crate::store::{StoreError, StoredSubscription};
 
@@ -22,11 +22,11 @@ impl SqliteDb {
     ) -> Result<Vec<StoredSubscription>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(&expiring_sql()).map_err(backend)?;
+            let mut stmt = conn.prepare_cached(&expiring_sql()).map_err(failure)?;
             let rows = stmt
                 .query_map(params![after, until, limit], row_to_subscription)
-                .map_err(backend)?;
-            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+                .map_err(failure)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(failure)
         })
         .await
     }
@@ -46,7 +46,7 @@ impl SqliteDb {
                  WHERE id = ?1 AND org_id = ?2 AND expires_at = ?3",
             )
             .and_then(|mut s| s.execute(params![id, org_id, expires_at]))
-            .map_err(backend)?;
+            .map_err(failure)?;
             Ok(())
         })
         .await

@@ -11,19 +11,21 @@ use std::sync::Mutex;
 
 use tokio::sync::oneshot;
 
-type Waiter<R> = oneshot::Sender<Result<R, String>>;
+type Waiter<R, E> = oneshot::Sender<Result<R, E>>;
 
-pub(super) struct GroupCommit<T, R> {
-    pending: Mutex<Pending<T, R>>,
+/// Items `T` written together; each answers `R`, or the batch's error `E`
+/// (cloned for each of its items) when the whole batch failed.
+pub(super) struct GroupCommit<T, R, E> {
+    pending: Mutex<Pending<T, R, E>>,
 }
 
-struct Pending<T, R> {
-    items: Vec<(T, Waiter<R>)>,
+struct Pending<T, R, E> {
+    items: Vec<(T, Waiter<R, E>)>,
     /// A writer is running; new items join its next batch.
     flushing: bool,
 }
 
-impl<T, R> Default for GroupCommit<T, R> {
+impl<T, R, E> Default for GroupCommit<T, R, E> {
     fn default() -> Self {
         GroupCommit {
             pending: Mutex::new(Pending {
@@ -34,14 +36,14 @@ impl<T, R> Default for GroupCommit<T, R> {
     }
 }
 
-impl<T, R: Clone> GroupCommit<T, R> {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Pending<T, R>> {
+impl<T, R, E: Clone> GroupCommit<T, R, E> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending<T, R, E>> {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Queues `item`. Returns where its result arrives, and whether the
     /// caller must start a writer ([`GroupCommit::flush`]).
-    pub(super) fn push(&self, item: T) -> (oneshot::Receiver<Result<R, String>>, bool) {
+    pub(super) fn push(&self, item: T) -> (oneshot::Receiver<Result<R, E>>, bool) {
         let (done, committed) = oneshot::channel();
         let mut pending = self.lock();
         pending.items.push((item, done));
@@ -53,7 +55,7 @@ impl<T, R: Clone> GroupCommit<T, R> {
     /// blocking pool). `write` answers one result per item, in order; if it
     /// fails, every item of the batch gets its error. If `write` panics,
     /// the next push starts a writer again.
-    pub(super) fn flush(&self, write: impl Fn(&[T]) -> Result<Vec<R>, String>) {
+    pub(super) fn flush(&self, write: impl Fn(&[T]) -> Result<Vec<R>, E>) {
         let _guard = FlushGuard(self);
         loop {
             let batch = {
@@ -64,7 +66,7 @@ impl<T, R: Clone> GroupCommit<T, R> {
                 }
                 std::mem::take(&mut pending.items)
             };
-            let (items, waiters): (Vec<T>, Vec<Waiter<R>>) = batch.into_iter().unzip();
+            let (items, waiters): (Vec<T>, Vec<Waiter<R, E>>) = batch.into_iter().unzip();
             match write(&items) {
                 Ok(results) => {
                     // A missing result drops its waiter: "not committed".
@@ -82,9 +84,9 @@ impl<T, R: Clone> GroupCommit<T, R> {
     }
 }
 
-struct FlushGuard<'a, T, R>(&'a GroupCommit<T, R>);
+struct FlushGuard<'a, T, R, E>(&'a GroupCommit<T, R, E>);
 
-impl<T, R> Drop for FlushGuard<'_, T, R> {
+impl<T, R, E> Drop for FlushGuard<'_, T, R, E> {
     fn drop(&mut self) {
         if std::thread::panicking() {
             self.0

@@ -7,7 +7,7 @@
 use async_trait::async_trait;
 use rusqlite::{params, params_from_iter, OptionalExtension, Row, Transaction};
 
-use super::{backend, SqliteDb, Write};
+use super::{failure, SqliteDb, Write};
 use crate::history::{
     AttemptRecord, Claim, DeliveryHistory, NotificationDetail, NotificationStatus,
     NotificationSummary, Outcome, StatsRow, Trigger, Window,
@@ -151,9 +151,9 @@ impl DeliveryHistory for SqliteDb {
         let events = super::queue::events_of(&jobs);
         let now = self.now_ms();
         self.with(move |conn| {
-            let tx = conn.transaction().map_err(backend)?;
+            let tx = conn.transaction().map_err(failure)?;
             super::queue::insert_jobs(&tx, &event_id, &jobs, &events, now)?;
-            tx.commit().map_err(backend)
+            tx.commit().map_err(failure)
         })
         .await
     }
@@ -186,17 +186,17 @@ impl DeliveryHistory for SqliteDb {
                     params_from_iter(values.iter()),
                     |r| r.get(0),
                 )
-                .map_err(backend)?;
+                .map_err(failure)?;
             let mut stmt = conn
                 .prepare_cached(&format!(
                     "SELECT {SUMMARY} FROM notifications WHERE {clause} ORDER BY {order} LIMIT {size} OFFSET {offset}"
                 ))
-                .map_err(backend)?;
+                .map_err(failure)?;
             let content = stmt
                 .query_map(params_from_iter(values.iter()), summary)
-                .map_err(backend)?
+                .map_err(failure)?
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(backend)?;
+                .map_err(failure)?;
             Ok(request.page_of(content, total))
         })
         .await
@@ -227,7 +227,7 @@ impl DeliveryHistory for SqliteDb {
                     },
                 )
                 .optional()
-                .map_err(backend)?;
+                .map_err(failure)?;
             let Some((summary, payload, log, traceparent)) = found else {
                 return Ok(None);
             };
@@ -257,7 +257,7 @@ impl DeliveryHistory for SqliteDb {
                     "SELECT created_at, status, attempts, attempt_log FROM notifications \
                      WHERE org_id = ?1 AND subscription_id = ?2 AND created_at >= ?3 AND created_at < ?4",
                 )
-                .map_err(backend)?;
+                .map_err(failure)?;
             let rows = stmt
                 .query_map(params![org_id, subscription_id, since, until], |r| {
                     let status: String = r.get(1)?;
@@ -270,8 +270,8 @@ impl DeliveryHistory for SqliteDb {
                         durations_ms: attempt_log(&log).iter().map(|a| a.duration_ms).collect(),
                     })
                 })
-                .map_err(backend)?;
-            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+                .map_err(failure)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(failure)
         })
         .await
     }
@@ -291,7 +291,7 @@ impl DeliveryHistory for SqliteDb {
                     "SELECT id, org_id, subscription_id, body, created_at, status, attempts \
                      FROM notifications WHERE {clause} ORDER BY created_at, id LIMIT {max}"
                 ))
-                .map_err(backend)?;
+                .map_err(failure)?;
             let rows = stmt
                 .query_map(params_from_iter(values.iter()), |r| {
                     let status: String = r.get(5)?;
@@ -312,8 +312,8 @@ impl DeliveryHistory for SqliteDb {
                         attempts: r.get(6)?,
                     })
                 })
-                .map_err(backend)?;
-            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+                .map_err(failure)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(failure)
         })
         .await
     }
@@ -324,7 +324,7 @@ impl DeliveryHistory for SqliteDb {
             .map(|c| (c.job.id.clone(), c.status.as_str(), c.attempts))
             .collect();
         self.with(move |conn| {
-            let tx = conn.transaction().map_err(backend)?;
+            let tx = conn.transaction().map_err(failure)?;
             let mut changed = 0;
             {
                 let mut stmt = tx
@@ -332,14 +332,14 @@ impl DeliveryHistory for SqliteDb {
                         "UPDATE notifications SET status = 'PENDING', next_attempt_at = ?4 \
                          WHERE id = ?1 AND status = ?2 AND attempts = ?3",
                     )
-                    .map_err(backend)?;
+                    .map_err(failure)?;
                 for (id, status, attempts) in &marks {
                     changed += stmt
                         .execute(params![id, status, attempts, now])
-                        .map_err(backend)?;
+                        .map_err(failure)?;
                 }
             }
-            tx.commit().map_err(backend)?;
+            tx.commit().map_err(failure)?;
             Ok(changed)
         })
         .await
@@ -353,7 +353,7 @@ impl DeliveryHistory for SqliteDb {
                     "DELETE FROM notifications WHERE created_at < ?1 AND due_at IS NULL",
                     [before],
                 )
-                .map_err(backend)?;
+                .map_err(failure)?;
             Ok(n as u64)
         })
         .await

@@ -56,7 +56,7 @@ enum Write {
 
 /// What one group-committed write answers: for an event, whether it was
 /// new (`false`: a duplicate); an error of its own fails it alone.
-type Written = Result<bool, String>;
+type Written = Result<bool, StoreError>;
 
 /// Prepared statements kept per connection: more than any one runs.
 const STATEMENT_CACHE: usize = 64;
@@ -71,7 +71,7 @@ pub struct SqliteDb {
     readers: Arc<Readers>,
     /// The small writes of ingestion and delivery (events, outcomes,
     /// completions), written together: many, one transaction.
-    writes: Arc<GroupCommit<Write, Written>>,
+    writes: Arc<GroupCommit<Write, Written, Arc<StoreError>>>,
     clock: Arc<dyn Clock>,
 }
 
@@ -81,14 +81,71 @@ struct Readers {
     next: AtomicUsize,
 }
 
-fn backend(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Backend(e.to_string())
+/// How long a statement waits for a lock another connection holds before
+/// it fails with `SQLITE_BUSY` (answered `503 STORE_UNAVAILABLE`). This
+/// process writes through one connection, so only another process (a
+/// backup, the `sqlite3` shell, a second server on the same file) holds
+/// the lock for long: a request waits this long, not SQLite's 5 s of
+/// before, then is told to come back (`Retry-After`).
+const BUSY_TIMEOUT_MS: u32 = 1_000;
+
+/// A failure of the SQLite side as a store error, its cause kept: busy or
+/// locked (another connection held the lock past [`BUSY_TIMEOUT_MS`]) is
+/// [`StoreError::Unavailable`], like a throttled DynamoDB.
+fn failure<E: std::error::Error + Send + Sync + 'static>(e: E) -> StoreError {
+    let code = (&e as &dyn std::error::Error)
+        .downcast_ref::<rusqlite::Error>()
+        .and_then(rusqlite::Error::sqlite_error_code);
+    match code {
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            StoreError::unavailable(e)
+        }
+        _ => StoreError::backend(e),
+    }
+}
+
+/// A batch's failure as each of its writes reports it (the batch shares
+/// one error; the variant and cause are kept).
+fn unshare(e: Arc<StoreError>) -> StoreError {
+    match Arc::try_unwrap(e) {
+        Ok(e) => e,
+        Err(shared) if shared.is_unavailable() => StoreError::Unavailable(Box::new(Shared(shared))),
+        Err(shared) => StoreError::Backend(Box::new(Shared(shared))),
+    }
+}
+
+/// A store error shared by the writes of a failed batch, shown as its cause.
+#[derive(Debug)]
+struct Shared(Arc<StoreError>);
+
+impl Shared {
+    fn cause(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
+        match &*self.0 {
+            StoreError::Unavailable(c) | StoreError::Backend(c) => Some(c.as_ref()),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.cause() {
+            Some(cause) => std::fmt::Display::fmt(cause, f),
+            None => std::fmt::Display::fmt(&self.0, f),
+        }
+    }
+}
+
+impl std::error::Error for Shared {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause().and_then(|c| c.source())
+    }
 }
 
 impl SqliteDb {
     /// Opens (creating if needed) the database file and migrates it.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let conn = Connection::open(path).map_err(backend)?;
+        let conn = Connection::open(path).map_err(failure)?;
         let mut store = Self::init(conn)?;
         // Opened after the migrations, so they see the current schema.
         let readers = (0..READERS)
@@ -114,9 +171,11 @@ impl SqliteDb {
     fn init(mut conn: Connection) -> Result<Self, StoreError> {
         conn.execute_batch(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-             PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;",
+             PRAGMA foreign_keys = ON;",
         )
-        .map_err(backend)?;
+        .map_err(failure)?;
+        conn.pragma_update(None, "busy_timeout", BUSY_TIMEOUT_MS)
+            .map_err(failure)?;
         // rusqlite keeps 16 prepared statements by default; the writer runs
         // more kinds than that, and an evicted one is prepared again.
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
@@ -140,7 +199,7 @@ impl SqliteDb {
             f(&mut guard)
         })
         .await
-        .map_err(backend)?
+        .map_err(failure)?
     }
 
     /// Runs `f` with the writer connection on the calling thread (a
@@ -194,7 +253,7 @@ impl SqliteDb {
             f(&guard)
         })
         .await
-        .map_err(backend)?
+        .map_err(failure)?
     }
 }
 
@@ -208,22 +267,21 @@ impl SqliteDb {
             tokio::task::spawn_blocking(move || {
                 db.writes.flush(|batch| {
                     db.with_writer(|conn| {
-                        let mut tx = conn.transaction().map_err(backend)?;
-                        let written = outbox::write_events(&mut tx, batch).map_err(backend)?;
-                        queue::write_completions(&tx, batch).map_err(backend)?;
-                        history::write_outcomes(&tx, batch).map_err(backend)?;
-                        tx.commit().map_err(backend)?;
+                        let mut tx = conn.transaction().map_err(failure)?;
+                        let written = outbox::write_events(&mut tx, batch).map_err(failure)?;
+                        queue::write_completions(&tx, batch).map_err(failure)?;
+                        history::write_outcomes(&tx, batch).map_err(failure)?;
+                        tx.commit().map_err(failure)?;
                         Ok(written)
                     })
-                    .map_err(|e| e.to_string())
+                    .map_err(Arc::new)
                 })
             });
         }
         committed
             .await
-            .map_err(|_| StoreError::Backend("the write was not committed".into()))?
-            .and_then(|written| written)
-            .map_err(StoreError::Backend)
+            .map_err(|_| StoreError::backend("the write was not committed"))?
+            .map_err(unshare)?
     }
 }
 
@@ -233,10 +291,12 @@ fn open_reader(path: &Path) -> Result<Connection, StoreError> {
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
-    .map_err(backend)?;
+    .map_err(failure)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-    conn.execute_batch("PRAGMA query_only = 1; PRAGMA busy_timeout = 5000;")
-        .map_err(backend)?;
+    conn.execute_batch("PRAGMA query_only = 1;")
+        .map_err(failure)?;
+    conn.pragma_update(None, "busy_timeout", BUSY_TIMEOUT_MS)
+        .map_err(failure)?;
     Ok(conn)
 }
 

@@ -8,10 +8,10 @@ use rusqlite::{params, Connection, Transaction};
 
 use super::queue::{events_of, insert_jobs};
 use super::store::UPSERT_MESSAGE;
-use super::{backend, SqliteDb, Write, Written};
+use super::{failure, SqliteDb, Write, Written};
 use crate::ids::OrgId;
 use crate::model::Message;
-use crate::queue::{DeliveryJob, Outbox};
+use crate::queue::{DeliveryJob, Outbox, StoreOrQueueError};
 use crate::store::StoreError;
 
 /// One ingested event, ready to write.
@@ -47,7 +47,7 @@ pub(super) fn write_events(
             }
             Err(e) => {
                 savepoint.rollback()?;
-                written.push(Err(e.to_string()));
+                written.push(Err(e));
             }
         }
     }
@@ -61,7 +61,7 @@ fn write_event(tx: &Connection, e: &EventWrite) -> Result<bool, StoreError> {
             "INSERT OR IGNORE INTO events (org_id, event_id, received_at) VALUES (?1, ?2, ?3)",
         )
         .and_then(|mut s| s.execute(params![e.org_id, e.event_id, e.now]))
-        .map_err(backend)?
+        .map_err(failure)?
         == 1;
     if !new {
         return Ok(false);
@@ -69,7 +69,7 @@ fn write_event(tx: &Connection, e: &EventWrite) -> Result<bool, StoreError> {
     if let Some((id, body)) = &e.message {
         tx.prepare_cached(UPSERT_MESSAGE)
             .and_then(|mut s| s.execute(params![e.org_id, id, body, e.now]))
-            .map_err(backend)?;
+            .map_err(failure)?;
     }
     insert_jobs(tx, &e.event_id, &e.jobs, &e.events, e.now)?;
     Ok(true)
@@ -83,11 +83,11 @@ impl Outbox for SqliteDb {
         event_id: &str,
         message: Option<&Message>,
         jobs: Vec<DeliveryJob>,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<bool, StoreOrQueueError> {
         let message = message
             .map(|m| serde_json::to_string(m).map(|body| (m.id.clone(), body)))
             .transpose()
-            .map_err(backend)?;
+            .map_err(failure)?;
         let events = events_of(&jobs);
         self.commit_write(Write::Event(EventWrite {
             org_id: org_id.to_owned(),
@@ -98,5 +98,7 @@ impl Outbox for SqliteDb {
             now: self.now_ms(),
         }))
         .await
+        // The queue is a table of the same file: one transaction, the store's.
+        .map_err(StoreOrQueueError::Store)
     }
 }

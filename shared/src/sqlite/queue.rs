@@ -10,18 +10,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension};
 
-use super::{backend, QueueStats, SqliteDb, Write};
+use super::{failure, QueueStats, SqliteDb, Write};
 use crate::clock::millis;
 use crate::history::Trigger;
 use crate::queue::{Backlog, DeliveryJob, DeliveryQueue, Lease, QueueError};
 use crate::store::StoreError;
-
-fn queue_err(e: StoreError) -> QueueError {
-    match e {
-        StoreError::Unavailable(_) => QueueError::unavailable(e),
-        _ => QueueError::backend(e),
-    }
-}
 
 /// The matched filter of each job, read before the writer is taken.
 pub(super) fn events_of(jobs: &[DeliveryJob]) -> Vec<String> {
@@ -51,7 +44,7 @@ pub(super) fn insert_jobs(
              ON CONFLICT (id) DO UPDATE SET due_at = excluded.due_at, lease = 0, leased = 0, deferrals = 0, manual = 1 \
              WHERE excluded.manual = 1",
         )
-        .map_err(backend)?;
+        .map_err(failure)?;
     for (job, event) in jobs.iter().zip(events) {
         stmt.execute(params![
             job.id,
@@ -65,7 +58,7 @@ pub(super) fn insert_jobs(
             i64::from(job.trigger == Trigger::Manual),
             job.traceparent,
         ])
-        .map_err(backend)?;
+        .map_err(failure)?;
     }
     Ok(())
 }
@@ -145,12 +138,12 @@ impl DeliveryQueue for SqliteDb {
         let now = self.now_ms();
         let events = events_of(&jobs);
         self.with(move |conn| {
-            let tx = conn.transaction().map_err(backend)?;
+            let tx = conn.transaction().map_err(failure)?;
             insert_jobs(&tx, "", &jobs, &events, now)?;
-            tx.commit().map_err(backend)
+            tx.commit().map_err(failure)
         })
         .await
-        .map_err(queue_err)
+        .map_err(QueueError::from)
     }
 
     async fn receive(
@@ -161,8 +154,8 @@ impl DeliveryQueue for SqliteDb {
     ) -> Result<Vec<Lease>, QueueError> {
         let now = self.now_ms();
         self.with(move |conn| {
-            let tx = conn.transaction().map_err(backend)?;
-            let chosen = fair_pick(&tx, now, max, per_subscription).map_err(backend)?;
+            let tx = conn.transaction().map_err(failure)?;
+            let chosen = fair_pick(&tx, now, max, per_subscription).map_err(failure)?;
             let mut leases = Vec::with_capacity(chosen.len());
             {
                 let mut lease = tx
@@ -171,7 +164,7 @@ impl DeliveryQueue for SqliteDb {
                          WHERE rowid = ?1 \
                          RETURNING id, org_id, subscription_id, body, lease, created_at, manual, deferrals, traceparent",
                     )
-                    .map_err(backend)?;
+                    .map_err(failure)?;
                 for rowid in chosen {
                     let leased = lease
                         .query_row(params![rowid, now, millis(visibility)], |r| {
@@ -198,15 +191,15 @@ impl DeliveryQueue for SqliteDb {
                                 receipt: lease.to_string(),
                             })
                         })
-                        .map_err(backend)?;
+                        .map_err(failure)?;
                     leases.push(leased);
                 }
             }
-            tx.commit().map_err(backend)?;
+            tx.commit().map_err(failure)?;
             Ok(leases)
         })
         .await
-        .map_err(queue_err)
+        .map_err(QueueError::from)
     }
 
     async fn complete(&self, lease: &Lease) -> Result<(), QueueError> {
@@ -222,10 +215,10 @@ impl DeliveryQueue for SqliteDb {
                     "SELECT 1 FROM notifications WHERE id = ?1 AND lease = ?2 AND due_at IS NOT NULL",
                 )
                 .and_then(|mut s| s.exists(params![id, receipt]))
-                .map_err(backend)
+                .map_err(failure)
             })
             .await
-            .map_err(queue_err)?;
+            .map_err(QueueError::from)?;
         if !queued {
             return Ok(());
         }
@@ -235,7 +228,7 @@ impl DeliveryQueue for SqliteDb {
         })
         .await
         .map(drop)
-        .map_err(queue_err)
+        .map_err(QueueError::from)
     }
 
     async fn retry_after(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError> {
@@ -246,11 +239,11 @@ impl DeliveryQueue for SqliteDb {
                 "UPDATE notifications SET due_at = ?3, leased = 0 WHERE id = ?1 AND lease = ?2",
             )
             .and_then(|mut s| s.execute(params![id, receipt, due]))
-            .map_err(backend)?;
+            .map_err(failure)?;
             Ok(())
         })
         .await
-        .map_err(queue_err)
+        .map_err(QueueError::from)
     }
 
     fn caps_leases(&self) -> bool {
@@ -266,11 +259,11 @@ impl DeliveryQueue for SqliteDb {
                  WHERE id = ?1 AND lease = ?2",
             )
             .and_then(|mut s| s.execute(params![id, receipt, due]))
-            .map_err(backend)?;
+            .map_err(failure)?;
             Ok(())
         })
         .await
-        .map_err(queue_err)
+        .map_err(QueueError::from)
     }
 
     async fn dead_letter(&self, lease: &Lease, reason: &str) -> Result<(), QueueError> {
@@ -278,23 +271,23 @@ impl DeliveryQueue for SqliteDb {
         let receipt = lease.receipt.clone();
         let now = self.now_ms();
         self.with(move |conn| {
-            let tx = conn.transaction().map_err(backend)?;
+            let tx = conn.transaction().map_err(failure)?;
             tx.execute(
                 "INSERT OR REPLACE INTO dead_letters (id, org_id, subscription_id, body, attempts, reason, failed_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 params![job.id, job.org_id, job.subscription_id, job.body, attempt, reason, now],
             )
-            .map_err(backend)?;
+            .map_err(failure)?;
             // Only the current lease: a resend queued meanwhile stays.
             tx.execute(
                 "UPDATE notifications SET due_at = NULL, leased = 0 WHERE id = ?1 AND lease = ?2",
                 params![job.id, receipt],
             )
-            .map_err(backend)?;
-            tx.commit().map_err(backend)
+            .map_err(failure)?;
+            tx.commit().map_err(failure)
         })
         .await
-        .map_err(queue_err)
+        .map_err(QueueError::from)
     }
 
     async fn backlog(&self) -> Result<Option<Backlog>, QueueError> {
@@ -307,10 +300,10 @@ impl DeliveryQueue for SqliteDb {
                     "SELECT count(*), min(due_at) FROM notifications WHERE due_at IS NOT NULL AND due_at <= ?1",
                 )
                 .and_then(|mut s| s.query_row([now], |r| Ok((r.get(0)?, r.get(1)?))))
-                .map_err(backend)
+                .map_err(failure)
             })
             .await
-            .map_err(queue_err)?;
+            .map_err(QueueError::from)?;
         Ok(Some(Backlog {
             due: u64::try_from(due).unwrap_or(0),
             oldest_due_age: Duration::from_millis(
@@ -333,7 +326,7 @@ impl SqliteDb {
                      WHERE leased = 1 AND due_at IS NOT NULL",
                     [now],
                 )
-                .map_err(backend)?;
+                .map_err(failure)?;
             Ok(n as u64)
         })
         .await
@@ -348,8 +341,8 @@ impl SqliteDb {
             };
             Ok(QueueStats {
                 pending: count("SELECT count(*) FROM notifications WHERE due_at IS NOT NULL")
-                    .map_err(backend)?,
-                dead_letters: count("SELECT count(*) FROM dead_letters").map_err(backend)?,
+                    .map_err(failure)?,
+                dead_letters: count("SELECT count(*) FROM dead_letters").map_err(failure)?,
             })
         })
         .await
@@ -363,7 +356,7 @@ impl SqliteDb {
                 [],
                 |r| r.get(0),
             )
-            .map_err(backend)
+            .map_err(failure)
         })
         .await
     }

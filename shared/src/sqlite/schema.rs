@@ -3,7 +3,7 @@
 
 use rusqlite::Connection;
 
-use super::backend;
+use super::failure;
 use crate::store::StoreError;
 
 /// Schema versions, applied in order; `PRAGMA user_version` records progress.
@@ -168,13 +168,13 @@ CREATE INDEX subscriptions_expiring ON subscriptions (expires_at)
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     let version: usize = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(backend)?;
+        .map_err(failure)?;
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
-        let tx = conn.transaction().map_err(backend)?;
-        tx.execute_batch(sql).map_err(backend)?;
+        let tx = conn.transaction().map_err(failure)?;
+        tx.execute_batch(sql).map_err(failure)?;
         tx.pragma_update(None, "user_version", i + 1)
-            .map_err(backend)?;
-        tx.commit().map_err(backend)?;
+            .map_err(failure)?;
+        tx.commit().map_err(failure)?;
     }
     Ok(())
 }

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension, Row, TransactionBehavior};
 
-use super::{backend, SqliteDb};
+use super::{failure, SqliteDb};
 use crate::delivery::breaker::Health;
 use crate::ids::{OrgId, SubscriptionId};
 use crate::model::{Message, Page, SubscriptionStatus};
@@ -62,7 +62,7 @@ impl Store for SqliteDb {
         self.with(move |conn| {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(backend)?;
+                .map_err(failure)?;
             let existing: Option<String> = tx
                 .query_row(
                     "SELECT id FROM subscriptions WHERE org_id = ?1 AND uri = ?2",
@@ -70,9 +70,9 @@ impl Store for SqliteDb {
                     |r| r.get(0),
                 )
                 .optional()
-                .map_err(backend)?;
-            let filters = serde_json::to_string(&u.event_filters).map_err(backend)?;
-            let disabled = serde_json::to_string(&u.disabled_filters).map_err(backend)?;
+                .map_err(failure)?;
+            let filters = serde_json::to_string(&u.event_filters).map_err(failure)?;
+            let disabled = serde_json::to_string(&u.disabled_filters).map_err(failure)?;
             let created = existing.is_none();
             let id = match existing {
                 Some(id) => {
@@ -84,16 +84,16 @@ impl Store for SqliteDb {
                          WHERE id = ?1",
                         params![id, filters, disabled, u.expires_at, u.now],
                     )
-                    .map_err(backend)?;
+                    .map_err(failure)?;
                     tx.execute("DELETE FROM subscription_filters WHERE subscription_id = ?1", [&id])
-                        .map_err(backend)?;
+                        .map_err(failure)?;
                     id
                 }
                 None => {
                     let count: usize = tx
                         .query_row("SELECT n FROM subscription_counts WHERE org_id = ?1", [&u.org_id], |r| r.get(0))
                         .optional()
-                        .map_err(backend)?
+                        .map_err(failure)?
                         .unwrap_or(0);
                     if count >= u.max_per_org {
                         return Err(StoreError::LimitReached(count));
@@ -104,7 +104,7 @@ impl Store for SqliteDb {
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'ACTIVE', ?7, ?7, ?8)",
                         params![u.new_id, u.org_id, u.uri, filters, disabled, u.expires_at, u.now, u.new_secret],
                     )
-                    .map_err(backend)?;
+                    .map_err(failure)?;
                     u.new_id.to_string()
                 }
             };
@@ -113,12 +113,12 @@ impl Store for SqliteDb {
                     "INSERT INTO subscription_filters (filter, subscription_id) VALUES (?1, ?2)",
                     params![crate::filter::index_key(filter), id],
                 )
-                .map_err(backend)?;
+                .map_err(failure)?;
             }
             let stored = tx
                 .query_row(&format!("SELECT {COLUMNS} FROM subscriptions WHERE id = ?1"), [&id], row_to_subscription)
-                .map_err(backend)?;
-            tx.commit().map_err(backend)?;
+                .map_err(failure)?;
+            tx.commit().map_err(failure)?;
             Ok((stored, created))
         })
         .await
@@ -138,7 +138,7 @@ impl Store for SqliteDb {
                 s.query_row(params![id, org_id], row_to_subscription)
                     .optional()
             })
-            .map_err(backend)
+            .map_err(failure)
         })
         .await
     }
@@ -176,7 +176,7 @@ impl Store for SqliteDb {
                     "DELETE FROM subscriptions WHERE id = ?1 AND org_id = ?2",
                     params![id, org_id],
                 )
-                .map_err(backend)?;
+                .map_err(failure)?;
             Ok(n > 0)
         })
         .await
@@ -196,9 +196,9 @@ impl Store for SqliteDb {
                     "SELECT {cols} FROM subscription_filters f JOIN subscriptions s ON s.id = f.subscription_id \
                      WHERE f.filter = ?1"
                 ))
-                .map_err(backend)?;
-            let rows = stmt.query_map([filter], row_to_subscription).map_err(backend)?;
-            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+                .map_err(failure)?;
+            let rows = stmt.query_map([filter], row_to_subscription).map_err(failure)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(failure)
         })
         .await
     }
@@ -225,18 +225,18 @@ impl Store for SqliteDb {
                 DeliveryRecord::Failed { now, blacklist_after_ms } => (now, blacklist_after_ms),
                 _ => (0, 0),
             };
-            let mut stmt = conn.prepare_cached(sql).map_err(backend)?;
+            let mut stmt = conn.prepare_cached(sql).map_err(failure)?;
             let params: &[&dyn rusqlite::ToSql] = match record {
                 DeliveryRecord::Failed { .. } => &[&id, &org_id, &now, &after],
                 _ => &[&id, &org_id],
             };
-            stmt.execute(params).map_err(backend)?;
+            stmt.execute(params).map_err(failure)?;
             let status: Option<String> = conn
                 .query_row("SELECT status FROM subscriptions WHERE id = ?1 AND org_id = ?2", params![id, org_id], |r| {
                     r.get(0)
                 })
                 .optional()
-                .map_err(backend)?;
+                .map_err(failure)?;
             Ok(status.and_then(|s| SubscriptionStatus::parse(&s)))
         })
         .await
@@ -250,7 +250,7 @@ impl Store for SqliteDb {
         new: &Health,
     ) -> Result<bool, StoreError> {
         let (org_id, id) = (org_id.to_owned(), id.to_owned());
-        let json = serde_json::to_string(new).map_err(backend)?;
+        let json = serde_json::to_string(new).map_err(failure)?;
         let (expected, rev) = (expected_rev as i64, new.rev as i64);
         self.with(move |conn| {
             let changed = conn
@@ -259,7 +259,7 @@ impl Store for SqliteDb {
                      WHERE id = ?1 AND org_id = ?2 AND health_rev = ?4",
                 )
                 .and_then(|mut s| s.execute(params![id, org_id, json, expected, rev]))
-                .map_err(backend)?;
+                .map_err(failure)?;
             Ok(changed == 1)
         })
         .await
@@ -275,25 +275,25 @@ impl Store for SqliteDb {
         self.with(move |conn| {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(backend)?;
+                .map_err(failure)?;
             let select =
                 format!("SELECT {COLUMNS} FROM subscriptions WHERE id = ?1 AND org_id = ?2");
             let Some(current) = tx
                 .query_row(&select, params![id, org_id], row_to_subscription)
                 .optional()
-                .map_err(backend)?
+                .map_err(failure)?
             else {
                 return Ok(None);
             };
             let rotated = rotation.apply(&current)?;
-            let previous = serde_json::to_string(&rotated.previous_secrets).map_err(backend)?;
+            let previous = serde_json::to_string(&rotated.previous_secrets).map_err(failure)?;
             tx.execute(
                 "UPDATE subscriptions SET secret = ?3, previous_secrets = ?4, updated_at = ?5 \
                  WHERE id = ?1 AND org_id = ?2",
                 params![id, org_id, rotated.secret, previous, rotated.updated_at],
             )
-            .map_err(backend)?;
-            tx.commit().map_err(backend)?;
+            .map_err(failure)?;
+            tx.commit().map_err(failure)?;
             Ok(Some(rotated))
         })
         .await
@@ -307,11 +307,11 @@ impl Store for SqliteDb {
     ) -> Result<(), StoreError> {
         let org_id = org_id.to_owned();
         let id = message.id.clone();
-        let body = serde_json::to_string(message).map_err(backend)?;
+        let body = serde_json::to_string(message).map_err(failure)?;
         self.with(move |conn| {
             conn.prepare_cached(UPSERT_MESSAGE)
                 .and_then(|mut s| s.execute(params![org_id, id, body, received_at]))
-                .map_err(backend)?;
+                .map_err(failure)?;
             Ok(())
         })
         .await
@@ -333,8 +333,8 @@ impl Store for SqliteDb {
                     s.query_row(params![org_id, id, received_since], |r| r.get(0))
                         .optional()
                 })
-                .map_err(backend)?;
-            body.map(|b| serde_json::from_str(&b).map_err(backend))
+                .map_err(failure)?;
+            body.map(|b| serde_json::from_str(&b).map_err(failure))
                 .transpose()
         })
         .await
@@ -344,7 +344,7 @@ impl Store for SqliteDb {
         self.with(move |conn| {
             let n = conn
                 .execute("DELETE FROM messages WHERE received_at < ?1", [before])
-                .map_err(backend)?;
+                .map_err(failure)?;
             Ok(n as u64)
         })
         .await
@@ -382,17 +382,17 @@ fn list_page(
         "SELECT {COLUMNS} FROM subscriptions WHERE org_id = ?1 ORDER BY {} LIMIT ?2 OFFSET ?3",
         order_by(page)
     );
-    let tx = conn.unchecked_transaction().map_err(backend)?;
+    let tx = conn.unchecked_transaction().map_err(failure)?;
     let total: u64 = tx
         .prepare_cached("SELECT n FROM subscription_counts WHERE org_id = ?1")
         .and_then(|mut s| s.query_row([&org_id], |r| r.get(0)).optional())
-        .map_err(backend)?
+        .map_err(failure)?
         .unwrap_or(0);
     let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
     let content = if page.offset() >= total {
         Vec::new() // past the end: no query
     } else {
-        let mut stmt = tx.prepare_cached(&sql).map_err(backend)?;
+        let mut stmt = tx.prepare_cached(&sql).map_err(failure)?;
         let (size, offset) = (clamp(page.size), clamp(page.offset()));
         // SQLite counts the parameters the statement names: `now` only
         // when sorting by status.
@@ -401,10 +401,10 @@ fn list_page(
         } else {
             stmt.query_map(params![org_id, size, offset], row_to_subscription)
         }
-        .map_err(backend)?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(backend)?
+        .map_err(failure)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(failure)?
     };
-    tx.finish().map_err(backend)?;
+    tx.finish().map_err(failure)?;
     Ok(page.page_of(content, total))
 }
 

@@ -154,6 +154,13 @@ pub struct Upsert {
     pub max_per_org: usize,
 }
 
+/// The cause a store or queue failure keeps: the adapter's own error
+/// (rusqlite's, the AWS SDK's, serde's) or a message where there is none.
+pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why a store call failed. The cause is kept as the `source` and also
+/// shown in the message, so one log field (`error = %e`) tells the whole
+/// story.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("the organization already has {0} subscriptions")]
@@ -164,16 +171,43 @@ pub enum StoreError {
     /// A rotation's new secret is the current or a still valid previous one.
     #[error("the new signing secret is already one of the subscription's")]
     SecretReused,
-    #[error("store failure: {0}")]
-    Backend(String),
-    /// The store timed out, was throttled or could not be reached: the same
-    /// call may succeed later (answered `503 STORE_UNAVAILABLE`).
+    /// The store timed out, was throttled, busy or locked, or could not be
+    /// reached: the same call may succeed later (`503 STORE_UNAVAILABLE`).
     #[error("store unavailable: {0}")]
-    Unavailable(String),
-    /// The delivery queue behind an outbox commit likewise (`503
-    /// QUEUE_UNAVAILABLE`).
-    #[error("queue unavailable: {0}")]
-    QueueUnavailable(String),
+    Unavailable(#[source] Cause),
+    /// Concurrent writes kept cancelling this one: it may succeed later
+    /// (`503 STORE_UNAVAILABLE`).
+    #[error("store conflict: {0}")]
+    Conflict(String),
+    /// A stored item this version cannot read (a missing attribute, an
+    /// unknown status): named by its key so an operator can find it.
+    #[error("stored item {key} is corrupt: {problem}")]
+    Corrupt { key: String, problem: String },
+    /// Any other failure: a refused request, a missing table, a full disk.
+    #[error("store failure: {0}")]
+    Backend(#[source] Cause),
+}
+
+impl StoreError {
+    pub fn backend(cause: impl Into<Cause>) -> Self {
+        StoreError::Backend(cause.into())
+    }
+
+    pub fn unavailable(cause: impl Into<Cause>) -> Self {
+        StoreError::Unavailable(cause.into())
+    }
+
+    pub fn corrupt(key: impl Into<String>, problem: impl Into<String>) -> Self {
+        StoreError::Corrupt {
+            key: key.into(),
+            problem: problem.into(),
+        }
+    }
+
+    /// Whether the same call may succeed later.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, StoreError::Unavailable(_) | StoreError::Conflict(_))
+    }
 }
 
 #[async_trait]

@@ -74,7 +74,8 @@ pub fn store_error_kind(e: &StoreError) -> &'static str {
         StoreError::SecretReused => "secret_reused",
         StoreError::Backend(_) => "backend",
         StoreError::Unavailable(_) => "unavailable",
-        StoreError::QueueUnavailable(_) => "queue_unavailable",
+        StoreError::Conflict(_) => "conflict",
+        StoreError::Corrupt { .. } => "corrupt",
     }
 }
 

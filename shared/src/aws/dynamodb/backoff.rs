@@ -15,7 +15,7 @@ impl Backoff {
     pub(super) async fn wait(&mut self, what: &str) -> Result<(), StoreError> {
         self.attempts += 1;
         if self.attempts >= MAX_ATTEMPTS {
-            return Err(StoreError::Backend(format!(
+            return Err(StoreError::Conflict(format!(
                 "{what}: gave up after {} attempts cancelled by concurrent writes",
                 self.attempts
             )));

@@ -134,14 +134,21 @@ pub(super) fn expiry_item(sub: &StoredSubscription) -> Item {
 
 /// What an expiry entry names: (org, id, expiry).
 pub(super) fn parse_expiry_entry(item: &Item) -> Result<(OrgId, SubscriptionId, i64), StoreError> {
-    Ok((
-        text(item, "orgId")?.into(),
-        text(item, "id")?.into(),
-        number(item, "expiresAt")?,
-    ))
+    let entry = || {
+        Ok((
+            text(item, "orgId")?.into(),
+            text(item, "id")?.into(),
+            number(item, "expiresAt")?,
+        ))
+    };
+    keyed(item, entry())
 }
 
 pub(super) fn parse_subscription(item: &Item) -> Result<StoredSubscription, StoreError> {
+    keyed(item, subscription_of(item))
+}
+
+fn subscription_of(item: &Item) -> Result<StoredSubscription, StoreError> {
     let disabled = match item.get("disabledFilters") {
         Some(AttributeValue::L(entries)) => entries
             .iter()
@@ -196,10 +203,24 @@ pub(super) fn optional(value: &Option<String>) -> AttributeValue {
     }
 }
 
+/// A missing or malformed attribute; [`keyed`] names the item.
 pub(super) fn corrupt(attribute: &str) -> StoreError {
-    StoreError::Backend(format!(
-        "stored item has a missing or malformed '{attribute}'"
-    ))
+    StoreError::corrupt(String::new(), format!("missing or malformed '{attribute}'"))
+}
+
+/// `decoded`, with the item's key (`pk/sk`) in a [`StoreError::Corrupt`]
+/// that has none yet: a log names the item to look at.
+pub(super) fn keyed<T>(item: &Item, decoded: Result<T, StoreError>) -> Result<T, StoreError> {
+    decoded.map_err(|e| match e {
+        StoreError::Corrupt { key, problem } if key.is_empty() => {
+            let part = |name| match item.get(name) {
+                Some(AttributeValue::S(v)) => v.as_str(),
+                _ => "?",
+            };
+            StoreError::corrupt(format!("{}/{}", part("pk"), part("sk")), problem)
+        }
+        e => e,
+    })
 }
 
 pub(super) fn text(item: &Item, name: &str) -> Result<String, StoreError> {

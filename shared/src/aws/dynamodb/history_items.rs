@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::codec::{n, number, s, text};
+use super::codec::{keyed, n, number, s, text};
 use super::keys::{
     attempt_sk, history_pk, key, notification_pk, summary_sk, ATTEMPT, NOTIFICATION_SK,
 };
@@ -113,6 +113,10 @@ pub(super) fn inline_attempt(a: &AttemptRecord) -> Option<AttributeValue> {
 
 /// The attempts kept inline in a summary item.
 pub(super) fn inline_attempts_of(summary: &Item) -> Result<Vec<AttemptRecord>, StoreError> {
+    keyed(summary, inline_attempts(summary))
+}
+
+fn inline_attempts(summary: &Item) -> Result<Vec<AttemptRecord>, StoreError> {
     match summary.get(INLINE_ATTEMPTS) {
         Some(AttributeValue::L(entries)) => entries
             .iter()
@@ -243,10 +247,17 @@ fn opt_text(item: &Item, name: &str) -> Option<String> {
 }
 
 pub(super) fn status_of(item: &Item) -> Result<NotificationStatus, StoreError> {
-    NotificationStatus::parse(&text(item, "status")?).ok_or_else(|| super::codec::corrupt("status"))
+    let status = text(item, "status").and_then(|status| {
+        NotificationStatus::parse(&status).ok_or_else(|| super::codec::corrupt("status"))
+    });
+    keyed(item, status)
 }
 
 pub(super) fn parse_summary(item: &Item) -> Result<NotificationSummary, StoreError> {
+    keyed(item, summary_of(item))
+}
+
+fn summary_of(item: &Item) -> Result<NotificationSummary, StoreError> {
     Ok(NotificationSummary {
         id: text(item, "uuid")?.into(),
         subscription_id: text(item, "subscriptionId")?.into(),
@@ -267,7 +278,7 @@ pub(super) fn attempts_of(items: &[Item]) -> Result<Vec<AttemptRecord>, StoreErr
     items
         .iter()
         .filter(|i| matches!(i.get("sk"), Some(AttributeValue::S(sk)) if sk.starts_with(ATTEMPT)))
-        .map(parse_attempt)
+        .map(|item| keyed(item, parse_attempt(item)))
         .collect()
 }
 

@@ -23,7 +23,7 @@ impl DynamoStore {
     ) -> Result<(), StoreError> {
         let pk = message_pk(org_id, &message.id);
         if pk.len() > MAX_PARTITION_KEY {
-            return Err(StoreError::Backend(format!(
+            return Err(StoreError::backend(format!(
                 "message id of {} bytes is longer than a DynamoDB partition key allows",
                 message.id.len()
             )));

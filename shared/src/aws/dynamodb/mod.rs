@@ -157,27 +157,42 @@ pub async fn client_from_env() -> Client {
     Client::new(&crate::aws::sdk_config().await)
 }
 
-/// A failed request: the service's error code and message, or the reason
-/// the request did not get an answer (connection, timeout).
-/// A transient failure ([`crate::aws::is_transient`]) is
-/// [`StoreError::Unavailable`].
+/// A failed DynamoDB call: the service's error code and message, or why
+/// no answer came (connection, timeout), with the SDK's error as its source.
+#[derive(Debug, thiserror::Error)]
+#[error("DynamoDB {summary}")]
+pub struct DynamoDbError {
+    summary: String,
+    #[source]
+    source: crate::store::Cause,
+}
+
+/// A failed request as a store error, the SDK's error kept: a transient
+/// failure ([`crate::aws::is_transient`]) is [`StoreError::Unavailable`].
 pub(super) fn backend<E>(e: SdkError<E, aws_sdk_dynamodb::config::http::HttpResponse>) -> StoreError
 where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
-    if crate::aws::is_transient(&e) {
-        return StoreError::Unavailable(format!("DynamoDB: {}", DisplayErrorContext(&e)));
-    }
-    match &e {
-        SdkError::ServiceError(service) => StoreError::Backend(format!(
-            "DynamoDB {}: {}",
+    let transient = crate::aws::is_transient(&e);
+    let summary = match &e {
+        SdkError::ServiceError(service) => format!(
+            "{}: {}",
             service.err().code().unwrap_or("error"),
             service.err().message().unwrap_or("(no message)")
-        )),
-        _ => StoreError::Backend(format!("DynamoDB: {}", DisplayErrorContext(&e))),
+        ),
+        _ => DisplayErrorContext(&e).to_string(),
+    };
+    let e = DynamoDbError {
+        summary,
+        source: Box::new(e),
+    };
+    if transient {
+        StoreError::unavailable(e)
+    } else {
+        StoreError::backend(e)
     }
 }
 
 pub(super) fn backend_build(e: aws_sdk_dynamodb::error::BuildError) -> StoreError {
-    StoreError::Backend(format!("DynamoDB request: {e}"))
+    StoreError::backend(e)
 }

@@ -17,14 +17,6 @@ use super::keys::{key, parked_pk, summary_sk};
 use super::{backend, backend_build, DynamoStore};
 use crate::ids::SubscriptionId;
 use crate::queue::{DeliveryJob, ParkingLot, QueueError};
-use crate::store::StoreError;
-
-fn queue_err(e: StoreError) -> QueueError {
-    match e {
-        StoreError::Unavailable(_) => QueueError::unavailable(e),
-        _ => QueueError::backend(e),
-    }
-}
 
 #[async_trait]
 impl ParkingLot for DynamoStore {
@@ -47,7 +39,7 @@ impl ParkingLot for DynamoStore {
             .set_item(Some(item))
             .send()
             .await
-            .map_err(|e| queue_err(backend(e)))?;
+            .map_err(|e| QueueError::from(backend(e)))?;
         Ok(())
     }
 
@@ -67,13 +59,19 @@ impl ParkingLot for DynamoStore {
             .limit(max.clamp(1, 1000) as i32)
             .send()
             .await
-            .map_err(|e| queue_err(backend(e)))?;
+            .map_err(|e| QueueError::from(backend(e)))?;
         out.items()
             .iter()
             .map(|item| {
-                let json = text(item, "job").map_err(queue_err)?;
-                serde_json::from_str(&json)
-                    .map_err(|e| QueueError::backend(format!("a parked job is not a job: {e}")))
+                let json = text(item, "job").map_err(QueueError::from)?;
+                serde_json::from_str(&json).map_err(|e| QueueError::Corrupt {
+                    key: format!(
+                        "{}/{}",
+                        parked_pk(subscription),
+                        text(item, "sk").unwrap_or_default()
+                    ),
+                    problem: format!("a parked job is not a job: {e}"),
+                })
             })
             .collect()
     }
@@ -93,11 +91,11 @@ impl ParkingLot for DynamoStore {
                     )))
                     .build()
                     .map(|d| WriteRequest::builder().delete_request(d).build())
-                    .map_err(|e| queue_err(backend_build(e)))
+                    .map_err(|e| QueueError::from(backend_build(e)))
             })
             .collect::<Result<Vec<_>, _>>()?;
         self.write_messages_table(requests, "release parked jobs")
             .await
-            .map_err(queue_err)
+            .map_err(QueueError::from)
     }
 }

@@ -24,12 +24,21 @@ pub async fn create_tables(client: &Client, tables: &Tables) -> Result<(), Store
     Ok(())
 }
 
+/// A failure about one table, named.
+#[derive(Debug, thiserror::Error)]
+#[error("table {table}: {cause}")]
+struct TableError {
+    table: String,
+    #[source]
+    cause: crate::store::Cause,
+}
+
 /// Fails, naming the table, unless both tables exist (a start-up check for
 /// runtimes that do not create them).
 pub async fn check_tables(client: &Client, tables: &Tables) -> Result<(), StoreError> {
     if client.config().region().is_none() {
-        return Err(StoreError::Backend(
-            "no AWS region: set AWS_REGION (or a region in the AWS profile)".into(),
+        return Err(StoreError::backend(
+            "no AWS region: set AWS_REGION (or a region in the AWS profile)",
         ));
     }
     for name in [&tables.subscriptions, &tables.messages] {
@@ -39,7 +48,10 @@ pub async fn check_tables(client: &Client, tables: &Tables) -> Result<(), StoreE
             .send()
             .await
             .map_err(|e| match backend(e) {
-                StoreError::Backend(m) => StoreError::Backend(format!("table {name}: {m}")),
+                StoreError::Backend(cause) => StoreError::backend(TableError {
+                    table: name.clone(),
+                    cause,
+                }),
                 other => other,
             })?;
     }
@@ -86,7 +98,7 @@ async fn create_table(client: &Client, name: &str) -> Result<(), StoreError> {
         .wait(Duration::from_secs(300))
         .await
         .map_err(|e| {
-            StoreError::Backend(format!(
+            StoreError::backend(format!(
                 "table {name} did not become active: {}",
                 DisplayErrorContext(&e)
             ))

@@ -1,8 +1,14 @@
 //! One error type for the whole API, rendered in one place as RFC 9457
-//! `application/problem+json` with a stable upper-snake-case `code`.
+//! `application/problem+json` with a stable upper-snake-case `code`
+//! ([`ErrorCode`]). How a store or queue failure is answered: [`ports`].
 
 use http::StatusCode;
 use serde::Serialize;
+
+mod code;
+pub mod ports;
+
+pub use code::ErrorCode;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FieldError {
@@ -22,7 +28,7 @@ impl FieldError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
     pub status: StatusCode,
-    pub code: &'static str,
+    pub code: ErrorCode,
     pub detail: String,
     pub errors: Vec<FieldError>,
     /// Extra response headers (`WWW-Authenticate`, `Allow`, `Retry-After`).
@@ -37,7 +43,7 @@ pub struct Problem<'a> {
     pub title: &'a str,
     pub status: u16,
     pub detail: &'a str,
-    pub code: &'a str,
+    pub code: ErrorCode,
     #[serde(skip_serializing_if = "<[FieldError]>::is_empty")]
     pub errors: &'a [FieldError],
 }
@@ -50,7 +56,7 @@ pub const PROBLEM_JSON: &str = "application/problem+json";
 pub const UNAVAILABLE_RETRY_AFTER_SECS: u64 = 5;
 
 impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Self {
+    pub fn new(status: StatusCode, code: ErrorCode, detail: impl Into<String>) -> Self {
         ApiError {
             status,
             code,
@@ -73,7 +79,7 @@ impl ApiError {
             .join("; ");
         ApiError {
             errors,
-            ..ApiError::new(StatusCode::BAD_REQUEST, "VALIDATION_FAILED", detail)
+            ..ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::ValidationFailed, detail)
         }
     }
 
@@ -82,15 +88,15 @@ impl ApiError {
     }
 
     pub fn malformed_json(detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "MALFORMED_JSON", detail)
+        Self::new(StatusCode::BAD_REQUEST, ErrorCode::MalformedJson, detail)
     }
 
-    pub fn not_found(code: &'static str, detail: impl Into<String>) -> Self {
+    pub fn not_found(code: ErrorCode, detail: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, code, detail)
     }
 
     pub fn invalid_token(detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "INVALID_TOKEN", detail).with_header(
+        Self::new(StatusCode::UNAUTHORIZED, ErrorCode::InvalidToken, detail).with_header(
             http::header::WWW_AUTHENTICATE,
             "Bearer error=\"invalid_token\"",
         )
@@ -100,7 +106,7 @@ impl ApiError {
     /// `QUEUE_UNAVAILABLE`) timed out, was throttled or is down; the same
     /// request may succeed later. Ingestion is idempotent per event id, so a
     /// producer can send the same event again.
-    pub fn unavailable(code: &'static str, detail: impl Into<String>) -> Self {
+    pub fn unavailable(code: ErrorCode, detail: impl Into<String>) -> Self {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, code, detail).with_header(
             http::header::RETRY_AFTER,
             UNAVAILABLE_RETRY_AFTER_SECS.to_string(),
@@ -110,7 +116,7 @@ impl ApiError {
     pub fn internal() -> Self {
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
-            "INTERNAL_ERROR",
+            ErrorCode::InternalError,
             "the service failed to complete the request; it has been logged",
         )
     }
