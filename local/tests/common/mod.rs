@@ -56,6 +56,8 @@ pub struct Server {
     pub dir: tempfile::TempDir,
     pub http: reqwest::Client,
     env: Vec<(String, String)>,
+    /// Serving from DynamoDB Local and moto, not the SQLite file.
+    aws: bool,
 }
 
 impl Server {
@@ -69,10 +71,27 @@ impl Server {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        if aws_backend() {
+        let aws = aws_backend();
+        if aws {
             env.extend(unique_tables());
         }
-        Self::start_in(tempfile::tempdir().unwrap(), env)
+        Self::start_in(tempfile::tempdir().unwrap(), env, aws)
+    }
+
+    /// Starts the binary on its SQLite file whatever `WEBHOOKS_TEST_BACKEND`
+    /// says: for tests of the embedded backend itself.
+    pub fn start_on_sqlite(env: &[(&str, &str)]) -> Server {
+        let env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Self::start_in(tempfile::tempdir().unwrap(), env, false)
+    }
+
+    /// The SQLite file the server serves from (when it does).
+    pub fn sqlite_file(&self) -> std::path::PathBuf {
+        assert!(!self.aws, "this server runs on DynamoDB Local");
+        self.dir.path().join("webhooks.db")
     }
 
     /// The store the server serves from, for seeding data through the port:
@@ -88,7 +107,7 @@ impl Server {
             var("WEBHOOKS_SUBSCRIPTIONS_TABLE"),
             var("WEBHOOKS_MESSAGES_TABLE"),
         ) {
-            (Some(subscriptions), Some(messages)) if aws_backend() => Arc::new(
+            (Some(subscriptions), Some(messages)) if self.aws => Arc::new(
                 DynamoStore::from_env(Tables {
                     subscriptions,
                     messages,
@@ -133,10 +152,10 @@ impl Server {
     pub fn restart(mut self) -> Server {
         let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
         let env = std::mem::take(&mut self.env);
-        Self::start_in(dir, env)
+        Self::start_in(dir, env, self.aws)
     }
 
-    fn start_in(dir: tempfile::TempDir, env: Vec<(String, String)>) -> Server {
+    fn start_in(dir: tempfile::TempDir, env: Vec<(String, String)>, aws: bool) -> Server {
         let mut cmd = Command::new(BIN);
         cmd.args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
             .arg(dir.path())
@@ -145,7 +164,7 @@ impl Server {
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
-        if aws_backend() {
+        if aws {
             cmd.args(["--backend", "aws", "--create-tables"]);
         }
         for (k, v) in &env {
@@ -164,7 +183,7 @@ impl Server {
             .to_owned();
         assert_eq!(
             dir.path().join("webhooks.db").exists(),
-            !aws_backend(),
+            !aws,
             "the SQLite file exists exactly when serving from it"
         );
         let read = |name: &str| {
@@ -181,6 +200,7 @@ impl Server {
             dir,
             http: reqwest::Client::new(),
             env,
+            aws,
         }
     }
 
