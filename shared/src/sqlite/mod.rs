@@ -6,15 +6,15 @@
 //! [`DeliveryHistory`](crate::history::DeliveryHistory) (`history.rs`), so
 //! ingesting an event (dedupe record, message, notifications and their
 //! history) is one transaction. This module
-//! owns the connections; calls run on tokio's blocking pool so SQLite never
-//! blocks the runtime.
+//! owns the connections; every call runs on tokio's blocking pool, never on
+//! the runtime's worker threads, so a slow disk or a lock held by another
+//! process ([`BUSY_TIMEOUT_MS`]) stalls that one call, not the requests and
+//! deliveries sharing its thread.
 //!
 //! One connection writes; lookups (gets, lists, fan-out) go to a few
 //! read-only connections beside it. In WAL mode readers never wait for the
 //! writer, so the API's reads and the deliveries' subscription lookups do
-//! not queue behind ingestion and queue updates. A lookup of one row by its
-//! key takes microseconds on such a connection, less than the hand-off to
-//! the blocking pool, so those run in place when a read connection is free.
+//! not queue behind ingestion and queue updates.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -61,8 +61,7 @@ type Written = Result<bool, StoreError>;
 /// Prepared statements kept per connection: more than any one runs.
 const STATEMENT_CACHE: usize = 64;
 
-/// Read connections beside the writer: at least one per runtime worker,
-/// so in-place point lookups find one free.
+/// Read connections beside the writer.
 const READERS: usize = 4;
 
 #[derive(Clone)]
@@ -210,23 +209,6 @@ impl SqliteDb {
     ) -> Result<T, StoreError> {
         let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         f(&mut guard)
-    }
-
-    /// A point lookup (one row by its key): runs `f` right here on a free
-    /// read connection, which never waits for the writer; on the blocking
-    /// pool when none is free.
-    async fn lookup<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
-    ) -> Result<T, StoreError> {
-        let n = self.readers.conns.len();
-        let start = self.readers.next.fetch_add(1, Ordering::Relaxed);
-        for k in 0..n {
-            if let Ok(guard) = self.readers.conns[(start + k) % n].try_lock() {
-                return f(&guard);
-            }
-        }
-        self.read(f).await
     }
 
     /// Runs a read-only `f` on the blocking pool with a free read connection

@@ -210,7 +210,7 @@ impl DeliveryQueue for SqliteDb {
         // cannot miss a job that needs completing.
         let (id, receipt) = (lease.job.id.clone(), lease.receipt.clone());
         let queued = self
-            .lookup(move |conn| {
+            .read(move |conn| {
                 conn.prepare_cached(
                     "SELECT 1 FROM notifications WHERE id = ?1 AND lease = ?2 AND due_at IS NOT NULL",
                 )
@@ -295,7 +295,7 @@ impl DeliveryQueue for SqliteDb {
         // partial index of queued notifications.
         let now = self.now_ms();
         let (due, oldest): (i64, Option<i64>) = self
-            .lookup(move |conn| {
+            .read(move |conn| {
                 conn.prepare_cached(
                     "SELECT count(*), min(due_at) FROM notifications WHERE due_at IS NOT NULL AND due_at <= ?1",
                 )

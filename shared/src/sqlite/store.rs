@@ -16,9 +16,6 @@ use crate::store::{
 pub(super) const COLUMNS: &str =
     "id, org_id, uri, event_filters, disabled_filters, expires_at, status, created_at, updated_at, secret, failing_since, previous_secrets, health, health_rev";
 
-/// The largest page read on the calling thread.
-const INLINE_PAGE: u64 = 100;
-
 pub(super) fn row_to_subscription(row: &Row<'_>) -> rusqlite::Result<StoredSubscription> {
     let json_err = |i: usize, e: serde_json::Error| {
         rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
@@ -130,7 +127,7 @@ impl Store for SqliteDb {
         id: &SubscriptionId,
     ) -> Result<Option<StoredSubscription>, StoreError> {
         let (org_id, id) = (org_id.to_owned(), id.to_owned());
-        self.lookup(move |conn| {
+        self.read(move |conn| {
             conn.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM subscriptions WHERE id = ?1 AND org_id = ?2"
             ))
@@ -150,17 +147,8 @@ impl Store for SqliteDb {
         now: i64,
     ) -> Result<Page<StoredSubscription>, StoreError> {
         let (org_id, page) = (org_id.to_owned(), page.clone());
-        // A small page in creation order is a range of an index: cheap
-        // enough to read on the calling thread, like a get (tens of µs).
-        // Other orders sort the organization's rows, and big pages decode
-        // many: on the blocking pool.
-        if order::creation_order(&page).is_some() && page.size <= INLINE_PAGE {
-            self.lookup(move |conn| list_page(conn, &org_id, &page, now))
-                .await
-        } else {
-            self.read(move |conn| list_page(conn, &org_id, &page, now))
-                .await
-        }
+        self.read(move |conn| list_page(conn, &org_id, &page, now))
+            .await
     }
 
     async fn delete_subscription(
@@ -187,9 +175,7 @@ impl Store for SqliteDb {
         filter: &str,
     ) -> Result<Vec<StoredSubscription>, StoreError> {
         let filter = filter.to_owned();
-        // An indexed lookup of a few rows, on every event: in place like the
-        // point lookups (the hop to the blocking pool cost more than it).
-        self.lookup(move |conn| {
+        self.read(move |conn| {
             let cols = COLUMNS.split(", ").map(|c| format!("s.{c}")).collect::<Vec<_>>().join(", ");
             let mut stmt = conn
                 .prepare_cached(&format!(
@@ -324,7 +310,7 @@ impl Store for SqliteDb {
         received_since: i64,
     ) -> Result<Option<Message>, StoreError> {
         let (org_id, id) = (org_id.to_owned(), id.to_owned());
-        self.lookup(move |conn| {
+        self.read(move |conn| {
             let body: Option<String> = conn
                 .prepare_cached(
                     "SELECT body FROM messages WHERE org_id = ?1 AND id = ?2 AND received_at >= ?3",
