@@ -6,9 +6,10 @@
 //! [`DeliveryHistory`](crate::history::DeliveryHistory) (`history.rs`), so
 //! ingesting an event (dedupe record, message, notifications and their
 //! history) is one transaction. This module
-//! owns the connections; every call runs on tokio's blocking pool, never on
-//! the runtime's worker threads, so a slow disk or a lock held by another
-//! process ([`BUSY_TIMEOUT_MS`]) stalls that one call, not the requests and
+//! owns the connections; no call runs on the runtime's worker threads
+//! (writes on tokio's blocking pool, reads on the reader threads of
+//! `readers.rs`), so a slow disk or a lock held by another process
+//! ([`BUSY_TIMEOUT_MS`]) stalls that one call, not the requests and
 //! deliveries sharing its thread.
 //!
 //! One connection writes; lookups (gets, lists, fan-out) go to a few
@@ -17,7 +18,6 @@
 //! not queue behind ingestion and queue updates.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OpenFlags};
@@ -25,12 +25,14 @@ use rusqlite::{Connection, OpenFlags};
 use crate::clock::Clock;
 use crate::store::StoreError;
 use group_commit::GroupCommit;
+use readers::Readers;
 
 mod expiry;
 mod group_commit;
 mod history;
 mod outbox;
 mod queue;
+mod readers;
 mod schema;
 mod store;
 
@@ -74,12 +76,6 @@ pub struct SqliteDb {
     clock: Arc<dyn Clock>,
 }
 
-#[derive(Default)]
-struct Readers {
-    conns: Vec<Mutex<Connection>>,
-    next: AtomicUsize,
-}
-
 /// How long a statement waits for a lock another connection holds before
 /// it fails with `SQLITE_BUSY` (answered `503 STORE_UNAVAILABLE`). This
 /// process writes through one connection, so only another process (a
@@ -90,17 +86,44 @@ const BUSY_TIMEOUT_MS: u32 = 1_000;
 
 /// A failure of the SQLite side as a store error, its cause kept: busy or
 /// locked (another connection held the lock past [`BUSY_TIMEOUT_MS`]) is
-/// [`StoreError::Unavailable`], like a throttled DynamoDB.
+/// [`StoreError::Unavailable`], like a throttled DynamoDB. A stored value found [`unreadable`] is [`StoreError::Corrupt`], named by
+/// its row.
 fn failure<E: std::error::Error + Send + Sync + 'static>(e: E) -> StoreError {
-    let code = (&e as &dyn std::error::Error)
-        .downcast_ref::<rusqlite::Error>()
-        .and_then(rusqlite::Error::sqlite_error_code);
-    match code {
+    let sqlite = (&e as &dyn std::error::Error).downcast_ref::<rusqlite::Error>();
+    if let Some(rusqlite::Error::FromSqlConversionFailure(_, _, cause)) = sqlite {
+        if let Some(Unreadable { key, problem }) = cause.downcast_ref() {
+            return StoreError::corrupt(key.clone(), problem.clone());
+        }
+    }
+    match sqlite.and_then(rusqlite::Error::sqlite_error_code) {
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
             StoreError::unavailable(e)
         }
         _ => StoreError::backend(e),
     }
+}
+
+/// A stored value this version cannot read (an unknown status, malformed
+/// JSON), found decoding the row `key` (`table/id`).
+#[derive(Debug, thiserror::Error)]
+#[error("{problem}")]
+struct Unreadable {
+    key: String,
+    problem: String,
+}
+
+/// Column `column` of the row `key` holds what this version cannot read:
+/// an error a row mapping can return, which [`failure`] turns into
+/// [`StoreError::Corrupt`] (never a default in its place).
+fn unreadable(key: String, column: usize, problem: impl std::fmt::Display) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(
+        column,
+        rusqlite::types::Type::Text,
+        Box::new(Unreadable {
+            key,
+            problem: problem.to_string(),
+        }),
+    )
 }
 
 /// A batch's failure as each of its writes reports it (the batch shares
@@ -144,17 +167,18 @@ impl std::error::Error for Shared {
 impl SqliteDb {
     /// Opens (creating if needed) the database file and migrates it.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let conn = Connection::open(path).map_err(failure)?;
-        let mut store = Self::init(conn)?;
+        let mut conn = Connection::open(path).map_err(failure)?;
+        Self::prepare_writer(&mut conn)?;
         // Opened after the migrations, so they see the current schema.
         let readers = (0..READERS)
-            .map(|_| open_reader(path).map(Mutex::new))
+            .map(|_| open_reader(path))
             .collect::<Result<Vec<_>, _>>()?;
-        store.readers = Arc::new(Readers {
-            conns: readers,
-            next: AtomicUsize::new(0),
-        });
-        Ok(store)
+        Ok(SqliteDb {
+            conn: Arc::new(Mutex::new(conn)),
+            readers: Arc::new(Readers::start(readers).map_err(failure)?),
+            writes: Arc::default(),
+            clock: crate::clock::system(),
+        })
     }
 
     /// The same database on another clock (tests move a manual one).
@@ -167,7 +191,8 @@ impl SqliteDb {
         self.clock.now_ms()
     }
 
-    fn init(mut conn: Connection) -> Result<Self, StoreError> {
+    /// The writer's settings, then the migrations.
+    fn prepare_writer(conn: &mut Connection) -> Result<(), StoreError> {
         conn.execute_batch(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
              PRAGMA foreign_keys = ON;",
@@ -178,13 +203,7 @@ impl SqliteDb {
         // rusqlite keeps 16 prepared statements by default; the writer runs
         // more kinds than that, and an evicted one is prepared again.
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-        schema::migrate(&mut conn)?;
-        Ok(SqliteDb {
-            conn: Arc::new(Mutex::new(conn)),
-            readers: Arc::default(),
-            writes: Arc::default(),
-            clock: crate::clock::system(),
-        })
+        schema::migrate(conn)
     }
 
     /// Runs `f` with the connection on the blocking pool.
@@ -211,31 +230,12 @@ impl SqliteDb {
         f(&mut guard)
     }
 
-    /// Runs a read-only `f` on the blocking pool with a free read connection
-    /// (the writer when there is none).
+    /// Runs a read-only `f` on a free read connection ([`Readers`]).
     async fn read<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let readers = self.readers.clone();
-        if readers.conns.is_empty() {
-            return self.with(move |conn| f(conn)).await;
-        }
-        tokio::task::spawn_blocking(move || {
-            let n = readers.conns.len();
-            let start = readers.next.fetch_add(1, Ordering::Relaxed);
-            for k in 0..n {
-                if let Ok(guard) = readers.conns[(start + k) % n].try_lock() {
-                    return f(&guard);
-                }
-            }
-            let guard = readers.conns[start % n]
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            f(&guard)
-        })
-        .await
-        .map_err(failure)?
+        self.readers.run(f).await.map_err(failure)?
     }
 }
 
