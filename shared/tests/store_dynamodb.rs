@@ -582,3 +582,29 @@ async fn attempts_inline_and_in_items_read_back_in_order() {
         .count();
     assert_eq!(attempt_items, 2);
 }
+
+/// An unknown status planted on the item is refused as corrupt, named by
+/// its key (the same case as `store_sqlite.rs`).
+#[tokio::test]
+async fn an_unknown_stored_status_is_corrupt() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let (client, tables) = dynamodb_local::tables_for_this_run().await;
+    let store = Arc::new(DynamoStore::new(client.clone(), tables.clone()));
+    conformance::corrupt::an_unknown_stored_status_is_corrupt(
+        store,
+        |org, id, status| async move {
+            client
+                .update_item()
+                .table_name(&tables.subscriptions)
+                .key("pk", AttributeValue::S(format!("ORG#{org}")))
+                .key("sk", AttributeValue::S(format!("SUB#{id}")))
+                .update_expression("SET #s = :s")
+                .expression_attribute_names("#s", "status")
+                .expression_attribute_values(":s", AttributeValue::S(status.into()))
+                .send()
+                .await
+                .unwrap();
+        },
+    )
+    .await;
+}

@@ -100,3 +100,97 @@ async fn the_purge_deletes_messages_past_their_retention() {
         "nothing left to purge"
     );
 }
+
+/// An unknown value planted in the file (by hand, by a newer version) is
+/// refused as corrupt, named by its row, by every read: never decoded as
+/// a default status or trigger.
+#[tokio::test]
+async fn unknown_stored_values_are_corrupt_and_named() {
+    use webhook_core::history::DeliveryHistory;
+    use webhook_core::ids::{NotificationId, SubscriptionId};
+    use webhook_core::page::PageRequest;
+    use webhook_core::queue::{DeliveryJob, Outbox};
+    use webhook_core::store::{DeliveryRecord, Store, StoreError};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("corrupt.db");
+    let db = Arc::new(SqliteDb::open(&path).unwrap());
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    let plant = |sql: &str, id: &str| {
+        assert_eq!(raw.execute(sql, [id]).unwrap(), 1, "{sql}");
+    };
+    conformance::corrupt::an_unknown_stored_status_is_corrupt(db.clone(), |_, id, status| {
+        plant(
+            &format!("UPDATE subscriptions SET status = '{status}' WHERE id = ?1"),
+            id.as_str(),
+        );
+        async {}
+    })
+    .await;
+    let corrupt = |what: &str, got: Result<String, StoreError>, key: &str| match got {
+        Err(StoreError::Corrupt { key: k, problem }) => {
+            assert_eq!(k, key, "{what}: {problem}");
+        }
+        other => panic!("{what}: {other:?}"),
+    };
+
+    // The other reads of a subscription: a list page, the fan-out, the
+    // delivery bookkeeping.
+    let org = OrgId::from("org-c");
+    let filter = "/orgId/org-c/department/d/contact";
+    let mut upsert = webhook_core::store::Upsert {
+        org_id: org.clone(),
+        uri: "https://cb.example/c".into(),
+        event_filters: vec![filter.into()],
+        disabled_filters: vec![],
+        expires_at: 9_000_000_000_000,
+        now: 1_000,
+        new_id: SubscriptionId::from("sub-c"),
+        new_secret: webhook_core::secret::new_signing_secret(),
+        max_per_org: 10,
+    };
+    db.upsert_subscription(upsert.clone()).await.unwrap();
+    plant(
+        "UPDATE subscriptions SET status = 'PAUSED' WHERE id = ?1",
+        "sub-c",
+    );
+    let key = "subscriptions/sub-c";
+    let page = PageRequest::from_query(None, webhook_core::store::order::SORTABLE).unwrap();
+    corrupt(
+        "list",
+        db.list_subscriptions(&org, &page, 2_000)
+            .await
+            .map(|p| format!("{p:?}")),
+        key,
+    );
+    corrupt(
+        "fan-out",
+        db.subscriptions_for_filter(filter)
+            .await
+            .map(|s| format!("{s:?}")),
+        key,
+    );
+    let record = db.record_delivery(&org, &upsert.new_id, DeliveryRecord::Succeeded);
+    corrupt("record", record.await.map(|s| format!("{s:?}")), key);
+
+    // A notification's status and its attempt log.
+    upsert.uri = "https://cb.example/n".into();
+    upsert.new_id = SubscriptionId::from("sub-n");
+    db.upsert_subscription(upsert).await.unwrap();
+    let id = NotificationId::from("n-1");
+    let job = DeliveryJob::new(id.clone(), org.clone(), "sub-n".into(), "{}".into(), 1_500);
+    assert!(db.commit(&org, "evt-1", None, vec![job]).await.unwrap());
+    let read = || async {
+        db.get(&org, &"sub-n".into(), &id)
+            .await
+            .map(|d| format!("{d:?}"))
+    };
+    assert!(read().await.is_ok(), "a sound row reads");
+    plant(
+        "UPDATE notifications SET status = 'LOST' WHERE id = ?1",
+        "n-1",
+    );
+    corrupt("notification status", read().await, "notifications/n-1");
+    plant("UPDATE notifications SET status = 'PENDING', attempt_log = '[{\"trigger\":\"LATER\"}]' WHERE id = ?1", "n-1");
+    corrupt("attempt log", read().await, "notifications/n-1");
+}

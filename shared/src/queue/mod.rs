@@ -91,11 +91,12 @@ impl Trigger {
         }
     }
 
-    pub fn parse(s: &str) -> Self {
-        if s == "MANUAL" {
-            Self::Manual
-        } else {
-            Self::Scheduled
+    /// None for a value this version does not know (a corrupt item).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "SCHEDULED" => Some(Self::Scheduled),
+            "MANUAL" => Some(Self::Manual),
+            _ => None,
         }
     }
 

@@ -7,7 +7,7 @@
 use async_trait::async_trait;
 use rusqlite::{params, params_from_iter, OptionalExtension, Row, Transaction};
 
-use super::{failure, SqliteDb, Write};
+use super::{failure, unreadable, SqliteDb, Write};
 use crate::history::{
     AttemptRecord, Claim, DeliveryHistory, NotificationDetail, NotificationStatus,
     NotificationSummary, Outcome, StatsRow, Trigger, Window,
@@ -59,22 +59,43 @@ pub(super) fn write_outcomes(tx: &Transaction<'_>, batch: &[Write]) -> rusqlite:
     Ok(())
 }
 
-fn attempt_log(json: &str) -> Vec<AttemptRecord> {
-    serde_json::from_str(json).unwrap_or_default()
+/// The attempts of notification `id`, from its `attempt_log` (column `column`).
+fn attempt_log(
+    id: &NotificationId,
+    column: usize,
+    json: &str,
+) -> rusqlite::Result<Vec<AttemptRecord>> {
+    serde_json::from_str(json).map_err(|e| unreadable(format!("notifications/{id}"), column, e))
+}
+
+/// The `status` (column `column`) of notification `id`.
+fn status_of(
+    id: &NotificationId,
+    column: usize,
+    status: &str,
+) -> rusqlite::Result<NotificationStatus> {
+    NotificationStatus::parse(status).ok_or_else(|| {
+        unreadable(
+            format!("notifications/{id}"),
+            column,
+            format!("unknown status '{status}'"),
+        )
+    })
 }
 
 const SUMMARY: &str = "id, subscription_id, event_id, event, created_at, status, attempts, \
                        last_attempt_at, next_attempt_at, last_http_status, last_code";
 
 fn summary(row: &Row<'_>) -> rusqlite::Result<NotificationSummary> {
-    let status: String = row.get(5)?;
+    let id: NotificationId = row.get(0)?;
+    let status = status_of(&id, 5, &row.get::<_, String>(5)?)?;
     Ok(NotificationSummary {
-        id: row.get(0)?,
+        id,
         subscription_id: row.get(1)?,
         event_id: row.get(2)?,
         event: row.get(3)?,
         created_at: row.get(4)?,
-        status: NotificationStatus::parse(&status).unwrap_or(NotificationStatus::Pending),
+        status,
         attempts: row.get(6)?,
         last_attempt_at: row.get(7)?,
         next_attempt_at: row.get(8)?,
@@ -231,7 +252,7 @@ impl DeliveryHistory for SqliteDb {
             let Some((summary, payload, log, traceparent)) = found else {
                 return Ok(None);
             };
-            let attempts = attempt_log(&log);
+            let attempts = attempt_log(&summary.id, 12, &log).map_err(failure)?;
             let trace_id = traceparent.as_deref().and_then(TraceParent::parse);
             Ok(Some(NotificationDetail {
                 summary,
@@ -254,20 +275,22 @@ impl DeliveryHistory for SqliteDb {
         self.read(move |conn| {
             let mut stmt = conn
                 .prepare_cached(
-                    "SELECT created_at, status, attempts, attempt_log FROM notifications \
+                    "SELECT created_at, status, attempts, attempt_log, id FROM notifications \
                      WHERE org_id = ?1 AND subscription_id = ?2 AND created_at >= ?3 AND created_at < ?4",
                 )
                 .map_err(failure)?;
             let rows = stmt
                 .query_map(params![org_id, subscription_id, since, until], |r| {
-                    let status: String = r.get(1)?;
+                    let id: NotificationId = r.get(4)?;
                     let log: String = r.get(3)?;
                     Ok(StatsRow {
                         created_at: r.get(0)?,
-                        status: NotificationStatus::parse(&status)
-                            .unwrap_or(NotificationStatus::Pending),
+                        status: status_of(&id, 1, &r.get::<_, String>(1)?)?,
                         attempts: r.get(2)?,
-                        durations_ms: attempt_log(&log).iter().map(|a| a.duration_ms).collect(),
+                        durations_ms: attempt_log(&id, 3, &log)?
+                            .iter()
+                            .map(|a| a.duration_ms)
+                            .collect(),
                     })
                 })
                 .map_err(failure)?;
@@ -294,10 +317,11 @@ impl DeliveryHistory for SqliteDb {
                 .map_err(failure)?;
             let rows = stmt
                 .query_map(params_from_iter(values.iter()), |r| {
-                    let status: String = r.get(5)?;
+                    let id: NotificationId = r.get(0)?;
+                    let status = status_of(&id, 5, &r.get::<_, String>(5)?)?;
                     Ok(Claim {
                         job: DeliveryJob {
-                            id: r.get(0)?,
+                            id,
                             org_id: r.get(1)?,
                             subscription_id: r.get(2)?,
                             body: r.get(3)?,
@@ -307,8 +331,7 @@ impl DeliveryHistory for SqliteDb {
                             not_before: None,
                             traceparent: None,
                         },
-                        status: NotificationStatus::parse(&status)
-                            .unwrap_or(NotificationStatus::Pending),
+                        status,
                         attempts: r.get(6)?,
                     })
                 })

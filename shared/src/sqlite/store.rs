@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension, Row, TransactionBehavior};
 
-use super::{failure, SqliteDb};
+use super::{failure, unreadable, SqliteDb};
 use crate::delivery::breaker::Health;
 use crate::ids::{OrgId, SubscriptionId};
 use crate::model::{Message, Page, SubscriptionStatus};
@@ -17,36 +17,38 @@ pub(super) const COLUMNS: &str =
     "id, org_id, uri, event_filters, disabled_filters, expires_at, status, created_at, updated_at, secret, failing_since, previous_secrets, health, health_rev";
 
 pub(super) fn row_to_subscription(row: &Row<'_>) -> rusqlite::Result<StoredSubscription> {
-    let json_err = |i: usize, e: serde_json::Error| {
-        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
+    let id: SubscriptionId = row.get(0)?;
+    let bad = |column: usize, problem: &dyn std::fmt::Display| {
+        unreadable(format!("subscriptions/{id}"), column, problem)
     };
     let filters: String = row.get(3)?;
     let disabled: String = row.get(4)?;
     let status: String = row.get(6)?;
     let previous: String = row.get(11)?;
     Ok(StoredSubscription {
-        id: row.get(0)?,
         org_id: row.get(1)?,
         uri: row.get(2)?,
-        event_filters: serde_json::from_str(&filters).map_err(|e| json_err(3, e))?,
+        event_filters: serde_json::from_str(&filters).map_err(|e| bad(3, &e))?,
         disabled_filters: serde_json::from_str::<Vec<DisabledEntry>>(&disabled)
-            .map_err(|e| json_err(4, e))?,
+            .map_err(|e| bad(4, &e))?,
         expires_at: row.get(5)?,
-        status: SubscriptionStatus::parse(&status).unwrap_or(SubscriptionStatus::Active),
+        status: SubscriptionStatus::parse(&status)
+            .ok_or_else(|| bad(6, &format!("unknown status '{status}'")))?,
         created_at: row.get(7)?,
         updated_at: row.get(8)?,
         secret: row.get(9)?,
         failing_since: row.get(10)?,
         previous_secrets: serde_json::from_str::<Vec<PreviousSecret>>(&previous)
-            .map_err(|e| json_err(11, e))?,
+            .map_err(|e| bad(11, &e))?,
         // The column is the revision: a re-post clears the JSON and bumps it.
         health: Health {
             rev: row.get::<_, i64>(13)? as u64,
             ..match row.get::<_, Option<String>>(12)? {
-                Some(health) => serde_json::from_str(&health).map_err(|e| json_err(12, e))?,
+                Some(health) => serde_json::from_str(&health).map_err(|e| bad(12, &e))?,
                 None => Health::default(),
             }
         },
+        id,
     })
 }
 
@@ -223,7 +225,13 @@ impl Store for SqliteDb {
                 })
                 .optional()
                 .map_err(failure)?;
-            Ok(status.and_then(|s| SubscriptionStatus::parse(&s)))
+            status
+                .map(|s| {
+                    SubscriptionStatus::parse(&s).ok_or_else(|| {
+                        StoreError::corrupt(format!("subscriptions/{id}"), format!("unknown status '{s}'"))
+                    })
+                })
+                .transpose()
         })
         .await
     }

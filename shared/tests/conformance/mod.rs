@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod corrupt;
 pub mod expiry;
 pub mod history;
 pub mod listing;

@@ -289,7 +289,8 @@ fn parse_attempt(item: &HashMap<String, AttributeValue>) -> Result<AttemptRecord
         http_status: opt_number(item, "httpStatus")?.map(|v| v as u16),
         code: opt_text(item, "code"),
         response_body: opt_text(item, "responseBody").unwrap_or_default(),
-        trigger: Trigger::parse(&text(item, "trigger")?),
+        trigger: Trigger::parse(&text(item, "trigger")?)
+            .ok_or_else(|| super::codec::corrupt("trigger"))?,
     })
 }
 
