@@ -86,9 +86,10 @@ impl MachineClients {
     }
 
     /// From `WEBHOOKS_MACHINE_CLIENTS` (unset or empty: none).
-    pub fn from_env() -> Result<Self, String> {
-        let value = std::env::var("WEBHOOKS_MACHINE_CLIENTS").unwrap_or_default();
-        Self::parse(&value).map_err(|e| format!("WEBHOOKS_MACHINE_CLIENTS: {e}"))
+    pub fn from_env() -> Result<Self, crate::config::ConfigError> {
+        let var = "WEBHOOKS_MACHINE_CLIENTS";
+        let value = std::env::var(var).unwrap_or_default();
+        Self::parse(&value).map_err(|message| crate::config::ConfigError { var, message })
     }
 
     /// The organization of an app client, if it is listed.
