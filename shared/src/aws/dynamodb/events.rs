@@ -45,9 +45,10 @@ impl DynamoStore {
             Some(item) => match item.get(PARTIAL).and_then(|v| v.as_n().ok()) {
                 Some(n) => EventRecord::Partial {
                     accepted_at: n.parse().map_err(|_| {
-                        StoreError::Backend(format!(
-                            "corrupt event record {org_id}/{event_id}: {PARTIAL}={n}"
-                        ))
+                        StoreError::corrupt(
+                            format!("{}/{EVENT_SK}", event_pk(org_id, event_id)),
+                            format!("malformed '{PARTIAL}': {n}"),
+                        )
                     })?,
                 },
                 None => EventRecord::Done,
