@@ -16,7 +16,7 @@ use crate::history::{
     AttemptRecord, Claim, NotificationDetail, NotificationStatus, NotificationSummary, Trigger,
     Window, SORTABLE,
 };
-use crate::ids::NotificationId;
+use crate::ids::{NotificationId, SubscriptionId};
 use crate::model::{Page, SubscriptionStatus};
 use crate::page::PageRequest;
 use crate::queue::{DeliveryJob, DeliveryQueue};
@@ -164,7 +164,7 @@ fn retained_since(app: &App) -> i64 {
 pub async fn list_notifications(
     app: &App,
     caller: &Caller,
-    id: &str,
+    id: &SubscriptionId,
     query: Option<&str>,
 ) -> Result<Page<NotificationView>, ApiError> {
     let page = PageRequest::from_query(query, SORTABLE)?;
@@ -187,8 +187,8 @@ pub async fn list_notifications(
 pub async fn get_notification(
     app: &App,
     caller: &Caller,
-    id: &str,
-    uuid: &str,
+    id: &SubscriptionId,
+    uuid: &NotificationId,
 ) -> Result<NotificationDetailView, ApiError> {
     let subscription = find(app, caller, id).await?;
     let detail = notification(app, &subscription, uuid).await?;
@@ -214,8 +214,8 @@ pub async fn resend_notification(
     app: &App,
     queue: &dyn DeliveryQueue,
     caller: &Caller,
-    id: &str,
-    uuid: &str,
+    id: &SubscriptionId,
+    uuid: &NotificationId,
 ) -> Result<Resent, ApiError> {
     let subscription = active(app, caller, id).await?;
     let detail = notification(app, &subscription, uuid).await?;
@@ -248,7 +248,7 @@ pub async fn recover_notifications(
     app: &App,
     queue: &dyn DeliveryQueue,
     caller: &Caller,
-    id: &str,
+    id: &SubscriptionId,
     request: RecoverRequest,
 ) -> Result<Recovered, ApiError> {
     let now = app.now_ms();
@@ -301,7 +301,7 @@ pub async fn recover_notifications(
 pub async fn delivery_stats(
     app: &App,
     caller: &Caller,
-    id: &str,
+    id: &SubscriptionId,
     query: Option<&str>,
 ) -> Result<Stats, ApiError> {
     let q = ListQuery::parse(query)?;
@@ -345,7 +345,11 @@ async fn send_again(
 }
 
 /// The caller's subscription, which must be ACTIVE to send to.
-async fn active(app: &App, caller: &Caller, id: &str) -> Result<StoredSubscription, ApiError> {
+async fn active(
+    app: &App,
+    caller: &Caller,
+    id: &SubscriptionId,
+) -> Result<StoredSubscription, ApiError> {
     let subscription = find(app, caller, id).await?;
     let status = render(&subscription, app.now_ms()).status;
     if status != SubscriptionStatus::Active {
@@ -365,18 +369,14 @@ async fn active(app: &App, caller: &Caller, id: &str) -> Result<StoredSubscripti
 async fn notification(
     app: &App,
     subscription: &StoredSubscription,
-    uuid: &str,
+    uuid: &NotificationId,
 ) -> Result<NotificationDetail, ApiError> {
     app.history
-        .get(
-            &subscription.org_id,
-            &subscription.id,
-            &NotificationId::from(uuid),
-        )
+        .get(&subscription.org_id, &subscription.id, uuid)
         .await
         .map_err(store_problem)?
         .filter(|d| d.summary.created_at >= retained_since(app))
-        .ok_or_else(|| notification_not_found(uuid))
+        .ok_or_else(|| notification_not_found(uuid.as_str()))
 }
 
 fn notification_not_found(uuid: &str) -> ApiError {

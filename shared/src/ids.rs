@@ -99,3 +99,8 @@ id! {
     /// A notification's id: its `uuid` and `webhook-id` (UUIDv5 of event and subscription).
     NotificationId
 }
+
+id! {
+    /// A stored message's id (`getmessagebyid`).
+    MessageId
+}

@@ -4,14 +4,15 @@ use crate::app::App;
 use crate::auth::Caller;
 use crate::error::ports::store_problem;
 use crate::error::{ApiError, ErrorCode};
+use crate::ids::MessageId;
 use crate::model::Message;
 use crate::retention::messages_since;
 
 /// `GET /message/getmessagebyid/{messageId}`: only the caller's
 /// organization's messages, and only within `WEBHOOKS_MESSAGE_RETENTION`.
-pub async fn get_message(app: &App, caller: &Caller, id: &str) -> Result<Message, ApiError> {
+pub async fn get_message(app: &App, caller: &Caller, id: &MessageId) -> Result<Message, ApiError> {
     app.store
-        .get_message(&caller.org_id, id, messages_since(app))
+        .get_message(&caller.org_id, id.as_str(), messages_since(app))
         .await
         .map_err(store_problem)?
         .ok_or_else(|| ApiError::not_found(ErrorCode::MessageNotFound, "no message with this id"))

@@ -22,7 +22,7 @@ pub const MAX_GRACE_SECONDS: i64 = 604_800;
 pub async fn rotate_subscription_secret(
     app: &App,
     caller: &Caller,
-    id: &str,
+    id: &SubscriptionId,
     request: RotateSecretRequest,
 ) -> Result<SigningSecret, ApiError> {
     let (new_secret, grace_seconds) = validate(request)?;
@@ -33,10 +33,10 @@ pub async fn rotate_subscription_secret(
     };
     let rotated = app
         .store
-        .rotate_secret(&caller.org_id, &SubscriptionId::from(id), rotation)
+        .rotate_secret(&caller.org_id, id, rotation)
         .await
         .map_err(store_problem)?
-        .ok_or_else(|| not_found(id))?;
+        .ok_or_else(|| not_found(id.as_str()))?;
     // Never the secret itself: ids and counts only.
     tracing::info!(
         org_id = %caller.org_id,

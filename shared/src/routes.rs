@@ -7,6 +7,8 @@
 
 use http::{Method, StatusCode};
 
+use crate::ids::{MessageId, NotificationId, SubscriptionId};
+
 use crate::error::{ApiError, ErrorCode};
 
 /// API Gateway's stage; paths are accepted with or without it.
@@ -103,18 +105,16 @@ impl Endpoint {
 pub enum Route {
     CreateSubscription,
     ListSubscriptions,
-    GetSubscription(String),
-    DeleteSubscription(String),
-    GetSubscriptionSecret(String),
-    RotateSubscriptionSecret(String),
-    GetMessage(String),
-    /// Subscription id.
-    ListNotifications(String),
-    /// Subscription id, notification uuid.
-    GetNotification(String, String),
-    ResendNotification(String, String),
-    RecoverNotifications(String),
-    GetDeliveryStats(String),
+    GetSubscription(SubscriptionId),
+    DeleteSubscription(SubscriptionId),
+    GetSubscriptionSecret(SubscriptionId),
+    RotateSubscriptionSecret(SubscriptionId),
+    GetMessage(MessageId),
+    ListNotifications(SubscriptionId),
+    GetNotification(SubscriptionId, NotificationId),
+    ResendNotification(SubscriptionId, NotificationId),
+    RecoverNotifications(SubscriptionId),
+    GetDeliveryStats(SubscriptionId),
     IngestEvent,
 }
 
@@ -130,16 +130,16 @@ impl Route {
         Some(match endpoint {
             Endpoint::CreateSubscription => Route::CreateSubscription,
             Endpoint::ListSubscriptions => Route::ListSubscriptions,
-            Endpoint::GetSubscription => Route::GetSubscription(id()?),
-            Endpoint::DeleteSubscription => Route::DeleteSubscription(id()?),
-            Endpoint::GetSubscriptionSecret => Route::GetSubscriptionSecret(id()?),
-            Endpoint::RotateSubscriptionSecret => Route::RotateSubscriptionSecret(id()?),
-            Endpoint::GetMessage => Route::GetMessage(id()?),
-            Endpoint::ListNotifications => Route::ListNotifications(id()?),
-            Endpoint::GetNotification => Route::GetNotification(id()?, id()?),
-            Endpoint::ResendNotification => Route::ResendNotification(id()?, id()?),
-            Endpoint::RecoverNotifications => Route::RecoverNotifications(id()?),
-            Endpoint::GetDeliveryStats => Route::GetDeliveryStats(id()?),
+            Endpoint::GetSubscription => Route::GetSubscription(id()?.into()),
+            Endpoint::DeleteSubscription => Route::DeleteSubscription(id()?.into()),
+            Endpoint::GetSubscriptionSecret => Route::GetSubscriptionSecret(id()?.into()),
+            Endpoint::RotateSubscriptionSecret => Route::RotateSubscriptionSecret(id()?.into()),
+            Endpoint::GetMessage => Route::GetMessage(id()?.into()),
+            Endpoint::ListNotifications => Route::ListNotifications(id()?.into()),
+            Endpoint::GetNotification => Route::GetNotification(id()?.into(), id()?.into()),
+            Endpoint::ResendNotification => Route::ResendNotification(id()?.into(), id()?.into()),
+            Endpoint::RecoverNotifications => Route::RecoverNotifications(id()?.into()),
+            Endpoint::GetDeliveryStats => Route::GetDeliveryStats(id()?.into()),
             Endpoint::IngestEvent => Route::IngestEvent,
         })
     }
@@ -318,22 +318,22 @@ mod tests {
             );
             assert_eq!(
                 r(Method::GET, &format!("/webhooksubscription/{id}")),
-                Ok(Route::GetSubscription(id.clone()))
+                Ok(Route::GetSubscription(id.as_str().into()))
             );
             assert_eq!(
                 r(Method::DELETE, &format!("/webhooksubscription/{id}/")),
-                Ok(Route::DeleteSubscription(id.clone()))
+                Ok(Route::DeleteSubscription(id.as_str().into()))
             );
             assert_eq!(
                 r(Method::GET, &format!("/webhooksubscription/{id}/secret")),
-                Ok(Route::GetSubscriptionSecret(id.clone()))
+                Ok(Route::GetSubscriptionSecret(id.as_str().into()))
             );
             assert_eq!(
                 r(
                     Method::POST,
                     &format!("/webhooksubscription/{id}/secret/rotate")
                 ),
-                Ok(Route::RotateSubscriptionSecret(id.clone()))
+                Ok(Route::RotateSubscriptionSecret(id.as_str().into()))
             );
             assert_eq!(
                 r(Method::GET, "/message/getmessagebyid/m%201"),
@@ -345,11 +345,11 @@ mod tests {
                     Method::POST,
                     &format!("/webhooksubscription/{id}/notifications/n%2F1/resend")
                 ),
-                Ok(Route::ResendNotification(id.clone(), "n/1".into()))
+                Ok(Route::ResendNotification(id.as_str().into(), "n/1".into()))
             );
             assert_eq!(
                 r(Method::GET, &format!("/webhooksubscription/{id}/stats")),
-                Ok(Route::GetDeliveryStats(id.clone()))
+                Ok(Route::GetDeliveryStats(id.as_str().into()))
             );
         }
         assert_eq!(

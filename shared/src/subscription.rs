@@ -205,24 +205,28 @@ pub async fn list_subscriptions(
 pub async fn get_subscription(
     app: &App,
     caller: &Caller,
-    id: &str,
+    id: &SubscriptionId,
 ) -> Result<Subscription, ApiError> {
     let stored = find(app, caller, id).await?;
     Ok(render(&stored, app.now_ms()))
 }
 
 /// `DELETE /webhooksubscription/{id}`.
-pub async fn delete_subscription(app: &App, caller: &Caller, id: &str) -> Result<(), ApiError> {
+pub async fn delete_subscription(
+    app: &App,
+    caller: &Caller,
+    id: &SubscriptionId,
+) -> Result<(), ApiError> {
     if app
         .store
-        .delete_subscription(&caller.org_id, &SubscriptionId::from(id))
+        .delete_subscription(&caller.org_id, id)
         .await
         .map_err(store_problem)?
     {
         tracing::info!(org_id = %caller.org_id, subscription_id = %id, "subscription deleted");
         Ok(())
     } else {
-        Err(not_found(id))
+        Err(not_found(id.as_str()))
     }
 }
 
@@ -230,7 +234,7 @@ pub async fn delete_subscription(app: &App, caller: &Caller, id: &str) -> Result
 pub async fn get_subscription_secret(
     app: &App,
     caller: &Caller,
-    id: &str,
+    id: &SubscriptionId,
 ) -> Result<SigningSecret, ApiError> {
     let stored = find(app, caller, id).await?;
     Ok(SigningSecret { key: stored.secret })
@@ -239,13 +243,13 @@ pub async fn get_subscription_secret(
 pub(crate) async fn find(
     app: &App,
     caller: &Caller,
-    id: &str,
+    id: &SubscriptionId,
 ) -> Result<StoredSubscription, ApiError> {
     app.store
-        .get_subscription(&caller.org_id, &SubscriptionId::from(id))
+        .get_subscription(&caller.org_id, id)
         .await
         .map_err(store_problem)?
-        .ok_or_else(|| not_found(id))
+        .ok_or_else(|| not_found(id.as_str()))
 }
 
 pub(crate) fn not_found(id: &str) -> ApiError {

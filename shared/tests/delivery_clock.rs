@@ -228,7 +228,7 @@ async fn history_is_kept_for_the_retention_then_purged() {
         .await
         .unwrap();
     assert!(matches!(verdict, Verdict::Retry { .. }), "{verdict:?}");
-    let detail = deliveries::get_notification(&w.app, &caller, sub.as_str(), &uuid)
+    let detail = deliveries::get_notification(&w.app, &caller, &sub, &uuid.as_str().into())
         .await
         .unwrap();
     assert_eq!(detail.notification.attempts.len(), 1);
@@ -254,7 +254,7 @@ async fn history_is_kept_for_the_retention_then_purged() {
     // Past 30 days: not shown even before the purge, then deleted.
     w.clock.advance(2 * 24 * HOUR);
     assert_eq!(list(&w, &caller, &sub).await.total_elements, 0);
-    let gone = deliveries::get_notification(&w.app, &caller, sub.as_str(), &uuid).await;
+    let gone = deliveries::get_notification(&w.app, &caller, &sub, &uuid.as_str().into()).await;
     assert_eq!(gone.unwrap_err().code, "NOTIFICATION_NOT_FOUND");
     assert_eq!(purge_once(&w.app).await.notifications, 1);
     use webhook_core::history::DeliveryHistory;
@@ -292,19 +292,26 @@ async fn messages_are_kept_for_the_retention_then_purged() {
         scopes: vec![],
     };
     assert_eq!(
-        get_message(&w.app, &caller, "msg-1").await.unwrap().text,
+        get_message(&w.app, &caller, &"msg-1".into())
+            .await
+            .unwrap()
+            .text,
         "personal data"
     );
-    let not_theirs = get_message(&w.app, &other, "msg-1").await.unwrap_err();
+    let not_theirs = get_message(&w.app, &other, &"msg-1".into())
+        .await
+        .unwrap_err();
     assert_eq!(not_theirs.code, "MESSAGE_NOT_FOUND");
 
     // 29 days on: still there, and the purge keeps it.
     w.clock.advance(29 * 24 * HOUR);
     assert_eq!(purge_once(&w.app).await.messages, 0);
-    assert!(get_message(&w.app, &caller, "msg-1").await.is_ok());
+    assert!(get_message(&w.app, &caller, &"msg-1".into()).await.is_ok());
     // Past 30 days: 404 even before the purge, then the row is deleted.
     w.clock.advance(2 * 24 * HOUR);
-    let gone = get_message(&w.app, &caller, "msg-1").await.unwrap_err();
+    let gone = get_message(&w.app, &caller, &"msg-1".into())
+        .await
+        .unwrap_err();
     assert_eq!(
         (gone.status.as_u16(), gone.code.as_str()),
         (404, "MESSAGE_NOT_FOUND")
@@ -319,7 +326,7 @@ async fn list(
     caller: &webhook_core::auth::Caller,
     sub: &SubscriptionId,
 ) -> webhook_core::model::Page<webhook_core::deliveries::NotificationView> {
-    webhook_core::deliveries::list_notifications(&w.app, caller, sub.as_str(), None)
+    webhook_core::deliveries::list_notifications(&w.app, caller, sub, None)
         .await
         .unwrap()
 }

@@ -418,8 +418,11 @@ proptest! {
         let full = format!("{prefix}{path}");
         match Route::resolve(&method, &full) {
             Ok(Route::GetSubscription(id)) | Ok(Route::DeleteSubscription(id))
-            | Ok(Route::GetSubscriptionSecret(id)) | Ok(Route::GetMessage(id)) => {
-                prop_assert!(!id.is_empty() && id.chars().count() <= 256);
+            | Ok(Route::GetSubscriptionSecret(id)) => {
+                prop_assert!(!id.as_str().is_empty() && id.as_str().chars().count() <= 256);
+            }
+            Ok(Route::GetMessage(id)) => {
+                prop_assert!(!id.as_str().is_empty() && id.as_str().chars().count() <= 256);
             }
             Ok(route) => prop_assert_eq!(route.method(), method),
             Err(e) => {

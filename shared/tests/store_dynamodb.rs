@@ -389,11 +389,14 @@ async fn a_message_past_its_retention_is_404_while_dynamodb_still_holds_it() {
         .unwrap();
     clock.advance(std::time::Duration::from_secs(29 * 86_400));
     assert_eq!(
-        get_message(&app, &caller, "m-1").await.unwrap().text,
+        get_message(&app, &caller, &"m-1".into())
+            .await
+            .unwrap()
+            .text,
         "personal data"
     );
     clock.advance(std::time::Duration::from_secs(2 * 86_400));
-    let gone = get_message(&app, &caller, "m-1").await.unwrap_err();
+    let gone = get_message(&app, &caller, &"m-1".into()).await.unwrap_err();
     assert_eq!(
         (gone.status.as_u16(), gone.code.as_str()),
         (404, "MESSAGE_NOT_FOUND")
