@@ -393,7 +393,7 @@ def error_codes(root, sources):
                 i += 1
             for c in re.finditer(code_re, text[m.end():i]):
                 add(c.group(1), rel, text, m.end() + c.start())
-        if rel.endswith("shared/src/error.rs"):
+        if re.search(r"shared/src/error(\.rs|/)", rel):
             for m in re.finditer(code_re, text):
                 add(m.group(1), rel, text, m.start())
             # An enum of codes spelled by serde: its variants in SCREAMING_SNAKE_CASE.
@@ -517,8 +517,9 @@ def self_test(root):
              edit(CONFIG_DOC, lambda t: wrong_default.sub(r"\g<1>`513`", t, 1)),
              "WEBHOOKS_DELIVERY_CONCURRENCY: documented default int:513", "the code's is int:512"),
             ("an error code missing from the documents",
-             edit("shared/src/message.rs", lambda t: t.replace(
-                 "\"MESSAGE_NOT_FOUND\"", "\"PLANTED_NOT_FOUND\"", 1)),
+             edit("shared/src/error/code.rs", lambda t: t.replace(
+                 "MessageNotFound = \"MESSAGE_NOT_FOUND\",",
+                 "MessageNotFound = \"MESSAGE_NOT_FOUND\",\n    PlantedNotFound = \"PLANTED_NOT_FOUND\",", 1)),
              "errors: PLANTED_NOT_FOUND", "is not in openapi.yaml"),
             ("an error code missing from docs/api.md",
              edit(API_DOC, lambda t: t.replace("`STORE_UNAVAILABLE`", "`STORE_UNAVAILABLE `")),
