@@ -30,7 +30,6 @@ mod fanout;
 mod http;
 mod lambda;
 mod load;
-mod nginx;
 mod noisy;
 mod observability;
 mod process;
