@@ -126,23 +126,28 @@ pub fn inbound_filter(org: &str, dep: &str) -> String {
 /// The organization of the API scenarios.
 pub const ORG: &str = "bench";
 
-/// One GET of the reference server, with the same client (and headers).
-/// The op of the reference: one GET of the hello-world server, with the same
-/// client (and headers) as the service's scenarios.
+/// The URL of the hello-world reference server.
+fn hello(reference: std::net::SocketAddr) -> String {
+    format!("http://{reference}/hello")
+}
+
+/// The op of a reference: one GET of `url` (the hello-world server, or the
+/// static file of the list scenario), with the same client (and headers) as
+/// the service's scenarios.
 fn reference_op(
     api: &Api,
-    reference: std::net::SocketAddr,
+    url: &str,
 ) -> impl Fn(u64) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>>
        + Send
        + Sync
        + 'static {
-    let url: Arc<str> = format!("http://{reference}/hello").into();
+    let url: Arc<str> = url.into();
     let client = api.client.clone();
     move |_| {
         let (client, url) = (client.clone(), url.clone());
         Box::pin(async move {
             let response = client.get(&*url).send().await.map_err(|e| e.to_string())?;
-            check(response, StatusCode::OK, "/hello").await.map(|_| ())
+            check(response, StatusCode::OK, &url).await.map(|_| ())
         })
     }
 }
@@ -158,7 +163,7 @@ pub async fn reference_run(
         s.concurrency,
         s.warmup,
         Limit::For(s.duration),
-        reference_op(api, reference),
+        reference_op(api, &hello(reference)),
     )
     .await
 }
@@ -168,11 +173,11 @@ const ROUNDS: u32 = 8;
 
 /// A timed scenario measured in alternation with the reference (8 slices
 /// each, in the order R S S R R S S R ...), so both see the same machine, however busy
-/// it is. Returns the scenario and its paired reference.
+/// it is. Returns the scenario and its paired reference (a GET of `reference`).
 pub async fn paired<F, Fut>(
     s: &Settings,
     api: &Api,
-    reference: std::net::SocketAddr,
+    reference: &str,
     name: &str,
     op: F,
 ) -> (Stats, Stats)
@@ -304,10 +309,11 @@ pub async fn run(
         return Err("no subscriptions were created".into());
     }
     let pages = (ids.len() as u64).div_ceil(20).max(1);
+    let hello = hello(reference);
 
     let list = {
         let op_api = api.clone();
-        paired(s, api, reference, "list (page of 20 of 1,000)", move |i| {
+        paired(s, api, &hello, "list (page of 20 of 1,000)", move |i| {
             let api = op_api.clone();
             async move {
                 api.get(
@@ -322,9 +328,15 @@ pub async fn run(
     };
     scenarios.push(paired_scenario(list));
 
+    match list_vs_static_file(s, api).await {
+        Ok(Some(scenario)) => scenarios.push(scenario),
+        Ok(None) => println!("  {LIST_VS_NGINX}: not measured (no nginx on PATH or in /usr/sbin)"),
+        Err(e) => return Err(format!("{LIST_VS_NGINX}: {e}")),
+    }
+
     let get = {
         let (op_api, ids) = (api.clone(), ids.clone());
-        paired(s, api, reference, "get subscription", move |i| {
+        paired(s, api, &hello, "get subscription", move |i| {
             let api = op_api.clone();
             let path = format!("/webhooksubscription/{}", ids[i as usize % ids.len()]);
             async move { api.get(&path, StatusCode::OK).await.map(|_| ()) }
@@ -362,7 +374,7 @@ pub async fn run(
 
     let get_message = {
         let op_api = api.clone();
-        paired(s, api, reference, "get message", move |i| {
+        paired(s, api, &hello, "get message", move |i| {
             let api = op_api.clone();
             let path = format!("/message/getmessagebyid/m-{}", i % messages);
             async move { api.get(&path, StatusCode::OK).await.map(|_| ()) }
@@ -371,6 +383,46 @@ pub async fn run(
     };
     scenarios.push(paired_scenario(get_message));
     Ok(scenarios)
+}
+
+/// The scenario of one list page beside nginx serving its bytes as a file.
+pub const LIST_VS_NGINX: &str = "list page 7 vs nginx, same bytes";
+
+/// The page of issue 26: 20 of the 1,000 subscriptions, newest first.
+const NGINX_PAGE: &str = "/webhooksubscription/all?page=7&size=20&sort=createdDateTime,desc";
+
+/// One list page against the same bytes as a static file served by nginx,
+/// measured in alternation (like the other timed scenarios): the share of
+/// what serving those bytes allows that the list reaches. `None` without nginx.
+async fn list_vs_static_file(s: &Settings, api: &Api) -> Result<Option<Scenario>, String> {
+    let Some(nginx) = crate::nginx::binary() else {
+        return Ok(None);
+    };
+    let body = api.get(NGINX_PAGE, StatusCode::OK).await?;
+    let file = crate::nginx::StaticFile::serve(&nginx, &body)?;
+    let url = format!("http://{}{}", file.addr, file.path);
+    let served = api
+        .client
+        .get(&url)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let served = check(served, StatusCode::OK, &url).await?;
+    if served != body {
+        return Err(format!(
+            "nginx served {} bytes, not the page's {}",
+            served.len(),
+            body.len()
+        ));
+    }
+    println!("  the page: {} bytes, served by nginx at {url}", body.len());
+    let op_api = api.clone();
+    let pair = paired(s, api, &url, LIST_VS_NGINX, move |_| {
+        let api = op_api.clone();
+        async move { api.get(NGINX_PAGE, StatusCode::OK).await.map(|_| ()) }
+    })
+    .await;
+    Ok(Some(paired_scenario(pair)))
 }
 
 fn paired_scenario((stats, reference): (Stats, Stats)) -> Scenario {
@@ -456,12 +508,32 @@ impl ApiRow {
     }
 }
 
-/// Get message and get subscription: at least half the reference's requests/s.
+/// Get message and get subscription: at least half the reference's requests/s;
+/// a list page at least 0.3 of nginx serving its bytes (issue 26).
 pub fn targets(rows: &[ApiRow]) -> Vec<Target> {
-    ["get message", "get subscription"]
+    let mut targets: Vec<Target> = ["get message", "get subscription"]
         .into_iter()
         .map(|name| throughput_target(rows, name))
-        .collect()
+        .collect();
+    targets.push(list_vs_nginx_target(rows));
+    targets
+}
+
+fn list_vs_nginx_target(rows: &[ApiRow]) -> Target {
+    let target = "list page of 20 of 1,000: requests/s vs nginx serving the same bytes";
+    let goal = "≥ 0.3";
+    match rows.iter().find(|r| r.summary.name == LIST_VS_NGINX) {
+        Some(r) => Target {
+            target: target.into(),
+            goal: goal.into(),
+            measured: format!(
+                "{:.2} ({:.0}/s vs {:.0}/s)",
+                r.throughput_ratio, r.summary.per_second, r.reference_per_second
+            ),
+            met: Some(r.throughput_ratio >= 0.3),
+        },
+        None => Target::not_measured(target, goal),
+    }
 }
 
 fn throughput_target(rows: &[ApiRow], name: &str) -> Target {
@@ -521,7 +593,8 @@ pub fn section(
          same client with the same headers and concurrency. The timed scenarios (list, gets) \
          are measured in 8 alternating slices each with the reference (R S S R R S ...), and each is \
          divided by its own slices; create and ingest divide by the average of the reference \
-         runs taken before and after everything.",
+         runs taken before and after everything. `{LIST_VS_NGINX}` is paired instead with nginx \
+         serving the bytes of that page as a file (when nginx is installed).",
         load.concurrency, load.duration_s, load.warmup_s
     ))
 }

@@ -30,6 +30,7 @@ mod fanout;
 mod http;
 mod lambda;
 mod load;
+mod nginx;
 mod noisy;
 mod observability;
 mod process;

@@ -163,6 +163,13 @@ ALTER TABLE subscriptions ADD COLUMN expiry_reminded_for INTEGER;
 CREATE INDEX subscriptions_expiring ON subscriptions (expires_at)
     WHERE expiry_reminded_for IS NULL OR expiry_reminded_for <> expires_at;
 "#,
+    r#"
+-- Newest first (`sort=createdDateTime,desc`) breaks ties by the id ascending
+-- (the default order's tie-break), which subscriptions_by_creation cannot
+-- give: SQLite sorted the whole organization for every page (issue 26).
+-- Read forwards this index is that order (backwards, its reverse).
+CREATE INDEX subscriptions_by_creation_desc ON subscriptions (org_id, created_at DESC, id);
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
