@@ -9,13 +9,14 @@ use http::StatusCode;
 
 use crate::app::App;
 use crate::auth::Caller;
-use crate::error::ports::{store_or_queue_problem, store_problem};
 use crate::error::{ApiError, ErrorCode, FieldError};
 use crate::filter::{self, Direction, EventFilter, Topic};
-use crate::ids::OrgId;
-use crate::model::{Message, SubscriptionStatus};
-use crate::notification::{commit, job_for, ContactInfo, MessageInfo, Notification};
-use crate::queue::{DeliveryJob, Outbox};
+use crate::model::Message;
+use crate::notification::{ContactInfo, MessageInfo, Notification};
+use crate::queue::Outbox;
+
+mod batch;
+pub use batch::{fan_out, ingest_all, FannedOut};
 
 const MAX_TEXT_ID: usize = 256;
 const MAX_RECIPIENTS: usize = 100;
@@ -291,34 +292,9 @@ pub async fn accept(
 
 /// Ingests a validated event: fan-out, then one atomic commit through the outbox.
 pub async fn ingest(app: &App, outbox: &dyn Outbox, event: Event) -> Result<Ingested, ApiError> {
-    let now = app.now_ms();
-    let filter = event.filter().to_string();
-    let subscriptions = app
-        .store
-        .subscriptions_for_filter(&filter)
-        .await
-        .map_err(store_problem)?;
-    let jobs: Vec<DeliveryJob> = subscriptions
-        .iter()
-        .filter(|s| s.status == SubscriptionStatus::Active && s.expires_at > now)
-        .filter(|s| s.org_id == event.organization_id)
-        .map(|s| {
-            job_for(&event.id, s, now, |uuid| {
-                render(&event, &filter, s.id.as_str(), uuid, now)
-            })
-        })
-        .collect();
-    let count = jobs.len();
-    let org = OrgId::from(&event.organization_id);
-    let new = commit(app, outbox, &org, &event.id, event.message.as_ref(), jobs)
-        .await
-        .map_err(store_or_queue_problem)?;
-    tracing::info!(org_id = %event.organization_id, event_id = %event.id, notifications = count, duplicate = !new, "event ingested");
-    Ok(Ingested {
-        event_id: event.id,
-        notifications: if new { count } else { 0 },
-        duplicate: !new,
-    })
+    let fanned = fan_out(app, event).await?;
+    let mut outcomes = ingest_all(app, outbox, vec![fanned]).await;
+    outcomes.pop().expect("one outcome per event")
 }
 
 fn render(

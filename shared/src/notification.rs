@@ -7,7 +7,7 @@ use uuid::Uuid;
 use crate::app::App;
 use crate::ids::OrgId;
 use crate::model::Message;
-use crate::queue::{DeliveryJob, Outbox, StoreOrQueueError};
+use crate::queue::{DeliveryJob, EventCommit, Outbox, StoreOrQueueError};
 use crate::store::StoredSubscription;
 
 /// Namespace of notification ids: `uuid = v5(NAMESPACE, "<eventId>/<subscriptionId>")`,
@@ -53,6 +53,24 @@ pub(crate) async fn commit(
         app.delivery_wake.notify_one();
     }
     Ok(new)
+}
+
+/// [`commit`] of several events ([`Outbox::commit_all`]); one outcome per event.
+pub(crate) async fn commit_all(
+    app: &App,
+    outbox: &dyn Outbox,
+    events: Vec<EventCommit>,
+) -> Vec<Result<bool, StoreOrQueueError>> {
+    let queued: Vec<bool> = events.iter().map(|e| !e.jobs.is_empty()).collect();
+    let outcomes = outbox.commit_all(events).await;
+    if queued
+        .iter()
+        .zip(&outcomes)
+        .any(|(queued, outcome)| *queued && matches!(outcome, Ok(true)))
+    {
+        app.delivery_wake.notify_one();
+    }
+    outcomes
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

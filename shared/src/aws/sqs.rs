@@ -29,6 +29,8 @@ use aws_sdk_sqs::Client;
 use crate::ids::SubscriptionId;
 use crate::queue::{DeliveryJob, DeliveryQueue, Lease, ParkingLot, QueueError};
 
+mod send;
+
 /// SQS's longest visibility timeout (12 hours).
 const MAX_VISIBILITY: Duration = Duration::from_secs(43_200);
 /// SQS's longest delay of one message (15 minutes).
@@ -66,26 +68,48 @@ fn sdk_err<E>(
 where
     E: aws_sdk_sqs::error::ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
-    // A queue that does not exist (yet) is a deployment being rebuilt or
-    // misconfigured: a 503 tells producers to come back, and the error log
-    // names it either way.
-    let missing = e
-        .as_service_error()
-        .and_then(|s| s.code())
-        .is_some_and(|code| {
-            matches!(
-                code,
-                "AWS.SimpleQueueService.NonExistentQueue" | "QueueDoesNotExist"
-            )
-        });
-    let transient = missing || crate::aws::is_transient(&e);
-    let e = SqsError {
-        summary: aws_sdk_sqs::error::DisplayErrorContext(&e).to_string(),
-        source: Box::new(e),
-    };
-    match transient {
-        true => QueueError::unavailable(e),
-        false => err(e),
+    CallFailure::of(e).error()
+}
+
+/// A failed SQS call, shared by the jobs it carried (each gets its error).
+struct CallFailure {
+    transient: bool,
+    error: Arc<SqsError>,
+}
+
+impl CallFailure {
+    fn of<E>(e: aws_sdk_sqs::error::SdkError<E, aws_sdk_sqs::config::http::HttpResponse>) -> Self
+    where
+        E: aws_sdk_sqs::error::ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        // A queue that does not exist (yet) is a deployment being rebuilt or
+        // misconfigured: a 503 tells producers to come back, and the error log
+        // names it either way.
+        let missing = e
+            .as_service_error()
+            .and_then(|s| s.code())
+            .is_some_and(|code| {
+                matches!(
+                    code,
+                    "AWS.SimpleQueueService.NonExistentQueue" | "QueueDoesNotExist"
+                )
+            });
+        let transient = missing || crate::aws::is_transient(&e);
+        let error = SqsError {
+            summary: aws_sdk_sqs::error::DisplayErrorContext(&e).to_string(),
+            source: Box::new(e),
+        };
+        CallFailure {
+            transient,
+            error: Arc::new(error),
+        }
+    }
+
+    fn error(&self) -> QueueError {
+        match self.transient {
+            true => QueueError::unavailable(self.error.clone()),
+            false => err(self.error.clone()),
+        }
     }
 }
 
@@ -223,28 +247,14 @@ impl SqsQueue {
     }
 
     async fn send_batch(&self, entries: &[SendMessageBatchRequestEntry]) -> Result<(), QueueError> {
-        let out = self
-            .client
-            .send_message_batch()
-            .queue_url(&self.queue_url)
-            .set_entries(Some(entries.to_vec()))
-            .send()
+        let refused = self
+            .send_entries(entries.to_vec())
             .await
-            .map_err(sdk_err)?;
-        if let Some(failed) = out.failed().first() {
-            // SQS's own fault (not the sender's) is worth retrying later.
-            let fail = match failed.sender_fault() {
-                true => err,
-                false => QueueError::unavailable,
-            };
-            return Err(fail(format!(
-                "SendMessageBatch refused {} of {} messages: {}",
-                out.failed().len(),
-                entries.len(),
-                failed.message().unwrap_or(failed.code())
-            )));
+            .map_err(|e| e.error())?;
+        match refused.into_iter().next() {
+            Some((_, e)) => Err(e),
+            None => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -264,15 +274,7 @@ fn traceparent_attribute(
 #[async_trait]
 impl DeliveryQueue for SqsQueue {
     async fn enqueue(&self, jobs: Vec<DeliveryJob>) -> Result<(), QueueError> {
-        for chunk in jobs.chunks(10) {
-            let entries = chunk
-                .iter()
-                .enumerate()
-                .map(|(i, job)| Self::entry(i, job, Duration::ZERO))
-                .collect::<Result<Vec<_>, _>>()?;
-            self.send_batch(&entries).await?;
-        }
-        Ok(())
+        self.send_all(&jobs).await.into_iter().collect()
     }
 
     /// SQS cannot tell how many messages of a subscription are in flight:

@@ -8,7 +8,7 @@ use tracing::Instrument;
 use crate::app::App;
 use crate::aws::sqs::{SqsEventBatch, SqsQueue};
 use crate::delivery;
-use crate::ingest::{self, EventEnvelope, Ingested};
+use crate::ingest::{self, EventEnvelope};
 use crate::queue::Outbox;
 use crate::telemetry::emf;
 use crate::telemetry::trace::{self, TraceParent};
@@ -21,34 +21,68 @@ pub use crate::services::aws::{queue_functions, QueueFunctions};
 /// logged with the fields at fault (`fields`, e.g. `message.direction`),
 /// never with its content.
 ///
+/// Each record is validated and fanned out, one after another; then the
+/// batch's events are committed together ([`ingest::ingest_all`]), so their
+/// notifications go to the delivery queue in as few `SendMessageBatch`
+/// calls as SQS allows, and only the records whose event could not be
+/// committed whole are reported.
+///
 /// Once DynamoDB or SQS is unavailable (timed out, throttled, down), the
 /// rest of the batch is reported failed without being tried: the batch ends
 /// after one bounded call instead of one per record, well inside the
 /// function timeout, and SQS redelivers the records after their visibility
 /// timeout.
 pub async fn ingest_events(app: &App, outbox: &dyn Outbox, event: SqsEvent) -> SqsBatchResponse {
-    let mut response = SqsBatchResponse::default();
+    let mut failed = vec![false; event.records.len()];
     let mut unavailable = false;
     let mut figures = emf::IngestFigures::default();
-    for record in &event.records {
-        let id = record.message_id.clone().unwrap_or_default();
+    // (record, its trace, the event fanned out)
+    let mut ready = Vec::new();
+    for (at, record) in event.records.iter().enumerate() {
         if unavailable {
-            response.add_failure(id);
+            failed[at] = true;
             continue;
         }
-        match ingest_record(app, outbox, record).await {
-            Ok(ingested) if ingested.duplicate => figures.duplicates += 1,
-            Ok(ingested) => {
-                figures.ingested += 1;
-                figures.notifications += ingested.notifications as u64;
-            }
+        match fan_out_record(app, record).await {
+            Ok((trace, fanned)) => ready.push((at, trace, fanned)),
             Err(rejected) => {
-                let Rejected { fields, reason, .. } = &rejected;
-                tracing::error!(sqs_message_id = %id, fields = %fields, %reason, "event not ingested");
+                log_rejected(record, &rejected);
                 unavailable = rejected.unavailable;
-                response.add_failure(id);
+                failed[at] = true;
             }
         }
+    }
+    if unavailable {
+        // Nothing of theirs is written yet: SQS redelivers them too.
+        ready.iter().for_each(|(at, _, _)| failed[*at] = true);
+    } else {
+        let (records, fanned): (Vec<(usize, trace::Span)>, Vec<_>) = ready
+            .into_iter()
+            .map(|(at, trace, fanned)| ((at, trace), fanned))
+            .unzip();
+        let outcomes = ingest::ingest_all(app, outbox, fanned).await;
+        for ((at, _trace), outcome) in records.into_iter().zip(outcomes) {
+            match outcome {
+                Ok(ingested) if ingested.duplicate => figures.duplicates += 1,
+                Ok(ingested) => {
+                    figures.ingested += 1;
+                    figures.notifications += ingested.notifications as u64;
+                }
+                Err(e) => {
+                    let rejected = Rejected {
+                        unavailable: e.status == http::StatusCode::SERVICE_UNAVAILABLE,
+                        ..Rejected::from(e.detail)
+                    };
+                    log_rejected(&event.records[at], &rejected);
+                    unavailable |= rejected.unavailable;
+                    failed[at] = true;
+                }
+            }
+        }
+    }
+    let mut response = SqsBatchResponse::default();
+    for (record, _) in event.records.iter().zip(&failed).filter(|(_, f)| **f) {
+        response.add_failure(record.message_id.clone().unwrap_or_default());
     }
     figures.records = event.records.len() as u64;
     figures.failed = response.batch_item_failures.len() as u64;
@@ -60,6 +94,12 @@ pub async fn ingest_events(app: &App, outbox: &dyn Outbox, event: SqsEvent) -> S
         );
     }
     response
+}
+
+fn log_rejected(record: &SqsMessage, rejected: &Rejected) {
+    let id = record.message_id.as_deref().unwrap_or_default();
+    let Rejected { fields, reason, .. } = rejected;
+    tracing::error!(sqs_message_id = %id, fields = %fields, %reason, "event not ingested");
 }
 
 /// Why a record was not ingested: the fields at fault (comma-separated,
@@ -81,11 +121,13 @@ impl From<String> for Rejected {
     }
 }
 
-async fn ingest_record(
+/// A record's event, validated and fanned out in its producer's trace (a
+/// `traceparent` message attribute, else X-Ray's header), which stays open
+/// until the event is committed.
+async fn fan_out_record(
     app: &App,
-    outbox: &dyn Outbox,
     record: &SqsMessage,
-) -> Result<Ingested, Rejected> {
+) -> Result<(trace::Span, ingest::FannedOut), Rejected> {
     let body = record
         .body
         .as_deref()
@@ -107,15 +149,15 @@ async fn ingest_record(
         unavailable: false,
     })?;
     let span = tracing::info_span!("event", org_id = %event.organization_id, event_id = %event.id);
-    // The producer's trace: a `traceparent` message attribute, else X-Ray's header.
     let trace = trace::start("ingest", trace::Kind::Consumer, trace_of(record));
-    trace::scope(trace.context(), ingest::ingest(app, outbox, event))
+    let fanned = trace::scope(trace.context(), ingest::fan_out(app, event))
         .instrument(span)
         .await
         .map_err(|e| Rejected {
             unavailable: e.status == http::StatusCode::SERVICE_UNAVAILABLE,
             ..Rejected::from(e.detail)
-        })
+        })?;
+    Ok((trace, fanned))
 }
 
 /// The trace context an events-queue record carries, if any.

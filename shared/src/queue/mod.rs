@@ -274,4 +274,31 @@ pub trait Outbox: Send + Sync {
         message: Option<&Message>,
         jobs: Vec<DeliveryJob>,
     ) -> Result<bool, StoreOrQueueError>;
+
+    /// [`Outbox::commit`] of each event of a batch (an SQS batch of the
+    /// events queue), one outcome per event, in order. An adapter may share
+    /// calls between the events (SQS: all their jobs in as few
+    /// `SendMessageBatch` calls as its limits allow) but keeps each event's
+    /// guarantees: an event is recorded only once every one of its jobs is
+    /// queued, and an event id repeated in the batch is a duplicate of its
+    /// first. By default, one commit after another.
+    async fn commit_all(&self, events: Vec<EventCommit>) -> Vec<Result<bool, StoreOrQueueError>> {
+        let mut outcomes = Vec::with_capacity(events.len());
+        for e in events {
+            outcomes.push(
+                self.commit(&e.org_id, &e.event_id, e.message.as_ref(), e.jobs)
+                    .await,
+            );
+        }
+        outcomes
+    }
+}
+
+/// One event's effects, for [`Outbox::commit_all`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventCommit {
+    pub org_id: OrgId,
+    pub event_id: String,
+    pub message: Option<Message>,
+    pub jobs: Vec<DeliveryJob>,
 }

@@ -1,0 +1,80 @@
+//! Ingestion in two steps, so a batch of events (an SQS batch of the events
+//! queue) can share its commit: each event fanned out to its notifications'
+//! jobs, then the fanned-out events committed together through the outbox.
+
+use super::{render, Event, Ingested};
+use crate::app::App;
+use crate::error::ports::{store_or_queue_problem, store_problem};
+use crate::error::ApiError;
+use crate::ids::OrgId;
+use crate::model::SubscriptionStatus;
+use crate::notification::{commit_all, job_for};
+use crate::queue::{DeliveryJob, EventCommit, Outbox};
+
+/// An event and the jobs of its notifications, ready to commit.
+#[derive(Debug, Clone)]
+pub struct FannedOut {
+    event: Event,
+    jobs: Vec<DeliveryJob>,
+}
+
+/// The event's notifications: one job per active subscription of its
+/// organization to its filter, rendered now (in the caller's trace).
+pub async fn fan_out(app: &App, event: Event) -> Result<FannedOut, ApiError> {
+    let now = app.now_ms();
+    let filter = event.filter().to_string();
+    let subscriptions = app
+        .store
+        .subscriptions_for_filter(&filter)
+        .await
+        .map_err(store_problem)?;
+    let jobs: Vec<DeliveryJob> = subscriptions
+        .iter()
+        .filter(|s| s.status == SubscriptionStatus::Active && s.expires_at > now)
+        .filter(|s| s.org_id == event.organization_id)
+        .map(|s| {
+            job_for(&event.id, s, now, |uuid| {
+                render(&event, &filter, s.id.as_str(), uuid, now)
+            })
+        })
+        .collect();
+    Ok(FannedOut { event, jobs })
+}
+
+/// Commits fanned-out events together ([`Outbox::commit_all`]: on SQS the
+/// jobs of the whole batch share `SendMessageBatch` calls); one outcome per
+/// event, in order.
+pub async fn ingest_all(
+    app: &App,
+    outbox: &dyn Outbox,
+    events: Vec<FannedOut>,
+) -> Vec<Result<Ingested, ApiError>> {
+    let counts: Vec<usize> = events.iter().map(|e| e.jobs.len()).collect();
+    let (events, commits): (Vec<Event>, Vec<EventCommit>) = events
+        .into_iter()
+        .map(|FannedOut { event, jobs }| {
+            let commit = EventCommit {
+                org_id: OrgId::from(&event.organization_id),
+                event_id: event.id.clone(),
+                message: event.message.clone(),
+                jobs,
+            };
+            (event, commit)
+        })
+        .unzip();
+    let outcomes = commit_all(app, outbox, commits).await;
+    events
+        .into_iter()
+        .zip(counts)
+        .zip(outcomes)
+        .map(|((event, count), outcome)| {
+            let new = outcome.map_err(store_or_queue_problem)?;
+            tracing::info!(org_id = %event.organization_id, event_id = %event.id, notifications = count, duplicate = !new, "event ingested");
+            Ok(Ingested {
+                event_id: event.id,
+                notifications: if new { count } else { 0 },
+                duplicate: !new,
+            })
+        })
+        .collect()
+}
