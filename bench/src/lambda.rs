@@ -374,17 +374,18 @@ fn event_text(name: &str, env: &Environment) -> Result<String, String> {
         ))
 }
 
-/// The environment Lambda gives a function, plus the function's own.
-fn function_env(f: &Function, runtime: SocketAddr, env: &Environment) -> Vec<(String, String)> {
+/// What Lambda puts in every function's environment (credentials and
+/// region from ours, the emulators' defaults otherwise).
+fn runtime_env(name: &str, runtime: SocketAddr) -> Vec<(String, String)> {
     let var = |k: &str, default: &str| std::env::var(k).unwrap_or_else(|_| default.to_owned());
-    let mut vars: Vec<(String, String)> = vec![
+    vec![
         ("AWS_LAMBDA_RUNTIME_API".into(), runtime.to_string()),
-        ("AWS_LAMBDA_FUNCTION_NAME".into(), f.name.into()),
+        ("AWS_LAMBDA_FUNCTION_NAME".into(), name.into()),
         ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE".into(), "128".into()),
         ("AWS_LAMBDA_FUNCTION_VERSION".into(), "$LATEST".into()),
         (
             "AWS_LAMBDA_LOG_GROUP_NAME".into(),
-            format!("/aws/lambda/{}", f.name),
+            format!("/aws/lambda/{name}"),
         ),
         ("AWS_LAMBDA_LOG_STREAM_NAME".into(), "bench".into()),
         ("AWS_REGION".into(), var("AWS_REGION", "us-east-1")),
@@ -397,7 +398,64 @@ fn function_env(f: &Function, runtime: SocketAddr, env: &Environment) -> Vec<(St
         ("TZ".into(), ":UTC".into()),
         ("LANG".into(), "en_US.UTF-8".into()),
         ("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()),
-    ];
+    ]
+}
+
+/// A function binary running under a fake Runtime API of its own, for the
+/// suites that drive a function as part of a pipeline (`cost`); killed when dropped.
+pub struct RunningFunction {
+    runtime: RuntimeApi,
+    child: Child,
+    log: PathBuf,
+}
+
+impl RunningFunction {
+    /// Starts `bin` as the function `name`, with `vars` beside Lambda's own.
+    pub async fn start(
+        bin: &Path,
+        name: &str,
+        vars: Vec<(String, String)>,
+        log: &Path,
+    ) -> Result<RunningFunction, String> {
+        let runtime = RuntimeApi::start().await?;
+        let mut env = runtime_env(name, runtime.addr);
+        env.extend(vars);
+        let mut child = spawn(bin, &env, log)?;
+        if let Err(e) = runtime.wait_ready(&mut child).await {
+            kill(child);
+            return Err(format!("{name}: {e} (log: {})", log.display()));
+        }
+        Ok(RunningFunction {
+            runtime,
+            child,
+            log: log.to_owned(),
+        })
+    }
+
+    /// One invocation: the function's answer.
+    pub async fn invoke(&self, event: String) -> Result<Value, String> {
+        let outcome = self.runtime.invoke(event).await?;
+        if !outcome.ok {
+            return Err(format!(
+                "the function failed: {} (log: {})",
+                String::from_utf8_lossy(&outcome.body),
+                self.log.display()
+            ));
+        }
+        serde_json::from_slice(&outcome.body).map_err(|e| format!("its answer: {e}"))
+    }
+}
+
+impl Drop for RunningFunction {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The environment Lambda gives a function, plus the function's own.
+fn function_env(f: &Function, runtime: SocketAddr, env: &Environment) -> Vec<(String, String)> {
+    let mut vars = runtime_env(f.name, runtime);
     match f.kind {
         Kind::Plain => {}
         Kind::Authorizer => vars.push(("WEBHOOKS_JWT_HS256_SECRET".into(), JWT_SECRET.into())),

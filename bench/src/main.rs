@@ -119,6 +119,10 @@ pub struct Settings {
     /// Operations of each phase of the cost suite (creates, reads, events at fan-out 1 and 10).
     #[arg(long, default_value_t = 50)]
     cost_operations: u64,
+    /// Events per producer request to the events queue in the cost suite
+    /// (10: `SendMessageBatch`, as docs/ shows producers; 1: `SendMessage`).
+    #[arg(long, default_value_t = 10)]
+    cost_events_per_send: usize,
     /// Backends of the noisy suite (repeatable): embedded (SQLite), aws (DynamoDB Local + moto).
     #[arg(long, value_enum, default_values_t = [noisy::Backend::Embedded])]
     noisy_backend: Vec<noisy::Backend>,
@@ -180,6 +184,7 @@ impl Settings {
             dynamodb_unrelated: self.dynamodb_unrelated,
             fanout_events: self.fanout_events,
             cost_operations: self.cost_operations,
+            cost_events_per_send: self.cost_events_per_send,
             server_log: self.server_log.clone(),
         }
     }

@@ -63,6 +63,7 @@ pub struct RunSettings {
     pub dynamodb_unrelated: u64,
     pub fanout_events: u64,
     pub cost_operations: u64,
+    pub cost_events_per_send: usize,
     pub server_log: String,
 }
 

@@ -899,7 +899,12 @@ impl Sends {
 /// The world's outbox on an SQS client that `Sends` watches.
 fn watched_outbox(w: &World) -> (AwsOutbox, Sends) {
     let sends = Sends::default();
-    let config = w.sqs.config().to_builder().interceptor(sends.clone()).build();
+    let config = w
+        .sqs
+        .config()
+        .to_builder()
+        .interceptor(sends.clone())
+        .build();
     let client = aws_sdk_sqs::Client::from_conf(config);
     let queue = SqsQueue::new(client, w.queue_url.clone(), Some(w.dlq_url.clone()));
     let outbox = AwsOutbox::new(w.store.clone(), queue, w.app.clock.clone());
@@ -1002,7 +1007,11 @@ async fn an_ingest_batch_sends_its_jobs_together_and_once() {
 
     let again = queues::ingest_events(&w.app, &outbox, batch).await;
     assert_eq!(failed_ids(&again), Vec::<&str>::new());
-    assert_eq!(sends.take(), Vec::<usize>::new(), "a redelivery sends nothing");
+    assert_eq!(
+        sends.take(),
+        Vec::<usize>::new(),
+        "a redelivery sends nothing"
+    );
     assert!(receive_as_event(
         &w,
         &sample_events::text("deliver-notifications-sqs"),
@@ -1041,7 +1050,9 @@ async fn a_refused_entry_fails_only_its_own_event() {
     // SQS redelivers the failed record alone; this time its entry is taken.
     *sends.refuse.lock().unwrap() = None;
     let mut redelivered = batch.clone();
-    redelivered.records.retain(|r| r.message_id.as_deref() == Some("record-b"));
+    redelivered
+        .records
+        .retain(|r| r.message_id.as_deref() == Some("record-b"));
     let again = queues::ingest_events(&w.app, &outbox, redelivered).await;
     assert_eq!(failed_ids(&again), Vec::<&str>::new());
     assert_eq!(queued_ids(&w).await, [id("evt-refuse-b")]);

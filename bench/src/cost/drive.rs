@@ -1,8 +1,10 @@
 //! Real operations through `webhooks-local --backend aws`, its DynamoDB and
-//! SQS traffic through the recording proxies: creates, API reads, and events
-//! at fan-out 1 and 10 delivered to a loopback receiver (delivery history on,
-//! the default). Each phase is the difference of the proxies' tallies taken
-//! before and after it.
+//! SQS traffic through the recording proxies: creates and API reads; events
+//! at fan-out 1 and 10 sent to an events queue and ingested by the real
+//! `ingest-events` function (`events.rs`, as deployed), delivered by
+//! webhooks-local to a loopback receiver (delivery history on, the default).
+//! Each phase is the difference of the proxies' tallies taken before and
+//! after it.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -11,6 +13,7 @@ use http::StatusCode;
 use serde::Serialize;
 use webhook_core::auth::jwt::{mint_hs256, ALL_SCOPES};
 
+use super::events::{EventsPipeline, Wiring};
 use super::proxy::{tally_since, Proxy, Service, Tally};
 use crate::api::{event_body, inbound_filter, Api};
 use crate::process::{self, Listening};
@@ -33,12 +36,21 @@ pub struct Phase {
 struct Proxies {
     dynamodb: Proxy,
     sqs: Proxy,
+    /// The events queue's producer and event source mapping.
+    events: Proxy,
 }
+
+/// Tally keys of the events queue's requests (`sqs-events:SendMessageBatch`).
+pub const EVENTS_QUEUE: &str = "sqs-events:";
 
 impl Proxies {
     fn tally(&self) -> Tally {
         let mut all = self.dynamodb.tally();
         all.extend(self.sqs.tally());
+        all.extend(self.events.tally().into_iter().map(|(k, c)| {
+            let action = k.strip_prefix("sqs:").unwrap_or(&k);
+            (format!("{EVENTS_QUEUE}{action}"), c)
+        }));
         all
     }
 
@@ -58,10 +70,10 @@ fn start_service(
     proxies: &Proxies,
     key: &str,
     secret: &str,
+    prefix: &str,
 ) -> Result<Listening, String> {
     let local = process::workspace_binary(s.bin_dir.as_deref(), "webhooks-local");
     let log = std::fs::File::create(data.join("webhooks-local.log")).map_err(|e| e.to_string())?;
-    let prefix = format!("cost-{}", &random_hex()[..10]);
     let mut command = Command::new(&local);
     command
         .args(["serve", "--addr", "127.0.0.1:0", "--backend", "aws"])
@@ -121,10 +133,26 @@ pub async fn run(s: &Settings) -> Result<Vec<Phase>, String> {
     let proxies = Proxies {
         dynamodb: Proxy::start(Service::DynamoDb, &upstream("AWS_ENDPOINT_URL_DYNAMODB")?).await?,
         sqs: Proxy::start(Service::Sqs, &upstream("AWS_ENDPOINT_URL_SQS")?).await?,
+        events: Proxy::start(Service::Sqs, &upstream("AWS_ENDPOINT_URL_SQS")?).await?,
     };
     let data = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (key, secret) = (format!("bench-{}", random_hex()), random_hex());
-    let service = start_service(s, data.path(), &proxies, &key, &secret)?;
+    let prefix = format!("cost-{}", &random_hex()[..10]);
+    let service = start_service(s, data.path(), &proxies, &key, &secret, &prefix)?;
+    let pipeline = EventsPipeline::start(
+        &process::workspace_binary(s.bin_dir.as_deref(), "ingest-events"),
+        &data.path().join("ingest-events.log"),
+        &proxies.events,
+        Wiring {
+            dynamodb: &proxies.dynamodb,
+            sqs: &proxies.sqs,
+            subscriptions_table: format!("{prefix}-subscriptions"),
+            messages_table: format!("{prefix}-messages"),
+            delivery_queue_url: delivery_queue_url(&prefix).await?,
+        },
+        s.cost_events_per_send,
+    )
+    .await?;
     let receiver = Receiver::start().await?;
     let token = mint_hs256(
         &secret,
@@ -169,18 +197,18 @@ pub async fn run(s: &Settings) -> Result<Vec<Phase>, String> {
     record("create subscription", &before, n, 0);
 
     let before = proxies.tally();
-    for i in 0..n {
-        let body = event_body(ORG, "dep-0", &format!("e1-{i}"), &format!("m-{i}"));
-        api.post("/events", body, StatusCode::ACCEPTED).await?;
-    }
+    let bodies: Vec<String> = (0..n)
+        .map(|i| event_body(ORG, "dep-0", &format!("e1-{i}"), &format!("m-{i}")))
+        .collect();
+    pipeline.ingest(&bodies).await?;
     settle(&receiver, n, &proxies).await?;
     record("event, fan-out 1", &before, n, n);
 
     let before = proxies.tally();
-    for i in 0..n {
-        let body = event_body(ORG, "ten", &format!("e10-{i}"), &format!("m10-{i}"));
-        api.post("/events", body, StatusCode::ACCEPTED).await?;
-    }
+    let bodies: Vec<String> = (0..n)
+        .map(|i| event_body(ORG, "ten", &format!("e10-{i}"), &format!("m10-{i}")))
+        .collect();
+    pipeline.ingest(&bodies).await?;
     settle(&receiver, n * 10, &proxies).await?;
     record("event, fan-out 10", &before, n, n * 10);
 
@@ -210,6 +238,23 @@ pub async fn run(s: &Settings) -> Result<Vec<Phase>, String> {
         n,
         0,
     );
+    drop(pipeline);
     drop(service);
     Ok(phases)
+}
+
+/// The delivery queue `webhooks-local --create-tables` made for `prefix`
+/// (named after its subscriptions table), asked of moto directly.
+async fn delivery_queue_url(prefix: &str) -> Result<String, String> {
+    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let name = format!("{prefix}-subscriptions-delivery");
+    aws_sdk_sqs::Client::new(&sdk)
+        .get_queue_url()
+        .queue_name(&name)
+        .send()
+        .await
+        .map_err(|e| format!("{name}: {}", aws_sdk_sqs::error::DisplayErrorContext(e)))?
+        .queue_url()
+        .map(str::to_owned)
+        .ok_or_else(|| format!("{name}: no URL"))
 }

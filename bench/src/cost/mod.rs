@@ -1,17 +1,23 @@
 //! The `cost` suite: what AWS bills per operation, in units counted by a
 //! recording proxy in front of DynamoDB Local and moto (`proxy.rs`) while
-//! real operations run through `webhooks-local --backend aws` (`drive.rs`),
-//! then in dollars at public on-demand prices (`prices.rs`, `model.rs`).
+//! real operations run (`drive.rs`): API calls through `webhooks-local
+//! --backend aws`, events through an events queue and the `ingest-events`
+//! function (`events.rs`), then in dollars at public on-demand prices
+//! (`prices.rs`, `model.rs`).
 //!
-//! DynamoDB units and the outbox's `SendMessageBatch` calls are measured;
-//! what the deployed stack adds around the same code is counted from
-//! template.yaml: the producer's send to the events queue and the event
-//! source mappings' receives and `DeleteMessageBatch`es (batches of 10),
-//! Lambda invocations (one per batch, one per API call) billed at the
-//! `lambda` suite's warm p50 durations at 256 MB, and one API Gateway request
-//! per API call (the authorizer's answer cached: no invocation counted).
+//! DynamoDB units and every SQS request of ingestion are measured: the
+//! producer's sends to the events queue, the event source mapping's
+//! receives and deletes there (played by the suite, batches of 10), and the
+//! outbox's `SendMessageBatch` calls. What the deployed stack adds around the
+//! same code is counted from template.yaml: the delivery queue's event
+//! source mapping (receives and `DeleteMessageBatch`es of 10; webhooks-local
+//! polls it its own way), Lambda invocations (one per batch, one per API
+//! call) billed at the `lambda` suite's warm p50 durations at 256 MB, and
+//! one API Gateway request per API call (the authorizer's answer cached: no
+//! invocation counted).
 
 mod drive;
+mod events;
 pub mod model;
 pub mod prices;
 pub mod proxy;
@@ -118,16 +124,18 @@ fn scenario(phase: &Phase, lambda_ms: &BTreeMap<String, f64>) -> Scenario {
         let fan_out = phase.notifications as f64 / phase.operations.max(1) as f64;
         let pipeline = Pipeline {
             batch: BATCH,
-            events_per_send: 1.0,
             ingest_ms_per_event: ms("ingest-events"),
             deliver_ms_per_notification: ms("deliver-notifications"),
             memory_mb: MEMORY_MB,
         };
-        let outbox = phase
-            .tally
-            .get("sqs:SendMessageBatch")
-            .map_or(0.0, |c| c.billed_requests as f64);
-        usage.sqs_requests = outbox / count + model::pipeline_sqs(&pipeline, fan_out);
+        // The outbox's sends and everything on the events queue.
+        let ingestion = sum(phase, |k, c| {
+            match k == "sqs:SendMessageBatch" || k.starts_with(drive::EVENTS_QUEUE) {
+                true => c.billed_requests as f64,
+                false => 0.0,
+            }
+        });
+        usage.sqs_requests = ingestion / count + model::delivery_sqs(&pipeline);
         (usage.lambda_invocations, usage.lambda_gb_seconds) =
             model::pipeline_lambda(&pipeline, fan_out);
     } else {
@@ -211,7 +219,7 @@ pub fn sections(cost: &CostResults) -> Vec<Section> {
                 units(c.requests as f64 / per),
                 units(c.read_units / per),
                 units(c.write_units / per),
-                match action.starts_with("sqs:") {
+                match action.starts_with("sqs") {
                     true => units(c.billed_requests as f64 / per),
                     false => String::new(),
                 },
@@ -271,7 +279,9 @@ pub fn sections(cost: &CostResults) -> Vec<Section> {
         Section::table("AWS cost: the arithmetic", arithmetic),
         Section::table("AWS cost: units measured through the proxy", measured).with_intro(
             "DynamoDB Local's ConsumedCapacity (ReturnConsumedCapacity added by the proxy) and \
-             moto's SQS requests, per operation, as webhooks-local --backend aws made them. \
+             moto's SQS requests, per operation, as webhooks-local --backend aws and the \
+             ingest-events function made them; `sqs-events:` is the events queue (the \
+             producer's sends, the event source mapping's receives and deletes). \
              webhooks-local polls the delivery queue itself (ReceiveMessage, DeleteMessage one \
              by one); the priced model counts the event source mapping's batches instead.",
         ),

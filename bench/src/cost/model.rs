@@ -95,13 +95,11 @@ pub fn gb_seconds(invocations: f64, ms: f64, memory_mb: u32) -> f64 {
 }
 
 /// How the deployed stack handles one event of fan-out `k`, beside the
-/// DynamoDB units and outbox `SendMessageBatch` calls measured through the proxy.
+/// DynamoDB units and ingestion's SQS requests measured through the proxy.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Pipeline {
     /// Records per event-source batch (template.yaml: `BatchSize: 10`, both queues).
     pub batch: f64,
-    /// Events per producer request to the events queue (1: `SendMessage`; 10: `SendMessageBatch`).
-    pub events_per_send: f64,
     /// Billed milliseconds of ingest-events per event, and of deliver-notifications per notification.
     pub ingest_ms_per_event: f64,
     pub deliver_ms_per_notification: f64,
@@ -109,12 +107,10 @@ pub struct Pipeline {
     pub memory_mb: u32,
 }
 
-/// SQS requests per notification outside the outbox: the producer's send,
-/// and the event source mappings' receives and `DeleteMessageBatch`es on
-/// both queues (full batches, as under load).
-pub fn pipeline_sqs(p: &Pipeline, fan_out: f64) -> f64 {
-    let per_event = 1.0 / p.events_per_send + 2.0 / p.batch;
-    per_event / fan_out + 2.0 / p.batch
+/// SQS requests per notification on the delivery queue's side: its event
+/// source mapping's receive and `DeleteMessageBatch` (full batches, as under load).
+pub fn delivery_sqs(p: &Pipeline) -> f64 {
+    2.0 / p.batch
 }
 
 /// Lambda invocations and GB-s per notification: one ingest-events
@@ -179,18 +175,17 @@ mod tests {
     fn the_pipeline_spreads_batches_over_the_fan_out() {
         let p = Pipeline {
             batch: 10.0,
-            events_per_send: 1.0,
             ingest_ms_per_event: 1.0,
             deliver_ms_per_notification: 0.5,
             memory_mb: 256,
         };
-        // Fan-out 1: send 1 + receive 0.1 + delete 0.1, then 0.2 on the delivery queue.
-        assert!(close(pipeline_sqs(&p, 1.0), 1.4));
-        // Fan-out 10: the event's 1.2 shared by 10 notifications.
-        assert!(close(pipeline_sqs(&p, 10.0), 0.32));
+        // Receive 0.1 + delete 0.1 per notification on the delivery queue.
+        assert!(close(delivery_sqs(&p), 0.2));
         let (invocations, gbs) = pipeline_lambda(&p, 1.0);
         assert!(close(invocations, 0.2));
         // 0.1 × 10 ms + 0.1 × 5 ms at 0.25 GB.
         assert!(close(gbs, (0.1 * 0.010 + 0.1 * 0.005) * 0.25));
+        // Fan-out 10: one ingest invocation per 100 notifications.
+        assert!(close(pipeline_lambda(&p, 10.0).0, 0.11));
     }
 }
