@@ -14,8 +14,9 @@
 #   scripts/bench.sh noisy --noisy-env WEBHOOKS_DELIVERY_CONCURRENCY=64   # the same, other settings
 #
 # webhooks-bench --help lists the suites (api, e2e, lambda, fanout, sizes, cost, noisy) and settings.
-# The cost suite runs webhooks-local --backend aws behind a recording proxy (50 operations
-# per phase by default: about a minute on 2 cores; --cost-operations changes it).
+# The cost suite runs webhooks-local --backend aws and the ingest-events function behind
+# recording proxies (50 operations per phase by default: about a minute on 2 cores;
+# --cost-operations changes it, --cost-events-per-send the producer's batch).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

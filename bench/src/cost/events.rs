@@ -56,6 +56,12 @@ impl EventsPipeline {
         wiring: Wiring<'_>,
         per_send: usize,
     ) -> Result<EventsPipeline, String> {
+        if !bin.exists() {
+            return Err(format!(
+                "{} is missing: build it with `cargo build --release -p ingest-events`",
+                bin.display()
+            ));
+        }
         let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
         let config = aws_sdk_sqs::config::Builder::from(&sdk)
             .endpoint_url(events_proxy.url())
