@@ -120,7 +120,10 @@ impl Outbox for AwsOutbox {
             .filter_map(|(i, p)| p.as_ref().map(|p| (i, p)))
             .flat_map(|(i, p)| p.jobs.iter().map(move |job| (i, job.clone())))
             .unzip();
-        for (owner, sent) in owners.into_iter().zip(self.queue.send_all(&jobs).await) {
+        for (owner, sent) in owners
+            .into_iter()
+            .zip(self.queue.send_all(&jobs, super::sqs::INGEST_SENDS).await)
+        {
             if let (Err(e), Some(Ok(_))) = (sent, &outcomes[owner]) {
                 outcomes[owner] = Some(Err(e.into()));
             }

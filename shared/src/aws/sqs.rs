@@ -30,6 +30,7 @@ use crate::ids::SubscriptionId;
 use crate::queue::{DeliveryJob, DeliveryQueue, Lease, ParkingLot, QueueError};
 
 mod send;
+pub(crate) use send::INGEST_SENDS;
 
 /// SQS's longest visibility timeout (12 hours).
 const MAX_VISIBILITY: Duration = Duration::from_secs(43_200);
@@ -274,7 +275,10 @@ fn traceparent_attribute(
 #[async_trait]
 impl DeliveryQueue for SqsQueue {
     async fn enqueue(&self, jobs: Vec<DeliveryJob>) -> Result<(), QueueError> {
-        self.send_all(&jobs).await.into_iter().collect()
+        self.send_all(&jobs, send::ENQUEUE_SENDS)
+            .await
+            .into_iter()
+            .collect()
     }
 
     /// SQS cannot tell how many messages of a subscription are in flight:

@@ -42,10 +42,14 @@ impl SqsQueue {
     }
 
     /// Sends `jobs`, due now, in as few `SendMessageBatch` calls as SQS
-    /// allows ([`batches`]), a few calls at a time; the outcome of each job,
-    /// in order. A call that fails fails each of its jobs; an entry SQS
-    /// refuses fails only its own job.
-    pub async fn send_all(&self, jobs: &[DeliveryJob]) -> Vec<Result<(), QueueError>> {
+    /// allows ([`batches`]), `concurrency` calls at a time; the outcome of
+    /// each job, in order. A call that fails fails each of its jobs; an entry
+    /// SQS refuses fails only its own job.
+    pub async fn send_all(
+        &self,
+        jobs: &[DeliveryJob],
+        concurrency: usize,
+    ) -> Vec<Result<(), QueueError>> {
         use futures_util::StreamExt;
         let mut outcomes = Vec::with_capacity(jobs.len());
         // (job index, entry) of the jobs that make an entry at all.
@@ -76,7 +80,7 @@ impl SqsQueue {
             async move { (self.send_entries(batch).await, jobs) }
         });
         let sent = futures_util::stream::iter(calls)
-            .buffer_unordered(CONCURRENT_SENDS)
+            .buffer_unordered(concurrency.max(1))
             .collect::<Vec<_>>()
             .await;
         for (outcome, jobs) in sent {
@@ -99,8 +103,16 @@ impl SqsQueue {
     }
 }
 
-/// `SendMessageBatch` calls of one [`SqsQueue::send_all`] in flight at once.
-const CONCURRENT_SENDS: usize = 4;
+/// `SendMessageBatch` calls in flight at once for an ingest batch's jobs:
+/// a Lambda batch of events is answered sooner.
+pub(crate) const INGEST_SENDS: usize = 4;
+/// ... and for [`DeliveryQueue::enqueue`](crate::queue::DeliveryQueue::enqueue)
+/// (an unpark, or an event posted to `webhooks-local`): one call after
+/// another, so a subscription's parked jobs (up to 100 at a time) go back
+/// without a burst that competes with the delivery worker's own polls. moto's
+/// server, whose long polls scan the queue under its lock, stalled for
+/// minutes under concurrent unparks (local/tests/isolation.rs).
+pub(crate) const ENQUEUE_SENDS: usize = 1;
 /// SQS's limits on one `SendMessageBatch`: entries, and bytes of all bodies
 /// and attributes together.
 const MAX_BATCH_ENTRIES: usize = 10;
