@@ -18,6 +18,7 @@ mod credentials;
 mod listen;
 mod serve;
 mod shutdown;
+mod test_clock;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -73,6 +74,9 @@ pub struct ServeArgs {
     /// Serve Prometheus metrics at http://ADDR/metrics (off when unset).
     #[arg(long, env = "WEBHOOKS_METRICS_ADDR")]
     metrics_addr: Option<SocketAddr>,
+    /// Tests only: the clock runs ahead by the milliseconds written in this file.
+    #[arg(long, env = "WEBHOOKS_TEST_CLOCK_FILE", hide = true)]
+    test_clock_file: Option<PathBuf>,
 }
 
 #[derive(Args)]

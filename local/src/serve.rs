@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use webhook_core::auth::jwt::{self, Verifier};
 use webhook_core::auth::Authenticator;
+use webhook_core::clock::Clock;
 use webhook_core::console::{self, Console, ConsoleConfig};
 use webhook_core::delivery;
 use webhook_core::http::{error_response, payload_too_large, MAX_BODY};
@@ -74,8 +75,15 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
     }
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     let backend = crate::backend::choose(&args, &config)?;
+    let clock: Arc<dyn Clock> = match &args.test_clock_file {
+        Some(path) => {
+            tracing::warn!(path = %path.display(), "test clock: time runs ahead by the file's milliseconds");
+            Arc::new(crate::test_clock::FileOffsetClock::new(path.clone()))
+        }
+        None => webhook_core::clock::system(),
+    };
     let services = runtime
-        .block_on(Services::open(config, backend))
+        .block_on(Services::open(config, backend, clock))
         .map_err(|e| e.to_string())?;
     services.app.callbacks.warm_up();
     let stop = CancellationToken::new();

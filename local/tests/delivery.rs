@@ -171,7 +171,7 @@ async fn events_reach_only_matching_filters_of_their_organization_and_department
         (StatusCode::FORBIDDEN, Some("ORGANIZATION_MISMATCH"))
     );
 
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    server.wait_until_idle().await;
     assert_eq!(
         (
             other_dep_rx.count(),
@@ -205,7 +205,7 @@ async fn a_failing_receiver_gets_the_same_uuid_until_it_accepts() {
         got.iter().all(|r| r.body == got[0].body),
         "every attempt sends the same bytes"
     );
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    server.wait_until_idle().await;
     assert_eq!(inbox.count(), 4, "nothing is sent again after success");
 }
 
@@ -230,7 +230,7 @@ async fn duplicate_event_ids_are_ignored() {
         0
     );
     inbox.wait_for(1, WAIT).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    server.wait_until_idle().await;
     assert_eq!(inbox.count(), 1);
 }
 
@@ -331,7 +331,7 @@ async fn failing_past_the_blacklist_window_blacklists() {
         (2..=6).contains(&attempts),
         "{attempts} attempts before blacklisting"
     );
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    server.wait_until_idle().await;
     assert_eq!(inbox.count(), attempts, "no attempt after blacklisting");
 }
 
@@ -355,7 +355,7 @@ async fn retries_stop_after_the_schedule_and_honour_retry_after() {
         gap >= Duration::from_millis(900),
         "Retry-After honoured: {gap:?}"
     );
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    server.wait_until_idle().await;
     assert_eq!(
         inbox.count(),
         3,

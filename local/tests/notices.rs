@@ -228,7 +228,7 @@ async fn an_organization_is_told_when_its_subscriptions_fail_recover_and_expire(
 
     // Each told once, nothing about the operational subscriptions, nothing
     // to another organization; the broken one did fail meanwhile.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    server.wait_until_idle().await;
     let all = notices(&ops, &ops_secret, ops_filter, &ops_id);
     let kinds: Vec<(&str, &str)> = all
         .iter()

@@ -6,7 +6,7 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use http::StatusCode;
@@ -74,8 +74,9 @@ async fn a_rotated_subscription_is_signed_with_both_keys_until_the_grace_period_
     let inbox = Receiver::start(Handshake::Echo).await;
     let (id, old) = subscribe(&server, "org-1", &inbox.uri("/hook")).await;
 
-    let grace = Duration::from_secs(3);
-    let rotated_at = Instant::now();
+    // Short enough that a timestamp signed on the moved clock is within the
+    // verifier's tolerance (5 minutes).
+    let grace = Duration::from_secs(60);
     let (status, body) = rotate(
         &server,
         "org-1",
@@ -117,13 +118,8 @@ async fn a_rotated_subscription_is_signed_with_both_keys_until_the_grace_period_
         [true, true, true, false, true, false],
         "the header verifies with either key; the first signature is the new key's, the second the old key's"
     );
-    assert!(
-        rotated_at.elapsed() < grace,
-        "the notification must arrive within the grace period for this check to mean anything"
-    );
-
-    tokio::time::sleep(grace.saturating_sub(rotated_at.elapsed()) + Duration::from_millis(300))
-        .await;
+    // The grace period passes on the server's clock.
+    server.advance_clock(grace + Duration::from_secs(1));
     post_event(&server, "org-1", event("evt-after", "org-1")).await;
     let after = inbox.wait_for(2, WAIT).await.remove(1);
     let header = after.header("webhook-signature");

@@ -276,7 +276,7 @@ async fn organization_b_receives_none_of_organization_a_events() {
         }
     }
     b_spy.wait_for(1, WAIT).await;
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    server.wait_until_idle().await;
     for n in b_spy.received() {
         assert_eq!(n.json()["messageInfo"]["organizationId"], B);
     }
@@ -306,7 +306,7 @@ async fn organization_b_receives_none_of_organization_a_events() {
         assert_eq!(into_a["code"], "ORGANIZATION_MISMATCH");
         assert_eq!(into_a, into_nobody);
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    server.wait_until_idle().await;
     assert_eq!(a_subs[0].inbox.count(), 1, "a forged event reached A");
 }
 

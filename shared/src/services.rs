@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use crate::app::App;
+use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
 use crate::queue::{DeliveryQueue, Outbox, QueueError};
 #[cfg(feature = "sqlite")]
@@ -60,7 +61,11 @@ impl Services {
     /// Opens the backend. The SQLite file is created and migrated if needed,
     /// and jobs a killed predecessor had leased are made due at once: the
     /// caller is the one process serving that file.
-    pub async fn open(config: Config, backend: Backend) -> Result<Services, OpenError> {
+    pub async fn open(
+        config: Config,
+        backend: Backend,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Services, OpenError> {
         match backend {
             #[cfg(feature = "sqlite")]
             Backend::Sqlite(path) => {
@@ -70,13 +75,13 @@ impl Services {
                         source,
                     })?;
                 }
-                let db = Arc::new(SqliteDb::open(&path)?);
+                let db = Arc::new(SqliteDb::open(&path)?.with_clock(clock.clone()));
                 let released = db.release_leases().await?;
                 if released > 0 {
                     tracing::info!(released, "resuming deliveries left in flight");
                 }
                 Ok(Services {
-                    app: Arc::new(App::new(config, db.clone())),
+                    app: Arc::new(App::new(config, db.clone()).with_clock(clock)),
                     outbox: db.clone(),
                     queue: db,
                 })
@@ -91,7 +96,7 @@ impl Services {
                 let queue = aws::open_queue(&aws, &sdk)
                     .await?
                     .with_parking(store.clone());
-                let app = App::new(config, store.clone());
+                let app = App::new(config, store.clone()).with_clock(clock);
                 Ok(Services {
                     outbox: Arc::new(crate::aws::outbox::AwsOutbox::new(
                         store,

@@ -48,6 +48,9 @@ fn unique_tables() -> [(String, String); 2] {
     ]
 }
 
+/// The file in the data dir that moves the server's clock (`advance_clock`).
+const TEST_CLOCK: &str = "test-clock-ms";
+
 pub struct Server {
     pub base: String,
     pub key: String,
@@ -167,6 +170,7 @@ impl Server {
         if aws {
             cmd.args(["--backend", "aws", "--create-tables"]);
         }
+        cmd.env("WEBHOOKS_TEST_CLOCK_FILE", dir.path().join(TEST_CLOCK));
         for (k, v) in &env {
             cmd.env(k, v);
         }
@@ -202,6 +206,93 @@ impl Server {
             env,
             aws,
         }
+    }
+
+    /// Waits (at most 60 s) until the server has nothing left to send: no
+    /// job queued, leased or waiting for its retry. A test that asserts
+    /// "nothing more is sent" asserts after this, not after a sleep.
+    pub async fn wait_until_idle(&self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = self.jobs_left().await;
+            if left == 0 {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{left} jobs still on the delivery queue after 60 s"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Jobs on the delivery queue: the SQLite notifications still due, or the SQS
+    /// queue's messages visible, in flight and delayed (exact on moto).
+    async fn jobs_left(&self) -> u64 {
+        if !self.aws {
+            let db = rusqlite::Connection::open_with_flags(
+                self.sqlite_file(),
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+            )
+            .unwrap();
+            return db
+                .query_row(
+                    // The queue is the notifications with a due time.
+                    "SELECT count(*) FROM notifications WHERE due_at IS NOT NULL",
+                    [],
+                    |r| r.get::<_, u64>(0),
+                )
+                .unwrap();
+        }
+        use aws_sdk_sqs::types::QueueAttributeName as A;
+        let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        let sqs = aws_sdk_sqs::Client::new(&sdk);
+        let prefix = self
+            .env
+            .iter()
+            .find(|(k, _)| k == "WEBHOOKS_SUBSCRIPTIONS_TABLE")
+            .map(|(_, v)| v.clone())
+            .unwrap();
+        // --create-tables names the queue after the subscriptions table.
+        let url = sqs
+            .get_queue_url()
+            .queue_name(format!("{prefix}-delivery"))
+            .send()
+            .await
+            .unwrap()
+            .queue_url
+            .unwrap();
+        let attributes = sqs
+            .get_queue_attributes()
+            .queue_url(url)
+            .attribute_names(A::All)
+            .send()
+            .await
+            .unwrap()
+            .attributes
+            .unwrap_or_default();
+        [
+            A::ApproximateNumberOfMessages,
+            A::ApproximateNumberOfMessagesNotVisible,
+            A::ApproximateNumberOfMessagesDelayed,
+        ]
+        .iter()
+        .map(|name| attributes.get(name).map_or(0, |n| n.parse().unwrap()))
+        .sum()
+    }
+
+    /// Moves the server's clock forward by `by` (`WEBHOOKS_TEST_CLOCK_FILE`):
+    /// how a test lets an expiry or a grace period pass without sleeping.
+    pub fn advance_clock(&self, by: Duration) {
+        let path = self.dir.path().join(TEST_CLOCK);
+        let ahead: i64 = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
+        // Written whole, then renamed: the server never reads half a number.
+        let next = path.with_extension("next");
+        std::fs::write(&next, (ahead + by.as_millis() as i64).to_string()).unwrap();
+        std::fs::rename(&next, &path).unwrap();
     }
 
     pub fn token(&self, org: &str) -> String {
