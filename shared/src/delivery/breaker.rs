@@ -58,6 +58,7 @@ pub struct Health {
     /// Consecutive outage-like failures (reset by an answer that is not one).
     #[serde(default)]
     pub failures: u32,
+    /// When the last counted failure happened (epoch ms); absent before the first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_failure_at: Option<i64>,
     /// The failing step (`TIMEOUT`, ...) or `status <n>` of the last failure.
@@ -90,15 +91,20 @@ pub struct Health {
 /// What the breaker lets through at a moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BreakerState {
+    /// Jobs go through.
     Closed,
     /// Jobs wait until `until`.
     Open {
+        /// When it opened (epoch ms).
         since: i64,
+        /// When the cooldown ends and a probe may go (epoch ms).
         until: i64,
     },
     /// One probe may go; `probing` while one is in flight.
     HalfOpen {
+        /// When it first opened (epoch ms).
         since: i64,
+        /// A probe is in flight: the other jobs still wait.
         probing: bool,
     },
 }
@@ -128,6 +134,7 @@ pub enum Signal {
 }
 
 impl Health {
+    /// What the breaker lets through at `now` (epoch ms).
     pub fn state(&self, now: i64) -> BreakerState {
         match (self.opened_at, self.open_until) {
             (Some(since), Some(until)) if now < until => BreakerState::Open { since, until },
