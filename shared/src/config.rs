@@ -13,12 +13,18 @@ pub enum Profile {
     Lambda,
 }
 
+/// How bearer tokens are verified (`WEBHOOKS_JWT_*`).
 #[derive(Debug, Clone)]
 pub struct JwtConfig {
+    /// The HS256 shared secret (`WEBHOOKS_JWT_HS256_SECRET`); none: no HS256 tokens.
     pub hs256_secret: Option<String>,
+    /// The identity provider's JWKS for RS256/ES256 tokens (`WEBHOOKS_JWT_JWKS_URL`).
     pub jwks_url: Option<String>,
+    /// The `iss` every token must have (`WEBHOOKS_JWT_ISSUER`); none: any.
     pub issuer: Option<String>,
+    /// Accepted audiences, comma separated (`WEBHOOKS_JWT_AUDIENCE`); none: any.
     pub audience: Option<String>,
+    /// The claim holding the caller's organization id (`WEBHOOKS_JWT_ORG_CLAIM`, default `org_id`).
     pub org_claim: String,
     /// The scope names that grant read and write access.
     pub scopes: ScopeConfig,
@@ -30,11 +36,15 @@ pub struct JwtConfig {
 /// an identity provider's own scope names work without new tokens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScopeConfig {
+    /// Scopes that allow GET (`WEBHOOKS_READ_SCOPES`; any one is enough).
     pub read: Vec<String>,
+    /// Scopes that allow POST and DELETE (`WEBHOOKS_WRITE_SCOPES`; any one is enough).
     pub write: Vec<String>,
 }
 
+/// The read scope when `WEBHOOKS_READ_SCOPES` is unset.
 pub const DEFAULT_READ_SCOPE: &str = "webhooks/read";
+/// The write scope when `WEBHOOKS_WRITE_SCOPES` is unset.
 pub const DEFAULT_WRITE_SCOPE: &str = "webhooks/write";
 
 impl Default for ScopeConfig {
@@ -91,15 +101,22 @@ fn scope_list(
     Ok(scopes)
 }
 
+/// The service's settings, one field per `WEBHOOKS_*` variable (docs/configuration.md).
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// Accepted API keys (`WEBHOOKS_API_KEYS`); API Gateway checks them on AWS.
     pub api_keys: Vec<String>,
+    /// How bearer tokens are verified.
     pub jwt: JwtConfig,
     /// How often an unknown token `kid` may refetch the JWKS.
     pub jwks_min_refresh: Duration,
+    /// Accept `http://` callbacks (`WEBHOOKS_ALLOW_HTTP_CALLBACKS`; local default true).
     pub allow_http_callbacks: bool,
+    /// Allow loopback, private and link-local callback addresses (`WEBHOOKS_ALLOW_PRIVATE_CALLBACKS`; local default true).
     pub allow_private_callbacks: bool,
+    /// How long the validation handshake may take (`WEBHOOKS_HANDSHAKE_TIMEOUT_MS`, default 5 s).
     pub handshake_timeout: Duration,
+    /// How long one delivery attempt may take (`WEBHOOKS_DELIVERY_TIMEOUT_MS`, default 10 s).
     pub delivery_timeout: Duration,
     /// Deliveries in flight at once per process (local workers).
     pub delivery_concurrency: usize,
@@ -108,10 +125,15 @@ pub struct Config {
     pub max_in_flight_per_subscription: usize,
     /// The per-subscription circuit breaker (`WEBHOOKS_BREAKER_*`).
     pub breaker: crate::delivery::breaker::BreakerRule,
+    /// A subscription's lifetime when it asks for no expiry (`WEBHOOKS_DEFAULT_LIFETIME`, 90 days).
     pub default_lifetime: Duration,
+    /// Longer expiries are clamped to this (`WEBHOOKS_MAX_LIFETIME`, 10 years).
     pub max_lifetime: Duration,
+    /// Subscriptions per organization (`WEBHOOKS_MAX_SUBSCRIPTIONS_PER_ORG`, 1000).
     pub max_subscriptions_per_org: usize,
+    /// Delays between delivery attempts, before jitter (`WEBHOOKS_RETRY_SCHEDULE`); after the last, dead.
     pub retry_schedule: Vec<Duration>,
+    /// A subscription failing this long without a success is blacklisted (`WEBHOOKS_BLACKLIST_AFTER`, 24 h).
     pub blacklist_after: Duration,
     /// How long before its expiry a subscription's organization is told
     /// (`subscription.expiring`, `WEBHOOKS_EXPIRY_NOTICE`).
@@ -124,9 +146,13 @@ pub struct Config {
     /// How long a stored message is kept and readable by id, counted from
     /// its last store (`WEBHOOKS_MESSAGE_RETENTION`).
     pub message_retention: Duration,
+    /// The DynamoDB subscriptions table (`WEBHOOKS_SUBSCRIPTIONS_TABLE`); none off AWS.
     pub subscriptions_table: Option<String>,
+    /// The DynamoDB messages and history table (`WEBHOOKS_MESSAGES_TABLE`); none off AWS.
     pub messages_table: Option<String>,
+    /// The SQS delivery queue (`WEBHOOKS_DELIVERY_QUEUE_URL`); none off AWS.
     pub delivery_queue_url: Option<String>,
+    /// The delivery queue's dead-letter queue (`WEBHOOKS_DELIVERY_DLQ_URL`); none off AWS.
     pub delivery_dead_letter_url: Option<String>,
     /// Timeouts and retries of every DynamoDB and SQS call (`WEBHOOKS_AWS_*`).
     pub aws_calls: crate::call_bounds::AwsCalls,
@@ -135,10 +161,13 @@ pub struct Config {
     pub shutdown_grace: Duration,
 }
 
+/// A bad configuration value, named by its variable.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("{var}: {message}")]
 pub struct ConfigError {
+    /// The variable, e.g. `WEBHOOKS_RETRY_SCHEDULE`.
     pub var: &'static str,
+    /// What is wrong with its value.
     pub message: String,
 }
 
@@ -148,10 +177,12 @@ const DAY: u64 = 86_400;
 pub const JWKS_REFRESH_MIN_INTERVAL: Duration = Duration::from_secs(30);
 
 impl Config {
+    /// The configuration in the process's environment, with `profile`'s defaults.
     pub fn from_env(profile: Profile) -> Result<Self, ConfigError> {
         Self::from_lookup(profile, |k| std::env::var(k).ok())
     }
 
+    /// The configuration `lookup` gives (a variable's value, or None), with `profile`'s defaults.
     pub fn from_lookup(
         profile: Profile,
         lookup: impl Fn(&str) -> Option<String>,
