@@ -17,15 +17,20 @@
 use std::fmt;
 use std::str::FromStr;
 
+/// Organization and department ids in a filter are at most this long.
 pub const MAX_ID_LEN: usize = 64;
 
+/// A message filter's `direction`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Direction {
+    /// `inbound`: messages received (`message.inbound` events).
     Inbound,
+    /// `outbound`: messages sent (`message.outbound` events).
     Outbound,
 }
 
 impl Direction {
+    /// The name in a filter: `inbound` or `outbound`.
     pub fn as_str(self) -> &'static str {
         match self {
             Direction::Inbound => "inbound",
@@ -34,22 +39,29 @@ impl Direction {
     }
 }
 
+/// What a filter selects within its organization (and department).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Topic {
+    /// `.../message?direction=...`: messages of that direction.
     Message(Direction),
+    /// `.../contact`: contact events (created, updated, deleted).
     Contact,
     /// Operational notifications about the organization's subscriptions, of these kinds.
     Subscription(NoticeKinds),
 }
 
+/// A parsed event filter; `Display` gives its canonical form.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct EventFilter {
+    /// The `<org>` of `/orgId/<org>/...`.
     pub organization_id: String,
     /// Empty for [`Topic::Subscription`], which is organization-wide.
     pub department_id: String,
+    /// What it selects.
     pub topic: Topic,
 }
 
+/// Why a filter does not parse, for a person; sent back as a field error of `eventFilters`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct FilterError(String);
@@ -72,6 +84,7 @@ pub fn index_key(canonical: &str) -> &str {
 }
 
 impl EventFilter {
+    /// The filter of `topic` in `org` and `department` (empty for a subscription topic).
     pub fn new(org: &str, department: &str, topic: Topic) -> Self {
         EventFilter {
             organization_id: org.to_owned(),
@@ -94,6 +107,7 @@ impl EventFilter {
         matches!(self.topic, Topic::Subscription(kinds) if kinds.contains(kind))
     }
 
+    /// Parses a filter, leniently only where meaning cannot change.
     pub fn parse(input: &str) -> Result<Self, FilterError> {
         let s = input.trim();
         if s.len() > 512 {
@@ -314,7 +328,9 @@ impl NoticeKind {
 pub struct NoticeKinds(u8);
 
 impl NoticeKinds {
+    /// No kind.
     pub const NONE: NoticeKinds = NoticeKinds(0);
+    /// Every kind (a `/subscription` filter without `?type=`).
     pub const ALL: NoticeKinds = NoticeKinds(0b1_1111);
 
     /// The set of the kinds whose bits (in [`NoticeKind::ALL`]'s order) are set.
@@ -322,10 +338,12 @@ impl NoticeKinds {
         NoticeKinds(bits & Self::ALL.0)
     }
 
+    /// The set with `kind` added.
     pub fn with(self, kind: NoticeKind) -> Self {
         NoticeKinds(self.0 | kind.bit())
     }
 
+    /// Whether `kind` is in the set.
     pub fn contains(self, kind: NoticeKind) -> bool {
         self.0 & kind.bit() != 0
     }
