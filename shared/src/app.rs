@@ -13,12 +13,17 @@ use crate::delivery::in_flight::InFlight;
 use crate::history::DeliveryHistory;
 use crate::store::Store;
 
+/// The service's shared state, built once at init and borrowed by every handler and worker.
 pub struct App {
+    /// The settings read from the environment at start.
     pub config: Config,
+    /// Subscriptions, messages and the rest of the service's state (SQLite or DynamoDB).
     pub store: Arc<dyn Store>,
     /// Every notification and attempt (the same adapter as the store).
     pub history: Arc<dyn DeliveryHistory>,
+    /// Calls client callbacks (handshakes and deliveries) under the SSRF policy of `config`.
     pub callbacks: CallbackClient,
+    /// Where every "now" comes from: the wall clock, or a manual clock in tests.
     pub clock: Arc<dyn Clock>,
     /// Notified when notifications are enqueued, to wake delivery workers.
     pub delivery_wake: Arc<Notify>,
@@ -34,6 +39,7 @@ impl App {
         Self::with_dns(config, store, Arc::new(SystemDns))
     }
 
+    /// [`App::new`] resolving callback hosts with `dns` (tests pin names to addresses).
     pub fn with_dns<S: Store + DeliveryHistory + 'static>(
         config: Config,
         store: Arc<S>,

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Tells the time; every timestamp of the service is read through it.
 pub trait Clock: Send + Sync {
     /// Epoch milliseconds now.
     fn now_ms(&self) -> i64;
@@ -31,15 +32,18 @@ pub fn system() -> Arc<dyn Clock> {
 pub struct ManualClock(AtomicI64);
 
 impl ManualClock {
+    /// A clock standing at `ms` epoch milliseconds.
     pub fn at(ms: i64) -> Arc<Self> {
         Arc::new(ManualClock(AtomicI64::new(ms)))
     }
 
+    /// Moves the clock forward by `by`.
     pub fn advance(&self, by: Duration) {
         let by = i64::try_from(by.as_millis()).unwrap_or(i64::MAX);
         self.0.fetch_add(by, Ordering::SeqCst);
     }
 
+    /// Puts the clock at `ms` epoch milliseconds (backwards too).
     pub fn set(&self, ms: i64) {
         self.0.store(ms, Ordering::SeqCst);
     }

@@ -13,12 +13,18 @@ pub enum Profile {
     Lambda,
 }
 
+/// How bearer tokens are verified (`WEBHOOKS_JWT_*`).
 #[derive(Debug, Clone)]
 pub struct JwtConfig {
+    /// The HS256 shared secret (`WEBHOOKS_JWT_HS256_SECRET`); none: no HS256 tokens.
     pub hs256_secret: Option<String>,
+    /// The identity provider's JWKS for RS256/ES256 tokens (`WEBHOOKS_JWT_JWKS_URL`).
     pub jwks_url: Option<String>,
+    /// The `iss` every token must have (`WEBHOOKS_JWT_ISSUER`); none: any.
     pub issuer: Option<String>,
+    /// Accepted audiences, comma separated (`WEBHOOKS_JWT_AUDIENCE`); none: any.
     pub audience: Option<String>,
+    /// The claim holding the caller's organization id (`WEBHOOKS_JWT_ORG_CLAIM`, default `org_id`).
     pub org_claim: String,
     /// The scope names that grant read and write access.
     pub scopes: ScopeConfig,
@@ -30,11 +36,15 @@ pub struct JwtConfig {
 /// an identity provider's own scope names work without new tokens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScopeConfig {
+    /// Scopes that allow GET (`WEBHOOKS_READ_SCOPES`; any one is enough).
     pub read: Vec<String>,
+    /// Scopes that allow POST and DELETE (`WEBHOOKS_WRITE_SCOPES`; any one is enough).
     pub write: Vec<String>,
 }
 
+/// The read scope when `WEBHOOKS_READ_SCOPES` is unset.
 pub const DEFAULT_READ_SCOPE: &str = "webhooks/read";
+/// The write scope when `WEBHOOKS_WRITE_SCOPES` is unset.
 pub const DEFAULT_WRITE_SCOPE: &str = "webhooks/write";
 
 impl Default for ScopeConfig {
@@ -91,15 +101,22 @@ fn scope_list(
     Ok(scopes)
 }
 
+/// The service's settings, one field per `WEBHOOKS_*` variable (docs/configuration.md).
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// Accepted API keys (`WEBHOOKS_API_KEYS`); API Gateway checks them on AWS.
     pub api_keys: Vec<String>,
+    /// How bearer tokens are verified.
     pub jwt: JwtConfig,
     /// How often an unknown token `kid` may refetch the JWKS.
     pub jwks_min_refresh: Duration,
+    /// Accept `http://` callbacks (`WEBHOOKS_ALLOW_HTTP_CALLBACKS`; local default true).
     pub allow_http_callbacks: bool,
+    /// Allow loopback, private and link-local callback addresses (`WEBHOOKS_ALLOW_PRIVATE_CALLBACKS`; local default true).
     pub allow_private_callbacks: bool,
+    /// How long the validation handshake may take (`WEBHOOKS_HANDSHAKE_TIMEOUT_MS`, default 5 s).
     pub handshake_timeout: Duration,
+    /// How long one delivery attempt may take (`WEBHOOKS_DELIVERY_TIMEOUT_MS`, default 10 s).
     pub delivery_timeout: Duration,
     /// Deliveries in flight at once per process (local workers).
     pub delivery_concurrency: usize,
@@ -108,10 +125,15 @@ pub struct Config {
     pub max_in_flight_per_subscription: usize,
     /// The per-subscription circuit breaker (`WEBHOOKS_BREAKER_*`).
     pub breaker: crate::delivery::breaker::BreakerRule,
+    /// A subscription's lifetime when it asks for no expiry (`WEBHOOKS_DEFAULT_LIFETIME`, 90 days).
     pub default_lifetime: Duration,
+    /// Longer expiries are clamped to this (`WEBHOOKS_MAX_LIFETIME`, 10 years).
     pub max_lifetime: Duration,
+    /// Subscriptions per organization (`WEBHOOKS_MAX_SUBSCRIPTIONS_PER_ORG`, 1000).
     pub max_subscriptions_per_org: usize,
+    /// Delays between delivery attempts, before jitter (`WEBHOOKS_RETRY_SCHEDULE`); after the last, dead.
     pub retry_schedule: Vec<Duration>,
+    /// A subscription failing this long without a success is blacklisted (`WEBHOOKS_BLACKLIST_AFTER`, 24 h).
     pub blacklist_after: Duration,
     /// How long before its expiry a subscription's organization is told
     /// (`subscription.expiring`, `WEBHOOKS_EXPIRY_NOTICE`).
@@ -124,9 +146,13 @@ pub struct Config {
     /// How long a stored message is kept and readable by id, counted from
     /// its last store (`WEBHOOKS_MESSAGE_RETENTION`).
     pub message_retention: Duration,
+    /// The DynamoDB subscriptions table (`WEBHOOKS_SUBSCRIPTIONS_TABLE`); none off AWS.
     pub subscriptions_table: Option<String>,
+    /// The DynamoDB messages and history table (`WEBHOOKS_MESSAGES_TABLE`); none off AWS.
     pub messages_table: Option<String>,
+    /// The SQS delivery queue (`WEBHOOKS_DELIVERY_QUEUE_URL`); none off AWS.
     pub delivery_queue_url: Option<String>,
+    /// The delivery queue's dead-letter queue (`WEBHOOKS_DELIVERY_DLQ_URL`); none off AWS.
     pub delivery_dead_letter_url: Option<String>,
     /// Timeouts and retries of every DynamoDB and SQS call (`WEBHOOKS_AWS_*`).
     pub aws_calls: crate::call_bounds::AwsCalls,
@@ -135,10 +161,13 @@ pub struct Config {
     pub shutdown_grace: Duration,
 }
 
+/// A bad configuration value, named by its variable.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("{var}: {message}")]
 pub struct ConfigError {
+    /// The variable, e.g. `WEBHOOKS_RETRY_SCHEDULE`.
     pub var: &'static str,
+    /// What is wrong with its value.
     pub message: String,
 }
 
@@ -148,10 +177,12 @@ const DAY: u64 = 86_400;
 pub const JWKS_REFRESH_MIN_INTERVAL: Duration = Duration::from_secs(30);
 
 impl Config {
+    /// The configuration in the process's environment, with `profile`'s defaults.
     pub fn from_env(profile: Profile) -> Result<Self, ConfigError> {
         Self::from_lookup(profile, |k| std::env::var(k).ok())
     }
 
+    /// The configuration `lookup` gives (a variable's value, or None), with `profile`'s defaults.
     pub fn from_lookup(
         profile: Profile,
         lookup: impl Fn(&str) -> Option<String>,
@@ -377,115 +408,4 @@ pub fn parse_duration(input: &str) -> Result<Duration, String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("200ms"), Ok(Duration::from_millis(200)));
-        assert_eq!(parse_duration(" 5s"), Ok(Duration::from_secs(5)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("90d"), Ok(Duration::from_secs(90 * DAY)));
-        for bad in ["", "5", "s", "5 s", "-1s", "1w", "99999999999999999999y"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn bad_values_name_their_variable() {
-        let err = Config::from_lookup(Profile::Local, |k| {
-            (k == "WEBHOOKS_RETRY_SCHEDULE").then(|| "5s,often".to_owned())
-        })
-        .unwrap_err();
-        assert_eq!(err.var, "WEBHOOKS_RETRY_SCHEDULE");
-        let err = Config::from_lookup(Profile::Local, |k| {
-            (k == "WEBHOOKS_ALLOW_PRIVATE_CALLBACKS").then(|| "maybe".to_owned())
-        })
-        .unwrap_err();
-        assert_eq!(err.var, "WEBHOOKS_ALLOW_PRIVATE_CALLBACKS");
-    }
-
-    #[test]
-    fn message_retention_has_the_duration_syntax_and_is_never_zero() {
-        let default = Config::from_lookup(Profile::Lambda, |_| None).unwrap();
-        assert_eq!(default.message_retention, Duration::from_secs(30 * DAY));
-        let set = |v: &str| {
-            let v = v.to_owned();
-            Config::from_lookup(Profile::Local, move |k| {
-                (k == "WEBHOOKS_MESSAGE_RETENTION").then(|| v.clone())
-            })
-        };
-        assert_eq!(
-            set("7d").unwrap().message_retention,
-            Duration::from_secs(7 * DAY)
-        );
-        for bad in ["0d", "0ms", "soon", "30"] {
-            assert_eq!(
-                set(bad).unwrap_err().var,
-                "WEBHOOKS_MESSAGE_RETENTION",
-                "{bad}"
-            );
-        }
-    }
-
-    #[test]
-    fn scope_names_are_configurable() {
-        let default = Config::from_lookup(Profile::Lambda, |_| None).unwrap();
-        assert_eq!(default.jwt.scopes, ScopeConfig::default());
-        assert_eq!(
-            default.jwt.scopes.all(),
-            ["webhooks/read", "webhooks/write"]
-        );
-        let custom = Config::from_lookup(Profile::Lambda, |k| match k {
-            "WEBHOOKS_READ_SCOPES" => {
-                Some(" https://com.beetexting.scopes/ReadContact , webhooks/read,".to_owned())
-            }
-            "WEBHOOKS_WRITE_SCOPES" => {
-                Some("https://com.beetexting.scopes/WriteContact".to_owned())
-            }
-            _ => None,
-        })
-        .unwrap();
-        assert_eq!(
-            custom.jwt.scopes.read,
-            ["https://com.beetexting.scopes/ReadContact", "webhooks/read"]
-        );
-        assert_eq!(
-            custom.jwt.scopes.write,
-            ["https://com.beetexting.scopes/WriteContact"]
-        );
-        for bad in [",", "a b", "say\"hi\"", "back\\slash", "é"] {
-            let err = Config::from_lookup(Profile::Local, |k| {
-                (k == "WEBHOOKS_WRITE_SCOPES").then(|| bad.to_owned())
-            })
-            .unwrap_err();
-            assert_eq!(err.var, "WEBHOOKS_WRITE_SCOPES", "{bad}");
-        }
-    }
-
-    #[test]
-    fn profiles_differ_only_in_callback_policy() {
-        let local = Config::from_lookup(Profile::Local, |_| None).unwrap();
-        let lambda = Config::from_lookup(Profile::Lambda, |_| None).unwrap();
-        assert!(local.allow_private_callbacks && local.allow_http_callbacks);
-        assert!(!lambda.allow_private_callbacks && !lambda.allow_http_callbacks);
-        assert_eq!(local.retry_schedule.len(), 10);
-        assert_eq!(local.jwt.org_claim, "org_id");
-    }
-
-    #[test]
-    fn the_shutdown_grace_has_the_duration_syntax() {
-        let default = Config::from_lookup(Profile::Local, |_| None).unwrap();
-        assert_eq!(default.shutdown_grace, Duration::from_secs(20));
-        let set = |v: &'static str| {
-            Config::from_lookup(Profile::Local, move |k| {
-                (k == "WEBHOOKS_SHUTDOWN_GRACE").then(|| v.to_owned())
-            })
-        };
-        assert_eq!(
-            set("500ms").unwrap().shutdown_grace,
-            Duration::from_millis(500)
-        );
-        assert_eq!(set("soon").unwrap_err().var, "WEBHOOKS_SHUTDOWN_GRACE");
-    }
-}
+mod tests;

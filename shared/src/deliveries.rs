@@ -35,22 +35,33 @@ const DAY_MS: i64 = 24 * 3_600_000;
 /// its attempts: the detail's `attempts` is the list, not the count).
 #[derive(Debug, Serialize)]
 pub struct NotificationView<A = u32> {
+    /// `uuid`: the notification's id, also its payload's and its `webhook-id` header's.
     pub uuid: String,
+    /// `eventId`: the id of the event it notifies.
     #[serde(rename = "eventId")]
     pub event_id: String,
+    /// `event`: the filter the event matched, e.g. `/orgId/o/department/d/contact`.
     pub event: String,
+    /// `subscriptionId`: the subscription it goes to.
     #[serde(rename = "subscriptionId")]
     pub subscription_id: String,
+    /// `createdDateTime`: when the event was ingested, ISO 8601 UTC with milliseconds.
     #[serde(rename = "createdDateTime")]
     pub created_date_time: String,
+    /// `status`: `PENDING`, `DELIVERED` or `FAILED`.
     pub status: NotificationStatus,
+    /// `attempts`: how many were made (a list) or the attempts themselves (the detail).
     pub attempts: A,
+    /// `lastAttemptTime`: when the latest attempt started; `null` before the first.
     #[serde(rename = "lastAttemptTime")]
     pub last_attempt_time: Option<String>,
+    /// `nextAttemptTime`: when the next retry is due (`PENDING` only); otherwise `null`.
     #[serde(rename = "nextAttemptTime")]
     pub next_attempt_time: Option<String>,
+    /// `lastHttpStatus`: the callback's status for the latest attempt; `null` when nothing answered.
     #[serde(rename = "lastHttpStatus")]
     pub last_http_status: Option<u16>,
+    /// `lastCode`: why the latest attempt failed, or why it ended unsent; `null` after a success.
     #[serde(rename = "lastCode")]
     pub last_code: Option<String>,
 }
@@ -58,6 +69,7 @@ pub struct NotificationView<A = u32> {
 /// A notification with its attempts and payload.
 #[derive(Debug, Serialize)]
 pub struct NotificationDetailView {
+    /// The fields of the summary, with the attempts listed.
     #[serde(flatten)]
     pub notification: NotificationView<Vec<AttemptView>>,
     /// The exact JSON body that was sent.
@@ -67,25 +79,36 @@ pub struct NotificationDetailView {
     pub trace_id: Option<String>,
 }
 
+/// One delivery attempt, as the detail lists it (the `Attempt` schema).
 #[derive(Debug, Serialize)]
 pub struct AttemptView {
+    /// `attempt`: 1 for the first, then 2, 3, ...
     pub attempt: u32,
+    /// `timestamp`: when it started, ISO 8601 UTC with milliseconds.
     pub timestamp: String,
+    /// `durationMs`: how long the POST took, in milliseconds.
     #[serde(rename = "durationMs")]
     pub duration_ms: u64,
+    /// `outcome`: `SUCCEEDED` (a 2xx) or `FAILED`.
     pub outcome: &'static str,
+    /// `httpStatus`: the callback's status; `null` when nothing answered.
     #[serde(rename = "httpStatus")]
     pub http_status: Option<u16>,
+    /// `code`: the failing step (`TIMEOUT`, `BAD_STATUS`, ...); `null` on success.
     pub code: Option<String>,
+    /// `responseBody`: the first 4 KiB of the answer, as text; empty when nothing answered.
     #[serde(rename = "responseBody")]
     pub response_body: String,
+    /// `trigger`: `SCHEDULED` (first attempt and retries) or `MANUAL` (after a resend or recover).
     pub trigger: Trigger,
 }
 
 /// Answer of a resend.
 #[derive(Debug, Serialize)]
 pub struct Resent {
+    /// `uuid`: the notification sent again.
     pub uuid: String,
+    /// `status`: always `PENDING`.
     pub status: NotificationStatus,
 }
 
@@ -94,7 +117,9 @@ pub struct Resent {
 #[derive(Debug, Deserialize)]
 #[serde(try_from = "serde_json::Map<String, serde_json::Value>")]
 pub struct RecoverRequest {
+    /// `since`: start of the window (epoch ms, inclusive); required.
     pub since: Option<i64>,
+    /// `until`: end of the window (epoch ms, exclusive); absent: now.
     pub until: Option<i64>,
 }
 
@@ -118,6 +143,7 @@ impl TryFrom<serde_json::Map<String, serde_json::Value>> for RecoverRequest {
     }
 }
 
+/// Answer of a recover.
 #[derive(Debug, Serialize)]
 pub struct Recovered {
     /// How many FAILED notifications are sent again.

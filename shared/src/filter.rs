@@ -17,15 +17,20 @@
 use std::fmt;
 use std::str::FromStr;
 
+/// Organization and department ids in a filter are at most this long.
 pub const MAX_ID_LEN: usize = 64;
 
+/// A message filter's `direction`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Direction {
+    /// `inbound`: messages received (`message.inbound` events).
     Inbound,
+    /// `outbound`: messages sent (`message.outbound` events).
     Outbound,
 }
 
 impl Direction {
+    /// The name in a filter: `inbound` or `outbound`.
     pub fn as_str(self) -> &'static str {
         match self {
             Direction::Inbound => "inbound",
@@ -34,22 +39,29 @@ impl Direction {
     }
 }
 
+/// What a filter selects within its organization (and department).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Topic {
+    /// `.../message?direction=...`: messages of that direction.
     Message(Direction),
+    /// `.../contact`: contact events (created, updated, deleted).
     Contact,
     /// Operational notifications about the organization's subscriptions, of these kinds.
     Subscription(NoticeKinds),
 }
 
+/// A parsed event filter; `Display` gives its canonical form.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct EventFilter {
+    /// The `<org>` of `/orgId/<org>/...`.
     pub organization_id: String,
     /// Empty for [`Topic::Subscription`], which is organization-wide.
     pub department_id: String,
+    /// What it selects.
     pub topic: Topic,
 }
 
+/// Why a filter does not parse, for a person; sent back as a field error of `eventFilters`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct FilterError(String);
@@ -72,6 +84,7 @@ pub fn index_key(canonical: &str) -> &str {
 }
 
 impl EventFilter {
+    /// The filter of `topic` in `org` and `department` (empty for a subscription topic).
     pub fn new(org: &str, department: &str, topic: Topic) -> Self {
         EventFilter {
             organization_id: org.to_owned(),
@@ -94,6 +107,7 @@ impl EventFilter {
         matches!(self.topic, Topic::Subscription(kinds) if kinds.contains(kind))
     }
 
+    /// Parses a filter, leniently only where meaning cannot change.
     pub fn parse(input: &str) -> Result<Self, FilterError> {
         let s = input.trim();
         if s.len() > 512 {
@@ -314,7 +328,9 @@ impl NoticeKind {
 pub struct NoticeKinds(u8);
 
 impl NoticeKinds {
+    /// No kind.
     pub const NONE: NoticeKinds = NoticeKinds(0);
+    /// Every kind (a `/subscription` filter without `?type=`).
     pub const ALL: NoticeKinds = NoticeKinds(0b1_1111);
 
     /// The set of the kinds whose bits (in [`NoticeKind::ALL`]'s order) are set.
@@ -322,10 +338,12 @@ impl NoticeKinds {
         NoticeKinds(bits & Self::ALL.0)
     }
 
+    /// The set with `kind` added.
     pub fn with(self, kind: NoticeKind) -> Self {
         NoticeKinds(self.0 | kind.bit())
     }
 
+    /// Whether `kind` is in the set.
     pub fn contains(self, kind: NoticeKind) -> bool {
         self.0 & kind.bit() != 0
     }
@@ -344,172 +362,4 @@ impl fmt::Display for NoticeKinds {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    #[test]
-    fn parses_the_three_shapes() {
-        for s in [
-            "/orgId/org-1/department/dep_1/message?direction=inbound",
-            "/orgId/org-1/department/dep_1/message?direction=outbound",
-            "/orgId/org-1/department/dep_1/contact",
-        ] {
-            assert_eq!(EventFilter::parse(s).unwrap().to_string(), s);
-        }
-    }
-
-    #[test]
-    fn canonicalizes_case_whitespace_and_trailing_slash() {
-        let f =
-            EventFilter::parse("  /ORGID/Org/Department/D/Message/?Direction=INBOUND ").unwrap();
-        assert_eq!(
-            f.to_string(),
-            "/orgId/Org/department/D/message?direction=inbound"
-        );
-    }
-
-    #[test]
-    fn operational_filters() {
-        let all = EventFilter::parse("/orgId/o-1/subscription").unwrap();
-        assert_eq!(all.to_string(), "/orgId/o-1/subscription");
-        assert!(all.wants_notice(NoticeKind::Expiring));
-        let some = EventFilter::parse(" /ORGID/o-1/Subscription/?type=Recovered, failing,failing")
-            .unwrap();
-        assert_eq!(
-            some.to_string(),
-            "/orgId/o-1/subscription?type=failing,recovered"
-        );
-        assert!(some.wants_notice(NoticeKind::Failing));
-        assert!(!some.wants_notice(NoticeKind::Disabled));
-        let every = "/orgId/o/subscription?type=expiring,exhausted,disabled,recovered,failing";
-        assert_eq!(
-            EventFilter::parse(every).unwrap().to_string(),
-            "/orgId/o/subscription"
-        );
-        assert_eq!(
-            index_key("/orgId/o-1/subscription?type=failing,recovered"),
-            "/orgId/o-1/subscription"
-        );
-        let message = "/orgId/o/department/d/message?direction=inbound";
-        assert_eq!(index_key(message), message);
-        for (input, expected) in [
-            (
-                "/orgId/o/subscription?type=failing,late",
-                "unknown type 'late'",
-            ),
-            ("/orgId/o/subscription?type=", "unknown type ''"),
-            ("/orgId/o/subscription?kind=failing", "expected 'type'"),
-            ("/orgId/o/subscription?type", "malformed query"),
-            ("/orgId/o/subscriptions", "3 path segments"),
-        ] {
-            let err = EventFilter::parse(input).unwrap_err().to_string();
-            assert!(err.contains(expected), "{input}: {err}");
-        }
-    }
-
-    #[test]
-    fn explains_what_is_wrong() {
-        let cases = [
-            ("orgId/a/department/b/contact", "must start with '/'"),
-            ("/orgId/a/department/b/contact/x", "6 path segments"),
-            ("/org/a/department/b/contact", "expected 'orgId'"),
-            ("/orgId/a/dept/b/contact", "expected 'department'"),
-            ("/orgId//department/b/contact", "organizationId is empty"),
-            ("/orgId/a b/department/b/contact", "contains ' '"),
-            ("/orgId/a/department/b/message", "needs ?direction"),
-            (
-                "/orgId/a/department/b/message?direction=sideways",
-                "unknown direction",
-            ),
-            (
-                "/orgId/a/department/b/message?dir=inbound",
-                "expected 'direction'",
-            ),
-            (
-                "/orgId/a/department/b/contact?direction=inbound",
-                "takes no query",
-            ),
-            ("/orgId/a/department/b/sms", "unknown event kind 'sms'"),
-        ];
-        for (input, expected) in cases {
-            let err = EventFilter::parse(input).unwrap_err().to_string();
-            assert!(err.contains(expected), "{input}: {err}");
-        }
-        let long = format!("/orgId/{}/department/b/contact", "a".repeat(65));
-        assert!(EventFilter::parse(&long)
-            .unwrap_err()
-            .to_string()
-            .contains("longer than 64"));
-    }
-
-    fn ident() -> impl Strategy<Value = String> {
-        "[A-Za-z0-9_-]{1,64}"
-    }
-
-    fn topic() -> impl Strategy<Value = Topic> {
-        prop_oneof![
-            Just(Topic::Message(Direction::Inbound)),
-            Just(Topic::Message(Direction::Outbound)),
-            Just(Topic::Contact),
-        ]
-    }
-
-    proptest! {
-        #[test]
-        fn operational_canonical_form_round_trips(org in ident(), bits in 1u8..32) {
-            let f = EventFilter::operational(&org, NoticeKinds::from_bits(bits));
-            let s = f.to_string();
-            let parsed = EventFilter::parse(&s).unwrap();
-            prop_assert_eq!(&parsed, &f);
-            prop_assert_eq!(parsed.to_string(), s);
-        }
-    }
-
-    proptest! {
-        #[test]
-        fn canonical_form_round_trips(org in ident(), dep in ident(), topic in topic()) {
-            let f = EventFilter::new(&org, &dep, topic);
-            let s = f.to_string();
-            let parsed = EventFilter::parse(&s).unwrap();
-            prop_assert_eq!(&parsed, &f);
-            prop_assert_eq!(parsed.to_string(), s);
-        }
-
-        #[test]
-        fn parse_is_idempotent_on_any_input(s in ".{0,120}") {
-            if let Ok(f) = EventFilter::parse(&s) {
-                let canon = f.to_string();
-                prop_assert_eq!(EventFilter::parse(&canon).unwrap().to_string(), canon);
-            }
-        }
-
-        #[test]
-        fn near_misses_are_rejected(
-            org in ident(), dep in ident(), topic in topic(),
-            pos in any::<prop::sample::Index>(),
-            bad in prop::sample::select(vec!['/', '?', '=', ' ', '#', '%', '.', '&', 'é']),
-        ) {
-            let canon = EventFilter::new(&org, &dep, topic).to_string();
-            // Inserting a character that is not part of any id alphabet, at a
-            // position inside an id, must be rejected.
-            let prefix = format!("/orgId/{org}");
-            let at = 7 + pos.index(org.len());
-            let mut mutated = canon.clone();
-            mutated.insert(at, bad);
-            prop_assume!(at < prefix.len());
-            prop_assert!(EventFilter::parse(&mutated).is_err(), "accepted {}", mutated);
-        }
-
-        #[test]
-        fn dropping_a_segment_is_rejected(org in ident(), dep in ident(), topic in topic(), which in 0usize..5) {
-            let canon = EventFilter::new(&org, &dep, topic).to_string();
-            let (path, query) = match canon.split_once('?') { Some((p, q)) => (p.to_owned(), Some(q.to_owned())), None => (canon.clone(), None) };
-            let mut segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-            segs.remove(which);
-            let mut mutated = format!("/{}", segs.join("/"));
-            if let Some(q) = query { mutated.push('?'); mutated.push_str(&q); }
-            prop_assert!(EventFilter::parse(&mutated).is_err(), "accepted {}", mutated);
-        }
-    }
-}
+mod tests;

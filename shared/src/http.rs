@@ -286,6 +286,7 @@ pub fn parse_json<T: DeserializeOwned>(headers: &HeaderMap, body: &[u8]) -> Resu
     }
 }
 
+/// The `413 PAYLOAD_TOO_LARGE` problem of a body over `MAX_BODY` bytes.
 pub fn payload_too_large() -> ApiError {
     ApiError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
@@ -294,6 +295,7 @@ pub fn payload_too_large() -> ApiError {
     )
 }
 
+/// `value` as a JSON response with `status`; `500` if it cannot be serialized.
 pub fn json<T: Serialize>(status: StatusCode, value: &T) -> Result<Response<Bytes>, ApiError> {
     let body = serde_json::to_vec(value).map_err(|_| ApiError::internal())?;
     Ok(Response::builder()

@@ -14,10 +14,12 @@ macro_rules! id {
         pub struct $name(String);
 
         impl $name {
+            /// The id as a string slice.
             pub fn as_str(&self) -> &str {
                 &self.0
             }
 
+            /// The id as an owned string.
             pub fn into_string(self) -> String {
                 self.0
             }

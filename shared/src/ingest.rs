@@ -24,31 +24,42 @@ const MAX_RECIPIENTS: usize = 100;
 /// The event envelope producers send (one per SQS message, or `POST /prod/events`).
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct EventEnvelope {
+    /// `eventId`: deduplicates the event (a repeated id is ignored); generated when absent.
     #[serde(rename = "eventId")]
     pub event_id: Option<String>,
+    /// `type`: `message.inbound`, `message.outbound`, `contact.created`, `contact.updated` or `contact.deleted`.
     #[serde(rename = "type")]
     pub kind: Option<String>,
+    /// `organizationId`: the organization the event belongs to.
     #[serde(rename = "organizationId")]
     pub organization_id: Option<String>,
+    /// `departmentId`: the department within it.
     #[serde(rename = "departmentId")]
     pub department_id: Option<String>,
+    /// `occurredAt`: when it happened (epoch ms); absent: when it is ingested.
     #[serde(
         rename = "occurredAt",
         default,
         deserialize_with = "crate::model::epoch_millis"
     )]
     pub occurred_at: Option<i64>,
+    /// `message`: the message of a message event (required there).
     pub message: Option<MessageInput>,
+    /// `carrierMessageId`: the carrier's id of the message, passed on in `messageInfo`.
     #[serde(rename = "carrierMessageId")]
     pub carrier_message_id: Option<String>,
+    /// `status`: the message's status (e.g. `RECEIVED`), passed on in `messageInfo`.
     pub status: Option<String>,
+    /// `contact`: the contact of a contact event (required there).
     pub contact: Option<ContactRef>,
 }
 
 /// A message as producers send it; absent (or `null`) lists and texts default to empty.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct MessageInput {
+    /// `id`: the message's id (required), by which `getmessagebyid` finds it.
     pub id: Option<String>,
+    /// `owner`: the message's owner, stored as sent.
     #[serde(default)]
     pub owner: Option<String>,
     /// ISO 8601 (RFC 3339: date, time and offset) when present.
@@ -56,14 +67,19 @@ pub struct MessageInput {
     pub time: Option<String>,
     /// `in` or `out`, agreeing with the event's type; derived from it when absent.
     pub direction: Option<String>,
+    /// `to`: the recipients' numbers (at most 100).
     #[serde(default, deserialize_with = "null_as_default")]
     pub to: Vec<String>,
+    /// `from`: the sender's number.
     #[serde(default, deserialize_with = "null_as_default")]
     pub from: String,
+    /// `text`: the message's text.
     #[serde(default, deserialize_with = "null_as_default")]
     pub text: String,
+    /// `media`: media references.
     #[serde(default, deserialize_with = "null_as_default")]
     pub media: Vec<String>,
+    /// `attachments`: attachment references.
     #[serde(default, deserialize_with = "null_as_default")]
     pub attachments: Vec<String>,
 }
@@ -83,18 +99,24 @@ fn is_iso_8601(time: &str) -> bool {
     chrono::DateTime::parse_from_rfc3339(time).is_ok()
 }
 
+/// The `contact` of a contact event.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ContactRef {
+    /// `id`: the contact's id (required), sent as `contactInfo.contactId`.
     pub id: Option<String>,
 }
 
+/// What an event is about, from its `type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventKind {
+    /// `message.inbound` or `message.outbound`.
     Message(Direction),
+    /// `contact.*`, with the action sent in `contactInfo.action`: `CREATED`, `UPDATED` or `DELETED`.
     Contact(&'static str),
 }
 
 impl EventKind {
+    /// The kind of a `type`; `None` for an unknown one.
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "message.inbound" => EventKind::Message(Direction::Inbound),
@@ -110,14 +132,23 @@ impl EventKind {
 /// A validated event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
+    /// The event's id, as sent or generated: deduplicates it.
     pub id: String,
+    /// What it is about.
     pub kind: EventKind,
+    /// Its organization.
     pub organization_id: String,
+    /// Its department.
     pub department_id: String,
+    /// When it happened (epoch ms).
     pub occurred_at: i64,
+    /// The message of a message event, stored for `getmessagebyid`.
     pub message: Option<Message>,
+    /// The carrier's message id (empty when none was sent).
     pub carrier_message_id: String,
+    /// The message's status (empty when none was sent).
     pub status: String,
+    /// The contact's id, for a contact event.
     pub contact_id: Option<String>,
 }
 
@@ -262,10 +293,12 @@ impl EventEnvelope {
 /// What ingesting one event did.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Ingested {
+    /// `eventId`: the event's id, as sent or generated.
     #[serde(rename = "eventId")]
     pub event_id: String,
     /// Notifications enqueued (0 for a duplicate event id).
     pub notifications: usize,
+    /// The event id was ingested before: nothing was done (not sent).
     #[serde(skip)]
     pub duplicate: bool,
 }

@@ -20,6 +20,8 @@
 //! - [`services`]: builds the adapters of a backend, for every runtime
 //! - [`telemetry`]: Prometheus metrics (hooks called by the pipeline)
 
+#![warn(missing_docs)]
+
 pub mod app;
 pub mod auth;
 #[cfg(feature = "aws")]

@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 /// validation can report every missing field at once.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct SubscriptionRequest {
+    /// `uri`: the callback URL notifications are POSTed to (absolute `https`, at most 2048 bytes).
     pub uri: Option<String>,
+    /// `eventFilters`: 1 to 20 distinct filters saying which events it receives.
     #[serde(rename = "eventFilters")]
     pub event_filters: Option<Vec<String>>,
     /// The spec's spelling, with the correct spelling accepted as an alias.
@@ -60,15 +62,20 @@ impl serde::de::Visitor<'_> for Whole {
     }
 }
 
+/// A subscription's status as the API shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum SubscriptionStatus {
+    /// Notifications are delivered.
     Active,
+    /// Disabled after a `410 Gone` or failing for `WEBHOOKS_BLACKLIST_AFTER`; posting its `uri` again reactivates it.
     Blacklisted,
+    /// Past its `expirationTime`; posting its `uri` again reactivates it.
     Expired,
 }
 
 impl SubscriptionStatus {
+    /// The wire name: `ACTIVE`, `BLACKLISTED` or `EXPIRED`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Active => "ACTIVE",
@@ -77,6 +84,7 @@ impl SubscriptionStatus {
         }
     }
 
+    /// The status of a wire name; `None` for anything else.
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "ACTIVE" => Some(Self::Active),
@@ -90,32 +98,47 @@ impl SubscriptionStatus {
 /// A filter the caller asked for but may not use.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DisabledFilter {
+    /// `filter`: the filter as asked for.
     pub filter: String,
+    /// `reason`: why it is disabled; `PERMISSION_DENIED` (another organization's filter).
     pub reason: String,
+    /// `message`: the reason, for a person.
     pub message: String,
+    /// `orgId`: the subscription's organization.
     #[serde(rename = "orgId")]
     pub org_id: String,
+    /// `id`: the subscription's id.
     pub id: String,
 }
 
 /// Response of create/update and element of a page's `content`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Subscription {
+    /// `id`: the subscription's id, a UUID v7 assigned on create and kept by updates.
     pub id: String,
+    /// `uri`: the callback URL; with the organization, what identifies the subscription.
     pub uri: String,
+    /// `eventFilters`: the enabled filters, in canonical form.
     #[serde(rename = "eventFilters")]
     pub event_filters: Vec<String>,
+    /// `disabledFilters`: the filters asked for that belong to another organization.
     #[serde(rename = "disabledFilters")]
     pub disabled_filters: Vec<DisabledFilter>,
+    /// `expirationTime`: when it expires, ISO 8601 UTC with milliseconds.
     #[serde(rename = "expirationTime")]
     pub expiration_time: String,
+    /// `expiresIn`: milliseconds left until `expirationTime` when the answer was made (0 once past).
     #[serde(rename = "expiresIn")]
     pub expires_in: i64,
+    /// `status`: `ACTIVE`, `BLACKLISTED` or `EXPIRED`.
     pub status: SubscriptionStatus,
+    /// `createdDateTime`: when it was first created, ISO 8601 UTC with milliseconds.
     #[serde(rename = "createdDateTime")]
     pub created_date_time: String,
+    /// `lastUpdateDateTime`: when it was last updated, ISO 8601 UTC with milliseconds.
     #[serde(rename = "lastUpdateDateTime")]
     pub last_update_date_time: String,
+    /// `orgId`: the organization that owns it.
     #[serde(rename = "orgId")]
     pub org_id: String,
     /// Its circuit breaker (an addition to the original interface).
@@ -138,6 +161,7 @@ pub struct SubscriptionHealth {
     /// Consecutive failed attempts that looked like an outage.
     #[serde(rename = "consecutiveFailures")]
     pub consecutive_failures: u32,
+    /// `lastFailure`: the last failed attempt the breaker counted; absent before the first.
     #[serde(
         rename = "lastFailure",
         skip_serializing_if = "Option::is_none",
@@ -149,9 +173,11 @@ pub struct SubscriptionHealth {
 /// The last failed attempt the breaker counted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LastFailure {
+    /// `timestamp`: when the attempt failed, ISO 8601 UTC with milliseconds.
     pub timestamp: String,
     /// The failing step (`TIMEOUT`, `CONNECT_FAILED`, ...) or `BAD_STATUS`.
     pub code: String,
+    /// `httpStatus`: the callback's status for `BAD_STATUS`; absent when it did not answer.
     #[serde(
         rename = "httpStatus",
         skip_serializing_if = "Option::is_none",
@@ -163,6 +189,7 @@ pub struct LastFailure {
 /// `GET /webhooksubscription/{id}/secret`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SigningSecret {
+    /// `key`: the current signing secret, `whsec_` + standard base64.
     pub key: String,
 }
 
@@ -184,57 +211,89 @@ pub struct RotateSecretRequest {
 /// A stored SMS message, as returned by `getmessagebyid`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
+    /// `id`: the message's id in the messaging platform.
     pub id: String,
+    /// `owner`: the message's owner as the producer sent it, or `null`.
     pub owner: Option<String>,
+    /// `time`: when it was sent, ISO 8601 as the producer sent it, or `null`.
     pub time: Option<String>,
+    /// `direction`: `in` for inbound messages, `out` for outbound ones.
     pub direction: String,
+    /// `to`: the recipients' numbers.
     pub to: Vec<String>,
+    /// `from`: the sender's number.
     pub from: String,
+    /// `text`: the message's text (empty when the producer sent none).
     pub text: String,
+    /// `media`: media references (empty when none).
     pub media: Vec<String>,
+    /// `attachments`: attachment references (empty when none).
     pub attachments: Vec<String>,
 }
 
 /// Spring Data `Sort.Order` as the spec serialises it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SortOrder {
+    /// `direction`: `ASC` or `DESC`.
     pub direction: String,
+    /// `nullHandling`: always `NATIVE`.
     #[serde(rename = "nullHandling")]
     pub null_handling: String,
+    /// `ascending`: `direction` is `ASC`.
     pub ascending: bool,
+    /// `property`: the property sorted on, e.g. `createdDateTime`.
     pub property: String,
+    /// `ignoreCase`: text compares without case.
     #[serde(rename = "ignoreCase")]
     pub ignore_case: bool,
 }
 
+/// Spring Data `Pageable`: the paging the page was asked with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pageable {
+    /// `unpaged`: always `false`.
     pub unpaged: bool,
+    /// `paged`: always `true`.
     pub paged: bool,
+    /// `pageSize`: the `size` asked for.
     #[serde(rename = "pageSize")]
     pub page_size: u64,
+    /// `pageNumber`: the `page` asked for, 0-based.
     #[serde(rename = "pageNumber")]
     pub page_number: u64,
+    /// `offset`: items before this page (`pageNumber × pageSize`).
     pub offset: u64,
+    /// `sort`: the orders asked for.
     pub sort: Vec<SortOrder>,
 }
 
 /// Spring Data `Page<Subscription>`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Page<T> {
+    /// `totalElements`: items in every page together.
     #[serde(rename = "totalElements")]
     pub total_elements: u64,
+    /// `totalPages`: pages of `size` needed for `totalElements`.
     #[serde(rename = "totalPages")]
     pub total_pages: u64,
+    /// `pageable`: the paging asked for.
     pub pageable: Pageable,
+    /// `first`: this is page 0.
     pub first: bool,
+    /// `last`: no page follows this one.
     pub last: bool,
+    /// `size`: the page size asked for (not the items in this page).
     pub size: u64,
+    /// `content`: this page's items.
     pub content: Vec<T>,
+    /// `number`: this page's number, 0-based.
     pub number: u64,
+    /// `sort`: the orders asked for, as in `pageable`.
     pub sort: Vec<SortOrder>,
+    /// `numberOfElements`: items in this page.
     #[serde(rename = "numberOfElements")]
     pub number_of_elements: u64,
+    /// `empty`: this page has no items.
     pub empty: bool,
 }
 

@@ -35,18 +35,23 @@ pub fn is_operational(subscription: &StoredSubscription) -> bool {
 /// One piece of news about a subscription.
 #[derive(Debug, Clone)]
 pub struct Notice<'a> {
+    /// What happened: failing, recovered, disabled, exhausted or expiring.
     pub kind: NoticeKind,
     /// The subscription it is about, as last read.
     pub subject: &'a StoredSubscription,
     /// What makes this notice distinct from earlier ones of its kind about
     /// the subject (a streak's start, an expiry, a notification id).
     pub occurrence: String,
+    /// The subject's consecutive failed attempts, for failing, disabled and exhausted notices.
     pub consecutive_failures: Option<u32>,
+    /// The notification that ran out of retries, for an exhausted notice.
     pub notification_id: Option<String>,
+    /// The attempt that caused the notice, when one did.
     pub last_attempt: Option<&'a AttemptRecord>,
 }
 
 impl<'a> Notice<'a> {
+    /// A notice of `kind` about `subject`, named by `occurrence`, with no details yet.
     pub fn new(kind: NoticeKind, subject: &'a StoredSubscription, occurrence: String) -> Self {
         Notice {
             kind,

@@ -14,6 +14,7 @@ use crate::store::StoredSubscription;
 /// so every retry or duplicate of one notification carries the same `uuid`.
 pub const NAMESPACE: Uuid = Uuid::from_u128(0x6f2b_1c0e_5d3a_4e8b_9a41_7c2e_0b9d_4f15);
 
+/// The `uuid` of the notification of event `event_id` to subscription `subscription_id`.
 pub fn notification_id(event_id: &str, subscription_id: &str) -> Uuid {
     Uuid::new_v5(
         &NAMESPACE,
@@ -73,17 +74,22 @@ pub(crate) async fn commit_all(
     outcomes
 }
 
+/// The JSON body POSTed to a callback (the `Notification` schema).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Notification {
+    /// `uuid`: UUID v5 of (event id, subscription id), the same on every retry; also `webhook-id`.
     pub uuid: String,
     /// Epoch milliseconds at which the notification was created.
     pub timestamp: i64,
     /// The filter that matched.
     pub event: String,
+    /// `subscriptionId`: the receiving subscription.
     #[serde(rename = "subscriptionId")]
     pub subscription_id: String,
+    /// `messageInfo`: what a message event says (message events only).
     #[serde(rename = "messageInfo", skip_serializing_if = "Option::is_none")]
     pub message_info: Option<MessageInfo>,
+    /// `contactInfo`: what a contact event says (contact events only).
     #[serde(rename = "contactInfo", skip_serializing_if = "Option::is_none")]
     pub contact_info: Option<ContactInfo>,
     /// Operational notifications ([`crate::notice`]): news about a subscription.
@@ -99,9 +105,11 @@ pub struct Notification {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubscriptionInfo {
+    /// `organizationId`: the organization of the subscription it is about.
     pub organization_id: String,
     /// The subscription the news is about.
     pub subscription_id: String,
+    /// `uri`: that subscription's callback.
     pub uri: String,
     /// `subscription.failing`, `subscription.recovered`, `subscription.disabled`,
     /// `notification.exhausted` or `subscription.expiring`.
@@ -111,11 +119,13 @@ pub struct SubscriptionInfo {
     pub status: String,
     /// ISO 8601, as the subscription resource has it.
     pub expiration_time: String,
+    /// `consecutiveFailures`: its failed attempts in a row (for `recovered`, the streak that ended).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consecutive_failures: Option<u32>,
     /// The notification that ran out of retries (`notification.exhausted`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notification_id: Option<String>,
+    /// `lastAttempt`: the attempt that caused this notification, when one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_attempt: Option<LastAttempt>,
 }
@@ -132,32 +142,45 @@ pub struct LastAttempt {
     /// The failing step (`TIMEOUT`, `BAD_STATUS`, ...); absent on success.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// `durationMs`: how long the POST took, ms.
     pub duration_ms: u64,
 }
 
+/// The `messageInfo` of a message event's notification.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MessageInfo {
+    /// `organizationId`: the event's organization.
     #[serde(rename = "organizationId")]
     pub organization_id: String,
+    /// `departmentId`: the event's department.
     #[serde(rename = "departmentId")]
     pub department_id: String,
+    /// `lastUpdated`: when the event occurred (epoch ms).
     #[serde(rename = "lastUpdated")]
     pub last_updated: i64,
+    /// `messageId`: fetch the message with `GET /message/getmessagebyid/{messageId}`.
     #[serde(rename = "messageId")]
     pub message_id: String,
+    /// `carrierMessageId`: the carrier's id of the message, as the event sent it.
     #[serde(rename = "carrierMessageId")]
     pub carrier_message_id: String,
+    /// `status`: the message's status, as the event sent it.
     pub status: String,
 }
 
+/// The `contactInfo` of a contact event's notification.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContactInfo {
+    /// `organizationId`: the event's organization.
     #[serde(rename = "organizationId")]
     pub organization_id: String,
+    /// `departmentId`: the event's department.
     #[serde(rename = "departmentId")]
     pub department_id: String,
+    /// `lastUpdated`: when the event occurred (epoch ms).
     #[serde(rename = "lastUpdated")]
     pub last_updated: i64,
+    /// `contactId`: the contact the event is about.
     #[serde(rename = "contactId")]
     pub contact_id: String,
     /// `CREATED`, `UPDATED` or `DELETED`.

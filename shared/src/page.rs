@@ -6,15 +6,21 @@ use std::cmp::Ordering;
 use crate::error::{ApiError, FieldError};
 use crate::model::{Page, Pageable, SortOrder};
 
+/// Items per page when the request has no `size`.
 pub const DEFAULT_SIZE: u64 = 20;
+/// The largest `size` a request may ask for.
 pub const MAX_SIZE: u64 = 2000;
 /// More sort orders than this is not a real query.
 const MAX_ORDERS: usize = 16;
 
+/// One `sort` order of a list request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Order {
+    /// The property sorted on, as the API names it (e.g. `createdDateTime`).
     pub property: &'static str,
+    /// `asc` (the default) rather than `desc`.
     pub ascending: bool,
+    /// `ignorecase` was given: text compares without case.
     pub ignore_case: bool,
 }
 
@@ -30,9 +36,12 @@ impl Order {
     }
 }
 
+/// A list request's paging: `page`, `size` and `sort`, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageRequest {
+    /// The page wanted, 0-based.
     pub page: u64,
+    /// Items per page, 1 to [`MAX_SIZE`].
     pub size: u64,
     /// Empty when the caller asked for no order (or a bare `sort`).
     pub sort: Vec<Order>,
@@ -102,6 +111,7 @@ impl PageRequest {
         }
     }
 
+    /// How many items come before the page (`page × size`, saturating).
     pub fn offset(&self) -> u64 {
         self.page.saturating_mul(self.size)
     }

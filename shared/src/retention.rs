@@ -17,7 +17,9 @@ pub const PURGE_EVERY: Duration = Duration::from_secs(3600);
 /// What one purge deleted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Purged {
+    /// Notifications deleted from the delivery history (0 where DynamoDB's TTL does it).
     pub notifications: u64,
+    /// Messages deleted (0 where DynamoDB's TTL does it).
     pub messages: u64,
 }
 

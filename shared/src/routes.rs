@@ -16,19 +16,32 @@ pub const STAGE_PREFIX: &str = "/prod";
 /// Ids in paths are at most this many characters.
 pub const MAX_ID_LEN: usize = 256;
 
+/// An endpoint of the API, whatever its ids: what a Lambda function serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Endpoint {
+    /// `POST /webhooksubscription`: create, or update the caller's subscription with the same `uri`.
     CreateSubscription,
+    /// `GET /webhooksubscription/all`: a page of the caller's subscriptions.
     ListSubscriptions,
+    /// `GET /webhooksubscription/{id}`.
     GetSubscription,
+    /// `DELETE /webhooksubscription/{id}`.
     DeleteSubscription,
+    /// `GET /webhooksubscription/{id}/secret`: the current signing secret.
     GetSubscriptionSecret,
+    /// `POST /webhooksubscription/{id}/secret/rotate`: a new signing secret.
     RotateSubscriptionSecret,
+    /// `GET /message/getmessagebyid/{messageId}`.
     GetMessage,
+    /// `GET /webhooksubscription/{id}/notifications`: a page of the subscription's notifications.
     ListNotifications,
+    /// `GET /webhooksubscription/{id}/notifications/{uuid}`: one, with its attempts and payload.
     GetNotification,
+    /// `POST /webhooksubscription/{id}/notifications/{uuid}/resend`: send it again now.
     ResendNotification,
+    /// `POST /webhooksubscription/{id}/recover`: send the failed notifications of a window again.
     RecoverNotifications,
+    /// `GET /webhooksubscription/{id}/stats`: delivery figures per hour.
     GetDeliveryStats,
     /// `POST /events`: event ingestion over HTTP (`webhooks-local`; on AWS,
     /// events arrive on SQS and this is no function).
@@ -54,6 +67,7 @@ impl Endpoint {
         Endpoint::IngestEvent,
     ];
 
+    /// The endpoint's HTTP method.
     pub fn method(self) -> Method {
         match self {
             Endpoint::ListSubscriptions
@@ -103,18 +117,31 @@ impl Endpoint {
 /// A resolved request: the endpoint, with its id where it has one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
+    /// `POST /webhooksubscription`.
     CreateSubscription,
+    /// `GET /webhooksubscription/all`.
     ListSubscriptions,
+    /// `GET /webhooksubscription/{id}`.
     GetSubscription(SubscriptionId),
+    /// `DELETE /webhooksubscription/{id}`.
     DeleteSubscription(SubscriptionId),
+    /// `GET /webhooksubscription/{id}/secret`.
     GetSubscriptionSecret(SubscriptionId),
+    /// `POST /webhooksubscription/{id}/secret/rotate`.
     RotateSubscriptionSecret(SubscriptionId),
+    /// `GET /message/getmessagebyid/{messageId}`.
     GetMessage(MessageId),
+    /// `GET /webhooksubscription/{id}/notifications`.
     ListNotifications(SubscriptionId),
+    /// `GET /webhooksubscription/{id}/notifications/{uuid}`.
     GetNotification(SubscriptionId, NotificationId),
+    /// `POST /webhooksubscription/{id}/notifications/{uuid}/resend`.
     ResendNotification(SubscriptionId, NotificationId),
+    /// `POST /webhooksubscription/{id}/recover`.
     RecoverNotifications(SubscriptionId),
+    /// `GET /webhooksubscription/{id}/stats`.
     GetDeliveryStats(SubscriptionId),
+    /// `POST /events`.
     IngestEvent,
 }
 
@@ -144,6 +171,7 @@ impl Route {
         })
     }
 
+    /// The endpoint the route resolves to, without its ids.
     pub fn endpoint(&self) -> Endpoint {
         match self {
             Route::CreateSubscription => Endpoint::CreateSubscription,
@@ -162,6 +190,7 @@ impl Route {
         }
     }
 
+    /// The route's HTTP method.
     pub fn method(&self) -> Method {
         self.endpoint().method()
     }
@@ -267,6 +296,7 @@ fn method_not_allowed(method: &Method, allow: &str) -> ApiError {
     .with_header(http::header::ALLOW, allow.to_owned())
 }
 
+/// `404 ROUTE_NOT_FOUND` for `path` (shown cut to 200 characters).
 pub fn route_not_found(path: &str) -> ApiError {
     let shown: String = path.chars().take(200).collect();
     ApiError::not_found(

@@ -2,8 +2,10 @@
 
 use base64::Engine;
 
+/// The prefix of a Standard Webhooks signing secret; base64 follows it.
 pub const SECRET_PREFIX: &str = "whsec_";
 
+/// `N` bytes from the operating system's random source.
 pub fn random_bytes<const N: usize>() -> [u8; N] {
     let mut buf = [0u8; N];
     getrandom::fill(&mut buf).expect("the operating system provides randomness");
@@ -20,6 +22,7 @@ pub fn new_signing_secret() -> String {
 
 /// Bounds of the random part of a signing secret a client supplies, in bytes.
 pub const MIN_SECRET_BYTES: usize = 24;
+/// The most random bytes a client-supplied signing secret may hold.
 pub const MAX_SECRET_BYTES: usize = 64;
 
 /// Checks a signing secret a client supplies: `whsec_` followed by the

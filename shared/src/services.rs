@@ -18,22 +18,31 @@ pub enum OpenError {
     /// The SQLite file's folder cannot be created.
     #[error("{}: {source}", path.display())]
     DataDir {
+        /// The folder that could not be created.
         path: std::path::PathBuf,
+        /// Why not.
         #[source]
         source: std::io::Error,
     },
+    /// A configuration value the backend needs is missing or wrong.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The store could not be opened (the SQLite file, its migration).
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The queue failed at start (the leases of a killed predecessor not released).
     #[error(transparent)]
     Queue(#[from] QueueError),
     /// The DynamoDB tables are missing or cannot be reached.
     #[error("DynamoDB tables {subscriptions} and {messages}: {source}{hint}")]
     Tables {
+        /// The subscriptions table's name.
         subscriptions: String,
+        /// The messages table's name.
         messages: String,
+        /// How to create them, when they were only checked; else empty.
         hint: &'static str,
+        /// Why they could not be checked or created.
         #[source]
         source: StoreError,
     },
@@ -52,8 +61,11 @@ pub enum Backend {
 /// The ports of one backend: the [`App`] (with the store) the handlers work
 /// with, the outbox ingestion commits to, and the queue delivery reads.
 pub struct Services {
+    /// What the handlers work with: configuration, store, history, clock.
     pub app: Arc<App>,
+    /// Where ingestion commits an event's message and notifications.
     pub outbox: Arc<dyn Outbox>,
+    /// Where the delivery workers lease jobs.
     pub queue: Arc<dyn DeliveryQueue>,
 }
 
@@ -134,9 +146,11 @@ pub mod aws {
 
     /// DynamoDB tables and the SQS delivery queue.
     pub struct AwsBackend {
+        /// The DynamoDB subscriptions and messages tables.
         pub tables: Tables,
         /// The delivery queue and its dead-letter queue, when they exist.
         pub queues: Option<(String, Option<String>)>,
+        /// Whether the tables (and queues) are checked or created at start.
         pub prepare: Prepare,
     }
 
@@ -227,11 +241,15 @@ pub mod aws {
     /// What the SQS-triggered functions need: the app, the outbox and the
     /// delivery queue (whose event-source batches they settle).
     pub struct QueueFunctions {
+        /// What the handlers work with (DynamoDB store).
         pub app: App,
+        /// The outbox ingestion commits to (DynamoDB and SQS).
         pub outbox: AwsOutbox,
+        /// The SQS delivery queue, with DynamoDB parking.
         pub queue: SqsQueue,
     }
 
+    /// Builds what `ingest-events` and `deliver-notifications` need; the tables and `WEBHOOKS_DELIVERY_QUEUE_URL` are required.
     pub async fn queue_functions(config: Config) -> Result<QueueFunctions, OpenError> {
         let tables = Tables::required(&config)?;
         let url = config

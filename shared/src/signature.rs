@@ -8,6 +8,7 @@ use base64::Engine;
 
 use crate::secret::SECRET_PREFIX;
 
+/// A signing secret that is not `whsec_` followed by standard base64.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 #[error("the signing secret is not a whsec_ base64 secret")]
 pub struct BadSecret;
@@ -16,6 +17,7 @@ pub struct BadSecret;
 pub struct SigningKey(hmac::Key);
 
 impl SigningKey {
+    /// Decodes a `whsec_...` secret (the prefix may be left out) into its HMAC key.
     pub fn from_secret(secret: &str) -> Result<Self, BadSecret> {
         let encoded = secret.strip_prefix(SECRET_PREFIX).unwrap_or(secret);
         let raw = STANDARD.decode(encoded).map_err(|_| BadSecret)?;

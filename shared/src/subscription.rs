@@ -21,6 +21,7 @@ use crate::page::PageRequest;
 use crate::secret;
 use crate::store::{DisabledEntry, StoredSubscription, Upsert};
 
+/// At most this many event filters in one subscription request.
 pub const MAX_FILTERS: usize = 20;
 pub use crate::store::order::{visible_status, SORTABLE};
 

@@ -25,6 +25,7 @@ struct Entry {
     generation: u64,
 }
 
+/// Verified bearer tokens and their callers, keyed by the token's SHA-256, until their `exp`.
 #[derive(Default)]
 pub struct TokenCache {
     entries: Mutex<HashMap<TokenHash, Entry>>,
@@ -88,10 +89,12 @@ impl TokenCache {
         );
     }
 
+    /// Tokens remembered now.
     pub fn len(&self) -> usize {
         self.lock().len()
     }
 
+    /// No token is remembered.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

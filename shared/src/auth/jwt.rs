@@ -27,6 +27,7 @@ use http::StatusCode;
 /// Tokens longer than this are refused before any parsing.
 pub const MAX_TOKEN_LEN: usize = 8 * 1024;
 
+/// Verifies bearer tokens (HS256, or keys from the JWKS) into [`Caller`]s, remembering those that pass.
 pub struct Verifier {
     hs256: Option<DecodingKey>,
     jwks: Option<JwksCache>,
@@ -53,6 +54,7 @@ struct JwksCache {
 }
 
 impl Verifier {
+    /// The verifier `config` describes (`WEBHOOKS_JWT_*`); the JWKS is fetched on first use.
     pub fn new(config: &JwtConfig) -> Self {
         Verifier {
             hs256: config
@@ -99,6 +101,7 @@ impl Verifier {
         self
     }
 
+    /// Some way of verifying tokens is configured (an HS256 secret or a JWKS URL).
     pub fn is_configured(&self) -> bool {
         self.hs256.is_some() || self.jwks.is_some()
     }
@@ -339,6 +342,7 @@ pub fn mint_hs256(
     .expect("HS256 encoding cannot fail")
 }
 
+/// Both default scopes: a token that may read and write.
 pub const ALL_SCOPES: [&str; 2] = [SCOPE_READ, SCOPE_WRITE];
 
 #[cfg(test)]

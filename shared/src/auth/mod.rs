@@ -16,17 +16,22 @@ pub use crate::config::ScopeConfig;
 /// The default scope names (`WEBHOOKS_READ_SCOPES`, `WEBHOOKS_WRITE_SCOPES`
 /// configure others).
 pub const SCOPE_READ: &str = crate::config::DEFAULT_READ_SCOPE;
+/// The default scope of POST and DELETE (`WEBHOOKS_WRITE_SCOPES` configures others).
 pub const SCOPE_WRITE: &str = crate::config::DEFAULT_WRITE_SCOPE;
 
 /// The authenticated caller: everything a handler may know about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
+    /// The organization the caller acts for: every read and write is confined to it.
     pub org_id: crate::ids::OrgId,
+    /// The token's `sub`, when it has one (the authorizer's principal; never used to authorize).
     pub subject: Option<String>,
+    /// The scopes the token grants (its `scope` or `scp` claim).
     pub scopes: Vec<String>,
 }
 
 impl Caller {
+    /// A caller of `org_id` holding `scopes`, with no subject.
     pub fn new(org_id: impl Into<crate::ids::OrgId>, scopes: &[&str]) -> Self {
         Caller {
             org_id: org_id.into(),
@@ -78,14 +83,17 @@ pub struct Authenticator {
 }
 
 impl Authenticator {
+    /// Checks `x-api-key` against `api_keys`, then the bearer token with `verifier`.
     pub fn new(api_keys: Vec<String>, verifier: jwt::Verifier) -> Self {
         Authenticator { api_keys, verifier }
     }
 
+    /// The bearer token verifier.
     pub fn verifier(&self) -> &jwt::Verifier {
         &self.verifier
     }
 
+    /// The caller of a request: its API key is checked, then its bearer token verified.
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, ApiError> {
         self.check_api_key(headers)?;
         let token = bearer_token(headers)?;
@@ -129,6 +137,7 @@ pub fn bearer_token(headers: &HeaderMap) -> Result<&str, ApiError> {
     parse_bearer(value)
 }
 
+/// The token of an `Authorization` header's value `Bearer <token>`; `401 INVALID_TOKEN` otherwise.
 pub fn parse_bearer(value: &str) -> Result<&str, ApiError> {
     let value = value.trim();
     match value.split_once(' ') {

@@ -37,6 +37,7 @@ use crate::store::{Store, StoreError};
 /// Event records are kept this long (DynamoDB TTL): longer than SQS keeps a message.
 const EVENT_RECORD_DAYS: i64 = 15;
 
+/// The outbox on DynamoDB and SQS: message and history, then the jobs, then the event record.
 pub struct AwsOutbox {
     store: Arc<DynamoStore>,
     queue: SqsQueue,
@@ -44,6 +45,7 @@ pub struct AwsOutbox {
 }
 
 impl AwsOutbox {
+    /// The outbox writing to `store` and `queue`, timing event records on `clock`.
     pub fn new(store: Arc<DynamoStore>, queue: SqsQueue, clock: Arc<dyn Clock>) -> Self {
         AwsOutbox {
             store,

@@ -37,6 +37,7 @@ const MAX_VISIBILITY: Duration = Duration::from_secs(43_200);
 /// SQS's longest delay of one message (15 minutes).
 const MAX_DELAY: Duration = Duration::from_secs(900);
 
+/// The delivery queue on SQS, polled (`webhooks-local --backend aws`).
 #[derive(Clone)]
 pub struct SqsQueue {
     client: Client,
@@ -119,6 +120,7 @@ fn secs(d: Duration) -> i32 {
 }
 
 impl SqsQueue {
+    /// The queue at `queue_url`, dead-lettering to `dead_letter_url` when there is one.
     pub fn new(
         client: Client,
         queue_url: impl Into<String>,
@@ -434,6 +436,7 @@ pub struct SqsEventBatch {
 }
 
 impl SqsEventBatch {
+    /// The batch of a `deliver-notifications` invocation on `queue`, nothing done yet.
     pub fn new(queue: SqsQueue) -> Self {
         SqsEventBatch {
             queue,

@@ -13,6 +13,7 @@ use aws_smithy_http_client::Builder;
 
 const AMAZON_ROOTS: &[u8] = include_bytes!("amazon-roots.pem");
 
+/// The root certificates the SDK's https client trusts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Roots {
     /// The five roots AWS endpoints chain to (the Lambda functions).

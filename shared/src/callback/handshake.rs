@@ -9,17 +9,24 @@ use crate::error::{ApiError, ErrorCode};
 use http::StatusCode;
 use subtle::ConstantTimeEq;
 
+/// The header of the handshake: sent with a random token, which the callback must echo.
 pub const HEADER: &str = "validation-token";
 
+/// Why a callback failed the validation handshake.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HandshakeError {
+    /// No answer: the step of the call that failed.
     Call(CallFailure),
+    /// An answer with this status instead of `200`.
     BadStatus(u16),
+    /// A `200` without the `validation-token` header.
     TokenMissing,
+    /// A `200` whose `validation-token` is not the token sent.
     TokenMismatch,
 }
 
 impl HandshakeError {
+    /// The problem `code` of the failure (`BAD_STATUS`, `TOKEN_MISMATCH`, the failing step...).
     pub fn code(&self) -> ErrorCode {
         match self {
             Self::Call(f) => f.code(),

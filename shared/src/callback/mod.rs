@@ -25,6 +25,7 @@ pub use resolver::{Dns, ResolveError, SystemDns};
 pub struct CallbackTarget(Url);
 
 impl CallbackTarget {
+    /// The checked URL.
     pub fn url(&self) -> &Url {
         &self.0
     }
@@ -40,10 +41,12 @@ impl CallbackTarget {
 pub struct CallbackClient {
     http: Arc<OnceLock<reqwest::Client>>,
     dns: Arc<dyn Dns>,
+    /// Which callback addresses and schemes are allowed.
     pub policy: Arc<AddressPolicy>,
 }
 
 impl CallbackClient {
+    /// A client that calls only what `policy` allows, resolving names with `dns`.
     pub fn new(policy: AddressPolicy, dns: Arc<dyn Dns>) -> Self {
         CallbackClient {
             http: Arc::default(),
@@ -93,10 +96,15 @@ fn tls_config() -> rustls::ClientConfig {
 /// Why a call to a callback did not produce a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallFailure {
+    /// The host name did not resolve.
     DnsFailed,
+    /// The host is or resolves to an address the policy refuses.
     AddressForbidden,
+    /// No TCP connection could be opened.
     ConnectFailed,
+    /// The TLS handshake failed.
     TlsFailed,
+    /// No answer within the timeout.
     Timeout,
 }
 
@@ -113,6 +121,7 @@ impl CallFailure {
         }
     }
 
+    /// The step of the call that `e` says failed.
     pub fn classify(e: &reqwest::Error) -> Self {
         if let Some(r) = find_in_chain::<ResolveError>(e) {
             return match r {

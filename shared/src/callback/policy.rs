@@ -8,6 +8,7 @@ use url::{Host, Url};
 
 use super::CallbackTarget;
 
+/// The longest callback `uri` accepted, in bytes.
 pub const MAX_URI_LEN: usize = 2048;
 
 /// Ranges no callback may reach unless private callbacks are allowed.
@@ -41,6 +42,7 @@ const DENIED: &[&str] = &[
     "ff00::/8",       // multicast
 ];
 
+/// Why a callback `uri` is refused before any lookup.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UriProblem {
     /// Not a usable callback URL; the message says why.
@@ -49,6 +51,7 @@ pub enum UriProblem {
     Forbidden(IpAddr),
 }
 
+/// Which callbacks may be called: public addresses over HTTPS, unless private or plain HTTP ones are allowed.
 #[derive(Debug, Clone)]
 pub struct AddressPolicy {
     allow_private: bool,
@@ -57,6 +60,7 @@ pub struct AddressPolicy {
 }
 
 impl AddressPolicy {
+    /// The policy of `WEBHOOKS_ALLOW_PRIVATE_CALLBACKS` and `WEBHOOKS_ALLOW_HTTP_CALLBACKS`.
     pub fn new(allow_private: bool, allow_http: bool) -> Self {
         AddressPolicy {
             allow_private,

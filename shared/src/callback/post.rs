@@ -20,6 +20,7 @@ pub struct SignedNotification<'a> {
     pub timestamp: i64,
     /// `webhook-signature`.
     pub signature: String,
+    /// The notification as JSON, sent as is and signed as is.
     pub body: &'a str,
     /// `traceparent`: the delivery attempt's W3C trace context.
     pub traceparent: Option<String>,
@@ -30,16 +31,20 @@ pub struct SignedNotification<'a> {
 pub enum Posted {
     /// The callback answered.
     Answered {
+        /// The HTTP status of the answer.
         status: u16,
         /// The raw `Retry-After` header, if any.
         retry_after: Option<String>,
         /// The start of the answer's body (at most [`MAX_KEPT_RESPONSE`] bytes), as text.
         body: String,
+        /// From sending the request to the end of the body read.
         elapsed: Duration,
     },
     /// No answer: the step that failed.
     Failed {
+        /// The step that failed.
         failure: CallFailure,
+        /// From sending the request to the failure.
         elapsed: Duration,
     },
 }

@@ -11,10 +11,13 @@ use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
 use super::AddressPolicy;
 
+/// Why a callback host gave no address to connect to.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ResolveError {
+    /// The lookup failed or found nothing; the message says why.
     #[error("DNS lookup failed: {0}")]
     Dns(String),
+    /// The host resolved to an address the policy refuses.
     #[error("address {0} is not allowed for callbacks")]
     Forbidden(IpAddr),
 }
@@ -22,6 +25,7 @@ pub enum ResolveError {
 /// Name resolution, injectable so tests can make a host resolve anywhere.
 #[async_trait]
 pub trait Dns: Send + Sync {
+    /// The addresses `host` resolves to.
     async fn lookup(&self, host: &str) -> std::io::Result<Vec<IpAddr>>;
 }
 

@@ -4,8 +4,11 @@
 
 /// A file of the console: its name below `console/`, media type and text.
 pub struct Asset {
+    /// The path below `/console/`, e.g. `app.js`.
     pub name: &'static str,
+    /// The `Content-Type` it is served with.
     pub content_type: &'static str,
+    /// The file's text, embedded at build time.
     pub body: &'static str,
 }
 
@@ -46,6 +49,7 @@ pub const FILES: &[Asset] = &[
     asset!("chart.js", JS),
 ];
 
+/// The console file at `name` below `/console/`, if there is one.
 pub fn find(name: &str) -> Option<&'static Asset> {
     FILES.iter().find(|a| a.name == name)
 }

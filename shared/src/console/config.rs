@@ -13,8 +13,10 @@ pub const OAUTH_DOMAIN_VAR: &str = "WEBHOOKS_CONSOLE_OAUTH_DOMAIN";
 pub const OAUTH_CLIENT_ID_VAR: &str = "WEBHOOKS_CONSOLE_OAUTH_CLIENT_ID";
 /// Scopes asked for, space separated.
 pub const OAUTH_SCOPES_VAR: &str = "WEBHOOKS_CONSOLE_OAUTH_SCOPES";
+/// The scopes asked for when `WEBHOOKS_CONSOLE_OAUTH_SCOPES` is unset.
 pub const DEFAULT_SCOPES: &str = "openid webhooks/read webhooks/write";
 
+/// The deployment as the console's page sees it, served as `console/config.json`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ConsoleConfig {
     /// The hosted sign-in of an OAuth 2.0 provider, or none (API key and
@@ -22,22 +24,29 @@ pub struct ConsoleConfig {
     pub oauth: Option<OAuthConfig>,
 }
 
+/// The OAuth 2.0 provider the console signs in with (authorization code flow with PKCE).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OAuthConfig {
     /// The provider's origin; its endpoints are Cognito's paths below it.
     pub domain: String,
+    /// `authorizationUrl`: where the page sends the user to sign in.
     #[serde(rename = "authorizationUrl")]
     pub authorization_url: String,
+    /// `tokenUrl`: where the page trades the code (and later the refresh token) for tokens.
     #[serde(rename = "tokenUrl")]
     pub token_url: String,
+    /// `revokeUrl`: where the page revokes the refresh token on sign-out.
     #[serde(rename = "revokeUrl")]
     pub revoke_url: String,
+    /// `clientId`: the public app client's id (`WEBHOOKS_CONSOLE_OAUTH_CLIENT_ID`).
     #[serde(rename = "clientId")]
     pub client_id: String,
+    /// The scopes asked for, space separated (`WEBHOOKS_CONSOLE_OAUTH_SCOPES`).
     pub scopes: String,
 }
 
 impl ConsoleConfig {
+    /// From the `WEBHOOKS_CONSOLE_OAUTH_*` variables of the process.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|k| std::env::var(k).ok())
     }

@@ -33,6 +33,7 @@ pub struct Console {
 }
 
 impl Console {
+    /// The console for `config`: its configuration document, ETag and Content-Security-Policy.
     pub fn new(config: &ConsoleConfig) -> Console {
         let config_json = serde_json::to_vec(config).expect("the config serializes");
         let mut connect = String::from("'self'");

@@ -47,7 +47,12 @@ pub enum Verdict {
     /// Sent and acknowledged: remove it from the queue.
     Delivered,
     /// Failed: attempt it again at `at` (epoch ms).
-    Retry { at: i64, reason: String },
+    Retry {
+        /// When it is due again (epoch ms).
+        at: i64,
+        /// Why it failed, for logs.
+        reason: String,
+    },
     /// Given up (schedule exhausted, or unsendable): keep it as a dead letter.
     Dead(String),
     /// Its subscription was blacklisted by this failure: keep it as a dead letter.
@@ -58,10 +63,20 @@ pub enum Verdict {
     /// Not attempted: its subscription's calls are at their cap, its
     /// breaker is open, or it is not due yet. Due again at `at` (epoch ms),
     /// with no attempt counted and nothing recorded.
-    Defer { at: i64, reason: String },
+    Defer {
+        /// When it is due again (epoch ms).
+        at: i64,
+        /// Why it was not attempted, for logs.
+        reason: String,
+    },
     /// Not attempted, its subscription's breaker open: parked until the
     /// breaker closes (or, where parking is a deferral, due again at `at`).
-    Park { at: i64, reason: String },
+    Park {
+        /// When it is due again where parking is a deferral (epoch ms).
+        at: i64,
+        /// Why it was parked, for logs.
+        reason: String,
+    },
 }
 
 impl Verdict {

@@ -16,6 +16,7 @@ pub const TRUST: i64 = 5_000;
 /// Past this many remembered breakers, the stale ones are forgotten.
 const MAX_ENTRIES: usize = 10_000;
 
+/// The breakers seen open lately in this process, with when each was seen, and the unparks under way.
 #[derive(Debug, Default)]
 pub struct HealthCache {
     entries: Mutex<HashMap<SubscriptionId, (Health, i64)>>,

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::ids::SubscriptionId;
 
+/// Counts each subscription's calls in flight in this process, up to `cap`.
 #[derive(Debug)]
 pub struct InFlight {
     cap: usize,
@@ -26,6 +27,7 @@ pub struct Slot {
 }
 
 impl InFlight {
+    /// A counter allowing `cap` calls per subscription (at least 1).
     pub fn new(cap: usize) -> Self {
         InFlight {
             cap: cap.max(1),
@@ -33,6 +35,7 @@ impl InFlight {
         }
     }
 
+    /// The most calls in flight one subscription may have (`WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION`).
     pub fn cap(&self) -> usize {
         self.cap
     }

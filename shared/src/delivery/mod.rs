@@ -158,6 +158,7 @@ pub async fn remember(
 
 /// A notification ready to be sent.
 pub struct Ready {
+    /// The subscription the notification goes to, as stored.
     pub subscription: StoredSubscription,
     /// The current secret's key first, then those of the replaced secrets
     /// still in their grace period: the notification is signed with each.

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Streak {
+    /// Failed attempts in the streak so far (0 when clear).
     pub failures: u32,
     /// When its first failure happened (epoch ms): names the streak.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -20,6 +21,7 @@ pub struct Streak {
 }
 
 impl Streak {
+    /// No failure since the last delivery (the default streak).
     pub fn is_clear(&self) -> bool {
         *self == Streak::default()
     }

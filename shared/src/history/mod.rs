@@ -36,6 +36,7 @@ pub enum NotificationStatus {
 }
 
 impl NotificationStatus {
+    /// The wire name: `PENDING`, `DELIVERED` or `FAILED`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Pending => "PENDING",
@@ -44,6 +45,7 @@ impl NotificationStatus {
         }
     }
 
+    /// The status of a wire name, in any case; `None` for anything else.
     pub fn parse(s: &str) -> Option<Self> {
         [Self::Pending, Self::Delivered, Self::Failed]
             .into_iter()
@@ -54,18 +56,27 @@ impl NotificationStatus {
 /// A notification as listed: what happened to it so far.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotificationSummary {
+    /// The notification's `uuid` (also its `webhook-id`).
     pub id: NotificationId,
+    /// The subscription it goes to.
     pub subscription_id: SubscriptionId,
+    /// The id of the event it notifies.
     pub event_id: String,
     /// The filter that matched (the payload's `event`).
     pub event: String,
     /// Epoch ms; also the payload's `timestamp`.
     pub created_at: i64,
+    /// Where it stands now.
     pub status: NotificationStatus,
+    /// Attempts made so far (resends included).
     pub attempts: u32,
+    /// When the latest attempt started (epoch ms); None before the first.
     pub last_attempt_at: Option<i64>,
+    /// When the next scheduled attempt is due (epoch ms, `PENDING` only).
     pub next_attempt_at: Option<i64>,
+    /// The callback's status for the latest attempt; None when nothing answered.
     pub last_http_status: Option<u16>,
+    /// Why the latest attempt failed, or why it ended unsent; None after a success.
     pub last_code: Option<String>,
 }
 
@@ -74,6 +85,7 @@ pub struct NotificationSummary {
 pub struct AttemptRecord {
     /// Epoch ms when the POST started.
     pub at: i64,
+    /// How long the POST took, ms.
     pub duration_ms: u64,
     /// None when nothing answered.
     pub http_status: Option<u16>,
@@ -81,10 +93,12 @@ pub struct AttemptRecord {
     pub code: Option<String>,
     /// The first [`MAX_KEPT_RESPONSE`] bytes of the answer, as text.
     pub response_body: String,
+    /// Whether the schedule or a person (resend, recover) asked for it.
     pub trigger: Trigger,
 }
 
 impl AttemptRecord {
+    /// The callback answered 2xx (no failing step).
     pub fn succeeded(&self) -> bool {
         self.code.is_none()
     }
@@ -93,9 +107,11 @@ impl AttemptRecord {
 /// A notification with its payload and every attempt, oldest first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotificationDetail {
+    /// What the list shows of it.
     pub summary: NotificationSummary,
     /// The exact JSON body that is sent.
     pub payload: String,
+    /// Every attempt, oldest first.
     pub attempts: Vec<AttemptRecord>,
     /// The trace the notification belongs to (32 hex digits); None for a
     /// notification stored before traces were kept.
@@ -105,6 +121,7 @@ pub struct NotificationDetail {
 /// What a notification became after an attempt (or a decision not to send).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
+    /// Where it stands after this.
     pub status: NotificationStatus,
     /// When the next scheduled attempt is due (PENDING only).
     pub next_attempt_at: Option<i64>,
@@ -129,16 +146,22 @@ pub struct Window {
 /// its state as read, which [`DeliveryHistory::mark_pending`] checks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claim {
+    /// The job that sends it again.
     pub job: DeliveryJob,
+    /// Its status as read; the claim fails if it changed meanwhile.
     pub status: NotificationStatus,
+    /// Its attempts as read; the claim fails if another was made meanwhile.
     pub attempts: u32,
 }
 
 /// One notification's figures for the stats endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatsRow {
+    /// When the notification was created (epoch ms): the hour it counts in.
     pub created_at: i64,
+    /// Where it stands.
     pub status: NotificationStatus,
+    /// Attempts made (more than 1: retried).
     pub attempts: u32,
     /// Durations of its attempts (ms); adapters may keep only the latest few.
     pub durations_ms: Vec<u64>,
@@ -198,6 +221,7 @@ pub const SORTABLE: &[&str] = &[
     "nextAttemptTime",
 ];
 
+/// The delivery history port: every notification and attempt, for the history endpoints.
 #[async_trait]
 pub trait DeliveryHistory: Send + Sync {
     /// Records notifications just enqueued as PENDING (idempotent: a

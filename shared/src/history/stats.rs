@@ -7,8 +7,10 @@ use serde::Serialize;
 use super::{NotificationStatus, StatsRow};
 use crate::clock::iso_millis;
 
+/// An hour in milliseconds: the width of a stats bucket.
 pub const HOUR_MS: i64 = 3_600_000;
 
+/// Notifications by what became of them (`delivered`, `failed`, `retried`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Counts {
     /// Answered 2xx.
@@ -19,38 +21,51 @@ pub struct Counts {
     pub retried: u64,
 }
 
+/// One hour of `GET /webhooksubscription/{id}/stats` (`StatsBucket`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Bucket {
     /// The hour's start, ISO 8601 UTC.
     pub start: String,
+    /// The notifications created in the hour.
     #[serde(flatten)]
     pub counts: Counts,
 }
 
+/// The whole window's figures (`StatsTotals`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Totals {
+    /// The notifications created in the window.
     #[serde(flatten)]
     pub counts: Counts,
     /// Still waiting for an attempt or a retry.
     pub pending: u64,
+    /// Every notification created in the window.
     pub notifications: u64,
 }
 
+/// Attempt durations of the window (`DurationPercentiles`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Durations {
     /// How many attempt durations the percentiles are over.
     pub count: u64,
+    /// Median attempt duration (ms, nearest rank); None when `count` is 0.
     pub p50: Option<u64>,
+    /// 99th percentile attempt duration (ms, nearest rank); None when `count` is 0.
     pub p99: Option<u64>,
 }
 
+/// The answer of `GET /webhooksubscription/{id}/stats` (`DeliveryStats`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Stats {
+    /// `since`: the window's start, after moving it up to the retention's start.
     pub since: String,
+    /// `until`: the window's end (exclusive); never before `since`.
     pub until: String,
     /// One per hour from the hour of `since` to `until`, empty hours included.
     pub buckets: Vec<Bucket>,
+    /// `totals`: the whole window's figures.
     pub totals: Totals,
+    /// `durationMs`: attempt duration percentiles.
     #[serde(rename = "durationMs")]
     pub duration_ms: Durations,
 }

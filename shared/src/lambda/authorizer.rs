@@ -32,6 +32,7 @@ use crate::config::{Config, Profile};
 /// The only error message API Gateway maps to a 401.
 pub const UNAUTHORIZED: &str = "Unauthorized";
 
+/// The error a Lambda handler returns to the runtime.
 pub type Error = lambda_runtime::Error;
 
 /// The verifier from `WEBHOOKS_JWT_*`, built once at init; fails when no

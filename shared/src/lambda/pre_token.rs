@@ -97,6 +97,7 @@ impl MachineClients {
         self.0.get(client_id).map(String::as_str)
     }
 
+    /// No app client is listed (`WEBHOOKS_MACHINE_CLIENTS` unset or empty).
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

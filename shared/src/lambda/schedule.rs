@@ -11,6 +11,7 @@ use crate::queue::Outbox;
 use crate::reminders;
 use crate::telemetry::emf;
 
+/// The `remind-expiring` handler: sends the expiry notices due now and answers how many (`reminded`).
 pub async fn remind_expiring(
     app: &App,
     outbox: &dyn Outbox,

@@ -20,8 +20,10 @@ use crate::store::{Cause, StoreError};
 pub struct DeliveryJob {
     /// The notification `uuid` (also `webhook-id`).
     pub id: NotificationId,
+    /// `orgId`: the subscription's organization.
     #[serde(rename = "orgId")]
     pub org_id: OrgId,
+    /// `subscriptionId`: the subscription to deliver to.
     #[serde(rename = "subscriptionId")]
     pub subscription_id: SubscriptionId,
     /// The JSON payload, exactly as it is POSTed.
@@ -78,12 +80,15 @@ fn is_zero(n: &u32) -> bool {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Trigger {
+    /// The first attempt and the retries of the schedule.
     #[default]
     Scheduled,
+    /// The first attempt after a resend or a recover.
     Manual,
 }
 
 impl Trigger {
+    /// The wire name: `SCHEDULED` or `MANUAL`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Scheduled => "SCHEDULED",
@@ -100,6 +105,7 @@ impl Trigger {
         }
     }
 
+    /// The schedule asked for it.
     pub fn is_scheduled(&self) -> bool {
         *self == Self::Scheduled
     }
@@ -109,6 +115,7 @@ impl Trigger {
 /// runs out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
+    /// The job leased.
     pub job: DeliveryJob,
     /// 1 for the first attempt.
     pub attempt: u32,
@@ -126,21 +133,29 @@ pub enum QueueError {
     Unavailable(#[source] Cause),
     /// A job on the queue this version cannot read, named by its key.
     #[error("queued job {key} is corrupt: {problem}")]
-    Corrupt { key: String, problem: String },
+    Corrupt {
+        /// The job's key, as the adapter names it.
+        key: String,
+        /// What cannot be read.
+        problem: String,
+    },
     /// Any other failure of the queue.
     #[error("queue failure: {0}")]
     Backend(#[source] Cause),
 }
 
 impl QueueError {
+    /// [`QueueError::Backend`] with `cause`.
     pub fn backend(cause: impl Into<Cause>) -> Self {
         QueueError::Backend(cause.into())
     }
 
+    /// [`QueueError::Unavailable`] with `cause`.
     pub fn unavailable(cause: impl Into<Cause>) -> Self {
         QueueError::Unavailable(cause.into())
     }
 
+    /// The queue may answer later (`503 QUEUE_UNAVAILABLE`).
     pub fn is_unavailable(&self) -> bool {
         matches!(self, QueueError::Unavailable(_))
     }
@@ -164,8 +179,10 @@ impl From<StoreError> for QueueError {
 /// so logs and answers name the right part.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreOrQueueError {
+    /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The queue failed.
     #[error(transparent)]
     Queue(#[from] QueueError),
 }
@@ -180,8 +197,10 @@ impl StoreOrQueueError {
     }
 }
 
+/// The delivery queue port: jobs enqueued by ingestion, leased by delivery workers.
 #[async_trait]
 pub trait DeliveryQueue: Send + Sync {
+    /// Adds the jobs, each due at once or at its `not_before`.
     async fn enqueue(&self, jobs: Vec<DeliveryJob>) -> Result<(), QueueError>;
     /// Leases up to `max` due jobs for `visibility`, fairly across
     /// subscriptions and at most `per_subscription` leases held at once for
@@ -237,6 +256,7 @@ pub trait DeliveryQueue: Send + Sync {
 /// subscription, oldest first. Adapter: DynamoDB (`aws/dynamodb/parking.rs`).
 #[async_trait]
 pub trait ParkingLot: Send + Sync {
+    /// Keeps `job` until its subscription's breaker closes.
     async fn park(&self, job: &DeliveryJob) -> Result<(), QueueError>;
     /// Up to `max` parked jobs of the subscription, oldest first.
     async fn parked(
@@ -297,8 +317,12 @@ pub trait Outbox: Send + Sync {
 /// One event's effects, for [`Outbox::commit_all`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventCommit {
+    /// The event's organization.
     pub org_id: OrgId,
+    /// The event's id: the second commit of an id does nothing.
     pub event_id: String,
+    /// The message the event carries, stored for `getmessagebyid`.
     pub message: Option<Message>,
+    /// Its notifications, one per matching subscription.
     pub jobs: Vec<DeliveryJob>,
 }

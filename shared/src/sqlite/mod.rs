@@ -39,7 +39,9 @@ mod store;
 /// Figures about the embedded queue, for operators and tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct QueueStats {
+    /// Notifications on the queue, not yet completed or dead-lettered.
     pub pending: u64,
+    /// Notifications given up on, kept as dead letters.
     pub dead_letters: u64,
 }
 
@@ -66,6 +68,7 @@ const STATEMENT_CACHE: usize = 64;
 /// Read connections beside the writer.
 const READERS: usize = 4;
 
+/// The SQLite file and its connections: one writer and a few readers.
 #[derive(Clone)]
 pub struct SqliteDb {
     conn: Arc<Mutex<Connection>>,

@@ -318,6 +318,7 @@ impl SqliteDb {
         .await
     }
 
+    /// How many notifications are queued and how many are dead letters.
     pub async fn queue_stats(&self) -> Result<QueueStats, StoreError> {
         self.with(|conn| {
             let count = |sql: &str| {

@@ -16,16 +16,23 @@ use crate::page::PageRequest;
 /// A subscription as stored, including its signing secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredSubscription {
+    /// Its id, a UUID v7 assigned on create.
     pub id: SubscriptionId,
+    /// The organization that owns it.
     pub org_id: OrgId,
+    /// The callback URL; unique within the organization.
     pub uri: String,
     /// Canonical filter strings, enabled for delivery.
     pub event_filters: Vec<String>,
+    /// The filters asked for that the organization may not use.
     pub disabled_filters: Vec<DisabledEntry>,
     /// Epoch milliseconds.
     pub expires_at: i64,
+    /// As stored: `Active` or `Blacklisted` (expiry is seen at read, [`order::visible_status`]).
     pub status: SubscriptionStatus,
+    /// When it was created (epoch ms).
     pub created_at: i64,
+    /// When it was last posted or its secret rotated (epoch ms).
     pub updated_at: i64,
     /// The current signing secret (`whsec_...`).
     pub secret: String,
@@ -56,6 +63,7 @@ impl StoredSubscription {
 /// A signing secret replaced by a rotation, still valid until `expires_at`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PreviousSecret {
+    /// The replaced secret (`whsec_...`).
     pub secret: String,
     /// Epoch milliseconds: the end of its grace period.
     #[serde(rename = "expiresAt")]
@@ -69,8 +77,11 @@ pub const MAX_PREVIOUS_SECRETS: usize = 10;
 /// current one stays valid for `grace_ms` more (not at all when 0).
 #[derive(Debug, Clone)]
 pub struct SecretRotation {
+    /// The secret that becomes current (`whsec_...`).
     pub new_secret: String,
+    /// How long the replaced secret stays valid, ms (0: not at all).
     pub grace_ms: i64,
+    /// When the rotation happens (epoch ms): the grace period starts then.
     pub now: i64,
 }
 
@@ -125,7 +136,12 @@ pub enum DeliveryRecord {
     Succeeded,
     /// A failure at `now`: starts the streak, or blacklists when the streak
     /// is older than `blacklist_after_ms`.
-    Failed { now: i64, blacklist_after_ms: i64 },
+    Failed {
+        /// When the attempt failed (epoch ms).
+        now: i64,
+        /// `WEBHOOKS_BLACKLIST_AFTER`, ms: how long a streak may last.
+        blacklist_after_ms: i64,
+    },
     /// `410 Gone`: blacklisted at once.
     Gone,
 }
@@ -133,8 +149,11 @@ pub enum DeliveryRecord {
 /// A requested filter the caller may not use, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DisabledEntry {
+    /// The filter as asked for.
     pub filter: String,
+    /// Why it is disabled (`PERMISSION_DENIED`).
     pub reason: String,
+    /// The reason, for a person.
     pub message: String,
 }
 
@@ -142,13 +161,21 @@ pub struct DisabledEntry {
 /// `new_id` and `new_secret` are used only when it does not exist yet.
 #[derive(Debug, Clone)]
 pub struct Upsert {
+    /// The organization the subscription belongs to.
     pub org_id: OrgId,
+    /// The callback URL: with `org_id`, what identifies the subscription.
     pub uri: String,
+    /// The enabled filters, in canonical form.
     pub event_filters: Vec<String>,
+    /// The filters asked for that the organization may not use.
     pub disabled_filters: Vec<DisabledEntry>,
+    /// The expiry (epoch ms).
     pub expires_at: i64,
+    /// When this write happens (epoch ms): `created_at` of a new one, `updated_at` of either.
     pub now: i64,
+    /// The id of a new subscription (an existing one keeps its own).
     pub new_id: SubscriptionId,
+    /// The signing secret of a new subscription (an existing one keeps its own).
     pub new_secret: String,
     /// Creating past this many subscriptions in the organization fails.
     pub max_per_org: usize,
@@ -163,6 +190,7 @@ pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// story.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// Creating one more subscription would pass the organization's limit.
     #[error("the organization already has {0} subscriptions")]
     LimitReached(usize),
     /// A rotation would leave more than this many previous secrets valid.
@@ -182,21 +210,29 @@ pub enum StoreError {
     /// A stored item this version cannot read (a missing attribute, an
     /// unknown status): named by its key so an operator can find it.
     #[error("stored item {key} is corrupt: {problem}")]
-    Corrupt { key: String, problem: String },
+    Corrupt {
+        /// The item's key, as the adapter names it.
+        key: String,
+        /// What cannot be read.
+        problem: String,
+    },
     /// Any other failure: a refused request, a missing table, a full disk.
     #[error("store failure: {0}")]
     Backend(#[source] Cause),
 }
 
 impl StoreError {
+    /// [`StoreError::Backend`] with `cause`.
     pub fn backend(cause: impl Into<Cause>) -> Self {
         StoreError::Backend(cause.into())
     }
 
+    /// [`StoreError::Unavailable`] with `cause`.
     pub fn unavailable(cause: impl Into<Cause>) -> Self {
         StoreError::Unavailable(cause.into())
     }
 
+    /// [`StoreError::Corrupt`]: the item at `key` cannot be read because of `problem`.
     pub fn corrupt(key: impl Into<String>, problem: impl Into<String>) -> Self {
         StoreError::Corrupt {
             key: key.into(),
@@ -210,6 +246,7 @@ impl StoreError {
     }
 }
 
+/// The store port: subscriptions, their filter index, and messages.
 #[async_trait]
 pub trait Store: Send + Sync {
     /// Creates or updates atomically: concurrent upserts of one (org, uri)
@@ -221,6 +258,7 @@ pub trait Store: Send + Sync {
         upsert: Upsert,
     ) -> Result<(StoredSubscription, bool), StoreError>;
 
+    /// The organization's subscription `id`, any status; None if it has none such.
     async fn get_subscription(
         &self,
         org_id: &OrgId,

@@ -40,19 +40,26 @@ const MAX_VALUES: usize = 100;
 /// What one `ingest-events` invocation did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct IngestFigures {
+    /// Queue records in the batch (`Records`).
     pub records: u64,
+    /// Events ingested for the first time (`EventsIngested`).
     pub ingested: u64,
+    /// Events already ingested, by event id (`DuplicateEvents`).
     pub duplicates: u64,
+    /// Notifications the ingested events fanned out to (`NotificationsCreated`).
     pub notifications: u64,
+    /// Records reported as failed, for SQS to deliver again (`RecordsFailed`).
     pub failed: u64,
 }
 
 /// What one `deliver-notifications` invocation did.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct DeliveryFigures {
+    /// Queue records in the batch.
     pub records: u64,
     /// Attempts by outcome label.
     outcomes: Vec<(&'static str, u64)>,
+    /// Records not settled, left for SQS to deliver again.
     pub unsettled: u64,
     attempt_ms: Vec<f64>,
     lag_ms: Vec<f64>,

@@ -18,8 +18,11 @@ pub mod otlp;
 /// A `traceparent` header's ids and sampled flag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TraceParent {
+    /// The trace's id: 16 random bytes, shared by every span of the trace.
     pub trace_id: [u8; 16],
+    /// The parent span's id: 8 bytes.
     pub span_id: [u8; 8],
+    /// The `sampled` flag: the trace is recorded.
     pub sampled: bool,
 }
 
@@ -148,9 +151,13 @@ pub fn current() -> Option<TraceParent> {
 /// What a span is, for the exporter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// Serves a request (an API call).
     Server,
+    /// Work inside the process (an ingestion started by a request).
     Internal,
+    /// Handles a queue message (an ingestion or a delivery attempt).
     Consumer,
+    /// Calls another service.
     Client,
 }
 
@@ -215,6 +222,7 @@ pub fn start(name: &'static str, kind: Kind, parent: Option<TraceParent>) -> Spa
 }
 
 impl Span {
+    /// The span's context, to pass on as a `traceparent`.
     pub fn context(&self) -> TraceParent {
         self.ctx
     }
@@ -243,7 +251,9 @@ impl Span {
 /// An attribute's value.
 #[derive(Debug, Clone)]
 pub enum AttrValue {
+    /// Text.
     Str(&'static str),
+    /// An integer.
     Int(i64),
 }
 

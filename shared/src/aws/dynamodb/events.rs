@@ -17,7 +17,10 @@ pub enum EventRecord {
     /// An ingestion failed part-way (its history may be written, its jobs
     /// may be on the queue): a retry completes it with the same
     /// `accepted_at`, so it writes the same history items, not new ones.
-    Partial { accepted_at: i64 },
+    Partial {
+        /// When the event was first accepted (epoch ms): its history items' time.
+        accepted_at: i64,
+    },
     /// Ingested: a redelivery is a no-op.
     Done,
 }

@@ -42,7 +42,9 @@ use aws_sdk_dynamodb::Client;
 use crate::config::{Config, ConfigError};
 use crate::store::StoreError;
 
+/// The subscriptions table's name when `WEBHOOKS_SUBSCRIPTIONS_TABLE` is unset (`webhooks-local`).
 pub const DEFAULT_SUBSCRIPTIONS_TABLE: &str = "webhooks-subscriptions";
+/// The messages table's name when `WEBHOOKS_MESSAGES_TABLE` is unset (`webhooks-local`).
 pub const DEFAULT_MESSAGES_TABLE: &str = "webhooks-messages";
 
 /// DynamoDB's limit on a sort key, in bytes.
@@ -57,7 +59,9 @@ pub(super) type Item = HashMap<String, AttributeValue>;
 /// The table names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tables {
+    /// The subscriptions table: subscriptions, their filter index, list entries and expiry entries.
     pub subscriptions: String,
+    /// The messages table: messages, event records, the delivery history and parked jobs.
     pub messages: String,
 }
 
@@ -91,6 +95,7 @@ impl Tables {
     }
 }
 
+/// The store, delivery history and parking lot on DynamoDB's two tables.
 #[derive(Clone)]
 pub struct DynamoStore {
     client: Client,
@@ -139,14 +144,17 @@ impl DynamoStore {
         Self::from_sdk(&crate::aws::sdk_config().await, tables)
     }
 
+    /// A store on the client of `sdk`, with the default retentions.
     pub fn from_sdk(sdk: &aws_config::SdkConfig, tables: Tables) -> Self {
         Self::new(Client::new(sdk), tables)
     }
 
+    /// The DynamoDB client (tables are provisioned and checked with it).
     pub fn client(&self) -> &Client {
         &self.client
     }
 
+    /// The table names.
     pub fn tables(&self) -> &Tables {
         &self.tables
     }

@@ -64,6 +64,7 @@ pub fn install() {
     METRICS.get_or_init(Metrics::new);
 }
 
+/// Whether [`install`] has run, i.e. whether the hooks count.
 pub fn is_installed() -> bool {
     METRICS.get().is_some()
 }
