@@ -144,7 +144,10 @@ async fn a_revoked_key_is_refused() {
     let token = token("org-1");
     let before = authorize(&keys, "authorizer-http-request", &token, &key.key).await;
     assert_eq!(before["context"]["orgId"], "org-1");
-    assert_eq!(keys.revoke_api_key(&key.id, now()).await.unwrap(), Revoked::Now);
+    assert_eq!(
+        keys.revoke_api_key(&key.id, now()).await.unwrap(),
+        Revoked::Now
+    );
     let after = authorize(&keys, "authorizer-http-request", &token, &key.key).await;
     assert_eq!(refusal(&after), (403, "API_KEY_INVALID"));
     assert_eq!(after["context"]["detail"], "the API key has been revoked");

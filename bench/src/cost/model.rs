@@ -172,8 +172,7 @@ mod tests {
             http_api_requests: 1.0,
         };
         let total = per_million(&parts(&usage, &US_EAST_1));
-        let expected =
-            3.0 * 0.125 + 5.0 * 0.625 + 1.5 * 0.40 + 0.2 * 0.20 + 0.001 * 13.3334 + 1.0;
+        let expected = 3.0 * 0.125 + 5.0 * 0.625 + 1.5 * 0.40 + 0.2 * 0.20 + 0.001 * 13.3334 + 1.0;
         assert!(close(total, expected), "{total} vs {expected}");
     }
 

@@ -34,7 +34,11 @@ pub enum Revoked {
 impl DynamoStore {
     /// Stores a new key for `org_id`, created at `now` (epoch ms); the
     /// returned key is the only copy of its secret.
-    pub async fn create_api_key(&self, org_id: &OrgId, now: i64) -> Result<NewTenantKey, StoreError> {
+    pub async fn create_api_key(
+        &self,
+        org_id: &OrgId,
+        now: i64,
+    ) -> Result<NewTenantKey, StoreError> {
         let new = tenant_key::generate();
         let mut item = key(api_key_pk(&new.id), API_KEY_SK.into());
         item.insert("orgId".into(), s(org_id.to_string()));
