@@ -412,10 +412,11 @@ lint_template() {
         printf '%s\n' "$out" >&2
         rc=1
     fi
-    # Both identity provider set-ups, with the parameters each one needs.
+    # Both identity provider set-ups, with the parameters each one needs, and the HTTP API option.
     local params
     for params in "IdentityProvider=cognito" \
-        "IdentityProvider=external JwtJwksUrl=https://idp.example.com/.well-known/jwks.json"; do
+        "IdentityProvider=external JwtJwksUrl=https://idp.example.com/.well-known/jwks.json" \
+        "ApiType=http"; do
         # shellcheck disable=SC2086 # one word per parameter
         if ! out="$("$_EMU_VENV/bin/cfn-lint" "$template" --parameters $params 2>&1)"; then
             _emu_err "cfn-lint $template --parameters $params failed:"

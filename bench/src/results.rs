@@ -133,6 +133,7 @@ impl Results {
         targets.push(http::memory_target(self.service_memory.as_ref()));
         targets.extend(fanout::targets(&self.fanout));
         targets.push(cost::target(self.cost.as_ref()));
+        targets.push(cost::http_api_target(self.cost.as_ref()));
         self.targets = targets;
     }
 

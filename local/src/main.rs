@@ -5,6 +5,8 @@
 //! - `token`: mints a bearer token for an organization
 //! - `migrate-messages`: dates the messages of a DynamoDB table that predate
 //!   the per-id keys, so their retention applies (once, after upgrading)
+//! - `api-keys create|revoke`: the API keys of a deployment with the HTTP API
+//!   option, in its DynamoDB table
 
 /// mimalloc rather than glibc's malloc: a request allocates a few dozen
 /// small blocks, and glibc's free lists were an eighth of the server's CPU
@@ -13,6 +15,7 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod api_keys;
 mod backend;
 mod credentials;
 mod listen;
@@ -54,6 +57,10 @@ enum Command {
     /// still under its old key a receipt time of now and its TTL (WEBHOOKS_MESSAGES_TABLE,
     /// WEBHOOKS_MESSAGE_RETENTION, AWS credentials and region from the SDK's environment).
     MigrateMessages,
+    /// With the HTTP API option (ApiType=http): create or revoke API keys in the DynamoDB
+    /// subscriptions table (WEBHOOKS_SUBSCRIPTIONS_TABLE, AWS credentials and region from
+    /// the SDK's environment).
+    ApiKeys(api_keys::ApiKeysArgs),
 }
 
 #[derive(Args, Clone)]
@@ -107,6 +114,7 @@ fn main() -> ExitCode {
         Some(Command::Listen(args)) => listen::run(args),
         Some(Command::Token(args)) => token(args),
         Some(Command::MigrateMessages) => migrate_messages(),
+        Some(Command::ApiKeys(args)) => api_keys::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -14,7 +14,10 @@
 //! polls it its own way), Lambda invocations (one per batch, one per API
 //! call) billed at the `lambda` suite's warm p50 durations at 256 MB, and
 //! one API Gateway request per API call (the authorizer's answer cached: no
-//! invocation counted).
+//! invocation counted). A get is priced a second time on the HTTP API
+//! option (`ApiType=http`): the same units, an HTTP API request instead of a
+//! REST one (its authorizer's key lookup is cached with its answer, like the
+//! token check on REST).
 
 mod drive;
 mod events;
@@ -84,7 +87,10 @@ pub async fn run(s: &Settings, lambda: &[LambdaResult]) -> Result<CostResults, S
         }
     }
     let phases = drive::run(s).await?;
-    let scenarios = phases.iter().map(|p| scenario(p, &lambda_ms)).collect();
+    let mut scenarios: Vec<Scenario> = phases.iter().map(|p| scenario(p, &lambda_ms)).collect();
+    if let Some(get) = scenarios.iter().find(|s| s.name == GET_SUBSCRIPTION) {
+        scenarios.push(on_http_api(get));
+    }
     Ok(CostResults {
         prices: prices::US_EAST_1,
         prices_date: prices::DATE,
@@ -93,6 +99,27 @@ pub async fn run(s: &Settings, lambda: &[LambdaResult]) -> Result<CostResults, S
         phases,
         scenarios,
     })
+}
+
+/// The phase a get is priced from, and its row on the HTTP API option.
+const GET_SUBSCRIPTION: &str = "get subscription";
+const GET_ON_HTTP_API: &str = "get subscription, HTTP API option";
+
+/// `rest` with its API Gateway request on the HTTP API instead.
+fn on_http_api(rest: &Scenario) -> Scenario {
+    let usage = Usage {
+        http_api_requests: rest.usage.api_requests,
+        api_requests: 0.0,
+        ..rest.usage
+    };
+    let parts = model::parts(&usage, &prices::US_EAST_1);
+    Scenario {
+        name: GET_ON_HTTP_API.into(),
+        per: rest.per,
+        usage,
+        per_million: model::per_million(&parts),
+        parts,
+    }
 }
 
 fn sum(phase: &Phase, f: impl Fn(&str, &proxy::Counts) -> f64) -> f64 {
@@ -190,6 +217,21 @@ pub fn target(cost: Option<&CostResults>) -> Target {
         goal: goal.into(),
         measured: dollars(s.per_million),
         met: Some(s.per_million <= 2.0),
+    }
+}
+
+/// A get on the HTTP API option at ≤ $1.50 per million.
+pub fn http_api_target(cost: Option<&CostResults>) -> Target {
+    let goal = "≤ $1.50";
+    let name = "AWS cost per 1,000,000 gets on the HTTP API option";
+    let Some(s) = cost.and_then(|c| c.scenarios.iter().find(|s| s.name == GET_ON_HTTP_API)) else {
+        return Target::not_measured(name, goal);
+    };
+    Target {
+        target: name.into(),
+        goal: goal.into(),
+        measured: dollars(s.per_million),
+        met: Some(s.per_million <= 1.5),
     }
 }
 

@@ -15,6 +15,8 @@ pub struct Usage {
     pub lambda_invocations: f64,
     pub lambda_gb_seconds: f64,
     pub api_requests: f64,
+    /// Requests to the HTTP API option instead of the REST API.
+    pub http_api_requests: f64,
 }
 
 /// One line of the arithmetic: quantity per operation × unit price.
@@ -61,6 +63,11 @@ pub fn parts(usage: &Usage, prices: &Prices) -> Vec<Part> {
             "API Gateway requests",
             usage.api_requests,
             prices.api_request,
+        ),
+        line(
+            "API Gateway HTTP API requests",
+            usage.http_api_requests,
+            prices.http_api_request,
         ),
     ]
 }
@@ -158,9 +165,10 @@ mod tests {
             lambda_invocations: 0.2,
             lambda_gb_seconds: 0.001,
             api_requests: 0.0,
+            http_api_requests: 1.0,
         };
         let total = per_million(&parts(&usage, &US_EAST_1));
-        let expected = 3.0 * 0.125 + 5.0 * 0.625 + 1.5 * 0.40 + 0.2 * 0.20 + 0.001 * 13.3334;
+        let expected = 3.0 * 0.125 + 5.0 * 0.625 + 1.5 * 0.40 + 0.2 * 0.20 + 0.001 * 13.3334 + 1.0;
         assert!(close(total, expected), "{total} vs {expected}");
     }
 

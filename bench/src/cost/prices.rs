@@ -3,7 +3,8 @@
 //! page (on-demand capacity, Standard table class), the Amazon SQS pricing
 //! page (standard queues, the tier after the monthly free first million),
 //! the AWS Lambda pricing page (Arm price, first tier of duration), and the
-//! Amazon API Gateway pricing page (REST APIs, first 333 million a month).
+//! Amazon API Gateway pricing page (REST APIs, first 333 million a month;
+//! HTTP APIs, first 300 million a month).
 //! Free tiers are left out: they are a fixed monthly amount, not a cost per
 //! notification. Data transfer is excluded.
 
@@ -23,6 +24,8 @@ pub struct Prices {
     pub lambda_gb_second: f64,
     /// API Gateway REST API, $ per request.
     pub api_request: f64,
+    /// API Gateway HTTP API (the `ApiType=http` option), $ per request.
+    pub http_api_request: f64,
 }
 
 /// The date the prices were read.
@@ -36,6 +39,7 @@ pub const US_EAST_1: Prices = Prices {
     lambda_request: 0.20 / 1e6,
     lambda_gb_second: 0.000_013_333_4,
     api_request: 3.50 / 1e6,
+    http_api_request: 1.00 / 1e6,
 };
 
 /// Where each price comes from, for the report.
@@ -59,6 +63,10 @@ pub fn sources() -> Vec<String> {
         format!(
             "API Gateway REST API: ${:.2} per million requests, first 333 million a month (Amazon API Gateway pricing page, {REGION}, {DATE})",
             p.api_request * 1e6
+        ),
+        format!(
+            "API Gateway HTTP API: ${:.2} per million requests (of up to 512 KB), first 300 million a month (Amazon API Gateway pricing page, {REGION}, {DATE})",
+            p.http_api_request * 1e6
         ),
     ]
 }

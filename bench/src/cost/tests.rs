@@ -206,3 +206,27 @@ fn a_transaction_costs_at_least_two_units_per_item() {
     );
     assert_eq!(transaction_floor("PutItem", 1, 0.0, 1.0), (0.0, 1.0));
 }
+
+#[test]
+fn a_get_on_the_http_api_option_differs_by_the_request_price_only() {
+    let usage = super::model::Usage {
+        read_units: 1.0,
+        lambda_invocations: 1.0,
+        lambda_gb_seconds: 0.00025,
+        api_requests: 1.0,
+        ..Default::default()
+    };
+    let parts = super::model::parts(&usage, &super::prices::US_EAST_1);
+    let rest = super::Scenario {
+        name: super::GET_SUBSCRIPTION.into(),
+        per: "read",
+        usage,
+        per_million: super::model::per_million(&parts),
+        parts,
+    };
+    let http = super::on_http_api(&rest);
+    assert_eq!(http.name, super::GET_ON_HTTP_API);
+    assert_eq!(http.usage.api_requests, 0.0);
+    assert_eq!(http.usage.http_api_requests, 1.0);
+    assert!((rest.per_million - http.per_million - 2.50).abs() < 1e-9);
+}

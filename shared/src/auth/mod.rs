@@ -5,6 +5,7 @@
 
 pub mod cache;
 pub mod jwt;
+pub mod tenant_key;
 
 use http::{HeaderMap, Method, StatusCode};
 use subtle::ConstantTimeEq;

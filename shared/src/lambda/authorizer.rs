@@ -15,10 +15,22 @@
 //!   key): the error `Unauthorized`, which API Gateway turns into its 401.
 //!
 //! Tokens are never logged; failures log their reason only.
+//!
+//! The same binary is the HTTP API option's authorizer (`ApiType=http`,
+//! payload format 2.0, simple responses), told apart by the event's
+//! `version`: [`authorize_http`]. HTTP APIs have no API keys of their own,
+//! so it checks `x-api-key` against the stored keys
+//! ([`crate::auth::tenant_key`]) and the key's organization against the
+//! token's. HTTP APIs cannot shape their own 401/403 bodies, so a refusal
+//! is not a deny: the request goes on with a context holding only the
+//! problem (`refusal`, `status`, `detail`), which [`super::caller`] turns
+//! into the same problem+json answer `webhooks-local` gives, before any
+//! handler runs. A context without `orgId` authorizes nothing.
 
 use aws_lambda_events::apigw::{
     ApiGatewayCustomAuthorizerPolicy, ApiGatewayCustomAuthorizerRequestTypeRequest,
-    ApiGatewayCustomAuthorizerResponse,
+    ApiGatewayCustomAuthorizerResponse, ApiGatewayV2CustomAuthorizerSimpleResponse,
+    ApiGatewayV2CustomAuthorizerV2Request,
 };
 use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
 use http::StatusCode;
@@ -26,8 +38,10 @@ use lambda_runtime::LambdaEvent;
 use serde_json::{Map, Value};
 
 use super::StartError;
-use crate::auth::{bearer_token, jwt::Verifier};
+use crate::auth::{bearer_token, jwt::Verifier, tenant_key, Caller};
+use crate::aws::dynamodb::{DynamoStore, Tables};
 use crate::config::{Config, Profile};
+use crate::error::{ApiError, ErrorCode};
 
 /// The only error message API Gateway maps to a 401.
 pub const UNAUTHORIZED: &str = "Unauthorized";
@@ -48,7 +62,45 @@ pub fn verifier_from_env() -> Result<Verifier, StartError> {
     Ok(verifier)
 }
 
-/// Answers one authorizer invocation.
+/// What the authorizer needs, built once at init: the token verifier and,
+/// for the HTTP API's events, the store of API keys.
+pub struct Authorizer {
+    /// Checks the bearer token (HS256 secret or the provider's JWKS).
+    pub verifier: Verifier,
+    /// The hashed API keys (`APIKEY#` items) the HTTP API's events are checked against.
+    pub keys: DynamoStore,
+}
+
+/// [`verifier_from_env`] and the DynamoDB store of `WEBHOOKS_SUBSCRIPTIONS_TABLE`.
+pub async fn authorizer_from_env() -> Result<Authorizer, StartError> {
+    let verifier = verifier_from_env()?;
+    let config = Config::from_env(Profile::Lambda)?;
+    let sdk = crate::aws::sdk_config().await;
+    let keys = DynamoStore::configured(&sdk, Tables::required(&config)?, &config);
+    Ok(Authorizer { verifier, keys })
+}
+
+/// One invocation of either API's authorizer: an HTTP API event (payload
+/// format `2.0`) goes to [`authorize_http`], any other to [`authorize`].
+pub async fn handle(authorizer: &Authorizer, event: LambdaEvent<Value>) -> Result<Value, Error> {
+    let (payload, context) = event.into_parts();
+    if payload.get("version").and_then(Value::as_str) == Some("2.0") {
+        let request = serde_json::from_value(payload)?;
+        let response = authorize_http(
+            &authorizer.verifier,
+            &authorizer.keys,
+            LambdaEvent::new(request, context),
+        )
+        .await?;
+        Ok(serde_json::to_value(response)?)
+    } else {
+        let request = serde_json::from_value(payload)?;
+        let response = authorize(&authorizer.verifier, LambdaEvent::new(request, context)).await?;
+        Ok(serde_json::to_value(response)?)
+    }
+}
+
+/// Answers one REST API authorizer invocation.
 pub async fn authorize(
     verifier: &Verifier,
     event: LambdaEvent<ApiGatewayCustomAuthorizerRequestTypeRequest>,
@@ -76,12 +128,7 @@ pub async fn authorize(
         }
         Ok(caller) => {
             tracing::info!(org_id = %caller.org_id, "request allowed");
-            let mut context = Map::new();
-            context.insert("orgId".into(), Value::from(caller.org_id.to_string()));
-            if let Some(sub) = &caller.subject {
-                context.insert("sub".into(), Value::from(sub.clone()));
-            }
-            context.insert("scope".into(), Value::from(caller.scopes.join(" ")));
+            let context = allowed_context(&caller);
             let principal = caller
                 .subject
                 .unwrap_or_else(|| caller.org_id.into_string());
@@ -89,7 +136,7 @@ pub async fn authorize(
                 principal,
                 IamPolicyEffect::Allow,
                 resource,
-                Value::Object(context),
+                context,
             ))
         }
         Err(e) if e.status == StatusCode::FORBIDDEN => {
@@ -106,6 +153,111 @@ pub async fn authorize(
             Err(UNAUTHORIZED.into())
         }
     }
+}
+
+/// Answers one HTTP API authorizer invocation (payload format 2.0, simple
+/// responses): the API key, then the token, then that both belong to one
+/// organization, in the order `webhooks-local` checks them. Every answer is
+/// `isAuthorized: true`; a refusal carries only its problem (module docs).
+/// Fails (API Gateway's `500`, not cached) only when the key store does not
+/// answer.
+pub async fn authorize_http(
+    verifier: &Verifier,
+    keys: &DynamoStore,
+    event: LambdaEvent<ApiGatewayV2CustomAuthorizerV2Request>,
+) -> Result<ApiGatewayV2CustomAuthorizerSimpleResponse, Error> {
+    let headers = &event.payload.headers;
+    let context = match check_key_and_token(verifier, keys, headers).await? {
+        Ok(caller) => {
+            tracing::info!(org_id = %caller.org_id, "request allowed");
+            allowed_context(&caller)
+        }
+        Err(refusal) => {
+            tracing::info!(code = refusal.code.as_str(), reason = %refusal.detail, "request refused");
+            let mut context = Map::new();
+            context.insert("refusal".into(), Value::from(refusal.code.as_str()));
+            context.insert("status".into(), Value::from(refusal.status.as_u16()));
+            context.insert("detail".into(), Value::from(refusal.detail));
+            Value::Object(context)
+        }
+    };
+    let mut response = ApiGatewayV2CustomAuthorizerSimpleResponse::<Value>::default();
+    response.is_authorized = true;
+    response.context = context;
+    Ok(response)
+}
+
+/// The caller, or the problem to answer; `Err` only when the store failed.
+async fn check_key_and_token(
+    verifier: &Verifier,
+    keys: &DynamoStore,
+    headers: &http::HeaderMap,
+) -> Result<Result<Caller, ApiError>, Error> {
+    let forbidden = |code, detail: &str| ApiError::new(StatusCode::FORBIDDEN, code, detail);
+    // API Gateway itself answers 401 when a header of the cache's identity
+    // source is missing; without a cache the authorizer sees every request.
+    let Some(presented) = headers.get("x-api-key").and_then(|v| v.to_str().ok()) else {
+        return Ok(Err(forbidden(
+            ErrorCode::ApiKeyMissing,
+            "the x-api-key header is required",
+        )));
+    };
+    let invalid = || {
+        forbidden(
+            ErrorCode::ApiKeyInvalid,
+            "the x-api-key header does not hold a known API key",
+        )
+    };
+    let Some(key_id) = tenant_key::key_id(presented) else {
+        return Ok(Err(invalid()));
+    };
+    let stored = keys.api_key(key_id).await.map_err(|e| {
+        tracing::error!(error = %e, "the API key store failed");
+        Error::from("the API key store failed")
+    })?;
+    let Some(stored) = stored.filter(|k| tenant_key::matches(&k.digest, presented)) else {
+        return Ok(Err(invalid()));
+    };
+    if stored.revoked_at.is_some() {
+        return Ok(Err(forbidden(
+            ErrorCode::ApiKeyInvalid,
+            "the API key has been revoked",
+        )));
+    }
+    let token = match bearer_token(headers) {
+        Ok(token) => token,
+        Err(e) => return Ok(Err(e)),
+    };
+    let caller = match verifier.verify(token).await {
+        Ok(caller) => caller,
+        Err(e) => return Ok(Err(e)),
+    };
+    if !caller.has_any_scope_of(verifier.scopes()) {
+        let needed = verifier.scopes().all().join(" ");
+        return Ok(Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            ErrorCode::InsufficientScope,
+            format!("the token carries none of the scopes '{needed}'"),
+        )));
+    }
+    if caller.org_id != stored.org_id {
+        return Ok(Err(forbidden(
+            ErrorCode::OrganizationMismatch,
+            "the API key belongs to another organization than the token",
+        )));
+    }
+    Ok(Ok(caller))
+}
+
+/// `orgId`, `sub`, `scope`: what the functions read as the caller.
+fn allowed_context(caller: &Caller) -> Value {
+    let mut context = Map::new();
+    context.insert("orgId".into(), Value::from(caller.org_id.to_string()));
+    if let Some(sub) = &caller.subject {
+        context.insert("sub".into(), Value::from(sub.clone()));
+    }
+    context.insert("scope".into(), Value::from(caller.scopes.join(" ")));
+    Value::Object(context)
 }
 
 /// `arn:aws:execute-api:<region>:<account>:<apiId>/<stage>/<METHOD>/<path>`

@@ -4,7 +4,8 @@
 //!
 //! API Gateway has already checked the API key and run the [`authorizer`];
 //! the caller comes from `requestContext.authorizer` (`orgId`, `sub`,
-//! `scope`). Each function serves one [`Endpoint`] of the routing table
+//! `scope`), or `requestContext.authorizer.lambda` behind the HTTP API
+//! option (payload format 2.0), where it may hold a refusal instead. Each function serves one [`Endpoint`] of the routing table
 //! (`routes.rs`), so the route is known and the id comes from
 //! `pathParameters`: the path itself (with or without the `/prod` stage, or
 //! a custom domain's base path) is not parsed.
@@ -26,7 +27,7 @@ use tracing::Instrument;
 use crate::app::App;
 use crate::auth::Caller;
 use crate::config::{Config, Profile};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::http::error_response;
 use crate::queue::DeliveryQueue;
 pub use crate::routes::Endpoint;
@@ -119,16 +120,25 @@ fn route(endpoint: Endpoint, request: &Request) -> Result<Route, ApiError> {
 }
 
 /// The caller API Gateway's authorizer vouched for, from
-/// `requestContext.authorizer`: `orgId`, `sub`, `scope` (space separated).
+/// `requestContext.authorizer` (REST) or `requestContext.authorizer.lambda`
+/// (HTTP API): `orgId`, `sub`, `scope` (space separated); or the problem the
+/// HTTP API's authorizer found (`refusal`, `status`, `detail`).
 pub fn caller(request: &Request) -> Result<Caller, ApiError> {
     let missing = || {
         ApiError::invalid_token("the request carries no authorizer context with an organization")
     };
     let fields = match request.request_context_ref() {
         Some(RequestContext::ApiGatewayV1(context)) => &context.authorizer.fields,
+        Some(RequestContext::ApiGatewayV2(context)) => match &context.authorizer {
+            Some(authorizer) => &authorizer.fields,
+            None => return Err(missing()),
+        },
         _ => return Err(missing()),
     };
     let text = |name: &str| fields.get(name).and_then(Value::as_str);
+    if let Some(code) = text("refusal") {
+        return Err(refusal(code, fields.get("status"), text("detail")));
+    }
     let org_id = text("orgId")
         .filter(|org| crate::filter::id("orgId", org).is_ok())
         .ok_or_else(missing)?;
@@ -141,6 +151,23 @@ pub fn caller(request: &Request) -> Result<Caller, ApiError> {
             .map(str::to_owned)
             .collect(),
     })
+}
+
+/// The problem the HTTP API's authorizer refused the request with, as
+/// `webhooks-local` answers it; anything unexpected is an invalid token.
+fn refusal(code: &str, status: Option<&Value>, detail: Option<&str>) -> ApiError {
+    let detail = detail.unwrap_or("the request was refused").to_owned();
+    let code = ErrorCode::ALL.iter().find(|c| c.as_str() == code).copied();
+    let status = status
+        .and_then(Value::as_u64)
+        .and_then(|s| http::StatusCode::from_u16(s as u16).ok())
+        .filter(|s| *s == http::StatusCode::FORBIDDEN);
+    match (code, status) {
+        (Some(code), Some(status)) if code != ErrorCode::InvalidToken => {
+            ApiError::new(status, code, detail)
+        }
+        _ => ApiError::invalid_token(detail),
+    }
 }
 
 /// A response for API Gateway: JSON bodies as text (REST APIs pass base64

@@ -11,6 +11,7 @@
 //! | list entry | `ORG#<org>` | `CREATED#<created ms, 13 digits>#<id>` | none |
 //! | filter index entry | `FILTER#<canonical filter, an operational one without ?type=>` | `SUB#<id>` | a copy of the subscription, `ttl` |
 //! | expiry entry | `EXPIRY#<UTC day of the expiry, yyyy-mm-dd>` | `<expiry ms, 13 digits>#<org>#<id>` | `orgId`, `id`, `expiresAt`, `ttl` |
+//! | API key (HTTP API option) | `APIKEY#<key id>` | `K` | `orgId`, `digest` (SHA-256 of the key), `createdAt`, `revokedAt` |
 //!
 //! - **Create** is one `TransactWriteItems`: put the guard if absent, add 1
 //!   to the counter if below the cap, put the subscription, its list entry
@@ -47,6 +48,11 @@
 //!   [`Store::mark_expiry_reminded`] deletes the entry. Entries carry `ttl`
 //!   = the expiry + a day. Subscriptions created before the entries existed
 //!   have none, so no reminder, until they are re-posted (a new expiry).
+//! - **API keys** ([`super::api_keys`]), for `ApiType=http` only: one item
+//!   per key, read by the authorizer with one strongly consistent `GetItem`
+//!   (only on a miss of API Gateway's authorizer cache); its IAM policy
+//!   allows `GetItem` on `APIKEY#` partitions only. Revoking sets
+//!   `revokedAt`, so the item stays as a record.
 //! - **TTL**: index entries carry `ttl` = the subscription's expiry (epoch
 //!   seconds), so DynamoDB removes entries of expired subscriptions from the
 //!   fan-out partitions; posting the uri again writes them anew. Subscription
@@ -232,6 +238,12 @@ pub(super) fn expiry_sk_bounds(after: i64, until: i64) -> (String, String) {
 pub(super) fn parked_pk(subscription_id: &SubscriptionId) -> String {
     format!("PARKED#{subscription_id}")
 }
+
+pub(super) fn api_key_pk(key_id: &str) -> String {
+    format!("APIKEY#{key_id}")
+}
+
+pub(super) const API_KEY_SK: &str = "K";
 
 pub(super) fn key(pk: String, sk: String) -> Item {
     HashMap::from([

@@ -12,8 +12,10 @@
 //! [`expiry`] (expiry reminders),
 //! [`messages`] (messages and their retention), [`events`] (the outbox's
 //! event records), [`history`] (the delivery history port) and
-//! [`history_items`], [`tables`] (provisioning).
+//! [`history_items`], [`api_keys`] (the HTTP API option's keys), [`tables`]
+//! (provisioning).
 
+pub mod api_keys;
 mod backoff;
 mod change;
 mod codec;
