@@ -34,8 +34,12 @@
 //!   organization has its entry; until then (data from before the entries)
 //!   a list reads the whole organization and writes the missing entries.
 //! - Reads that decide what to write, and reads right after a write by
-//!   another process (lists, lookups, fan-out), are strongly consistent.
-//!   Nothing scans.
+//!   another process (lists, lookups), are strongly consistent; the fan-out
+//!   `Query` is eventually consistent (half the read units; what it may miss
+//!   is said where `store.rs` makes it). The delivery's
+//!   read of its subscription stays strongly consistent: a rotation with no
+//!   grace period (a leaked secret) must stop signing with the old secret at
+//!   once, and a deleted subscription must receive nothing. Nothing scans.
 //! - **Expiry reminders** ([`Store::expiring_subscriptions`]): each
 //!   subscription has one expiry entry, for its current expiry, written in
 //!   the transaction that creates it; an update to another expiry deletes

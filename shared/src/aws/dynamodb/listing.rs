@@ -124,7 +124,7 @@ impl DynamoStore {
         &self,
         org_id: &OrgId,
     ) -> Result<Vec<StoredSubscription>, StoreError> {
-        self.query_all(&self.tables.subscriptions, org_pk(org_id), Some(SUB))
+        self.query_all(&self.tables.subscriptions, org_pk(org_id), Some(SUB), true)
             .await?
             .iter()
             .map(parse_subscription)
@@ -206,7 +206,7 @@ impl DynamoStore {
     ) -> Result<(), StoreError> {
         let table = &self.tables.subscriptions;
         let present: HashSet<String> = self
-            .query_all(table, org_pk(org_id), Some(CREATED))
+            .query_all(table, org_pk(org_id), Some(CREATED), true)
             .await?
             .iter()
             .map(|item| text(item, "sk"))

@@ -1,6 +1,7 @@
 //! Reads of many items: a whole partition (`Query`, paginated) and a set
 //! of keys (`BatchGetItem`, in batches of 100, unprocessed keys asked for
-//! again after a backoff). Both strongly consistent.
+//! again after a backoff). `BatchGetItem` is strongly consistent, `Query`
+//! as its caller says.
 
 use aws_sdk_dynamodb::types::KeysAndAttributes;
 
@@ -18,12 +19,13 @@ impl DynamoStore {
         table: &str,
         pk: String,
         sk_prefix: Option<&str>,
+        consistent: bool,
     ) -> Result<Vec<Item>, StoreError> {
         let mut request = self
             .client
             .query()
             .table_name(table)
-            .consistent_read(true)
+            .consistent_read(consistent)
             .expression_attribute_names("#pk", "pk")
             .expression_attribute_values(":pk", s(pk));
         request = match sk_prefix {

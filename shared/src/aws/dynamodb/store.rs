@@ -103,7 +103,12 @@ impl Store for DynamoStore {
         &self,
         filter: &str,
     ) -> Result<Vec<StoredSubscription>, StoreError> {
-        self.query_all(&self.tables.subscriptions, filter_pk(filter), None)
+        // Eventually consistent (half the read units): a subscription
+        // created, changed or deleted in the last second or so may be
+        // missed or still seen by an event fanned out meanwhile, as if the
+        // event had come a moment earlier or later. A job for one deleted
+        // or disabled since is dropped by its delivery's own read.
+        self.query_all(&self.tables.subscriptions, filter_pk(filter), None, false)
             .await?
             .iter()
             .map(parse_subscription)
