@@ -519,6 +519,159 @@ async fn a_partly_ingested_event_is_completed_by_its_retry_and_listed_once() {
     );
 }
 
+/// Issue 24: an ingestion cut short by a crash after its history was
+/// written (no error seen, so nothing marked) is completed by SQS's
+/// redelivery of its record (received before), under the same history
+/// item; a new record of the same event (a producer's repeat) is a
+/// duplicate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_cut_short_by_a_crash_is_completed_by_its_redelivery() {
+    use webhook_core::history::{DeliveryHistory, Window};
+    let w = world().await;
+    let (_rx, uri) = receiver().await;
+    let (sub_id, _) = subscribe(&w.store, &uri).await;
+    let id = webhook_core::notification::notification_id("evt-sample-1", &sub_id).to_string();
+    // What the crashed try wrote before it could queue the job.
+    let first_accepted = w.app.clock.now_ms() - 60_000;
+    let crashed = DeliveryJob::new(
+        id.clone().into(),
+        OrgId::from("org-1"),
+        SubscriptionId::from(sub_id.as_str()),
+        "{}".into(),
+        first_accepted,
+    );
+    w.store
+        .record_enqueued("evt-sample-1", &[crashed])
+        .await
+        .unwrap();
+    let mut sample: SqsEvent =
+        serde_json::from_str(&sample_events::text("ingest-events-sqs")).unwrap();
+    sample.records.truncate(1);
+
+    let (outbox, sends) = watched_outbox(&w);
+    let repeat = queues::ingest_events(&w.app, &outbox, sample.clone()).await;
+    assert_eq!(failed_ids(&repeat), Vec::<&str>::new());
+    assert_eq!(
+        sends.take(),
+        Vec::<usize>::new(),
+        "a new record of it: a duplicate"
+    );
+
+    sample.records[0]
+        .attributes
+        .insert("ApproximateReceiveCount".into(), "2".into());
+    let redelivered = queues::ingest_events(&w.app, &outbox, sample).await;
+    assert_eq!(failed_ids(&redelivered), Vec::<&str>::new());
+    assert_eq!(sends.take(), [1], "its job, queued at last");
+    let delivery = receive_as_event(
+        &w,
+        &sample_events::text("deliver-notifications-sqs"),
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("its job");
+    let job: DeliveryJob =
+        serde_json::from_str(delivery.records[0].body.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        (job.id.to_string(), job.created_at),
+        (id.clone(), first_accepted)
+    );
+    let window = Window {
+        statuses: vec![],
+        since: 0,
+        until: i64::MAX,
+    };
+    let page = w
+        .store
+        .list(
+            &OrgId::from("org-1"),
+            &SubscriptionId::from(sub_id.as_str()),
+            &window,
+            &webhook_core::page::PageRequest::first(100),
+        )
+        .await
+        .unwrap();
+    assert_eq!(page.total_elements, 1, "listed once: {:?}", page.content);
+    assert_eq!(page.content[0].created_at, first_accepted);
+}
+
+/// Issue 24, the HTTP path (no redelivery to tell a crash by): the
+/// notification items stay unfinished until the jobs are queued, so a
+/// producer's retry after a crash in between completes the event, under
+/// the same history item; once finished, a retry is a duplicate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_ingestion_cut_short_by_a_crash_is_completed_by_its_retry() {
+    use webhook_core::queue::Outbox;
+    let w = world().await;
+    let (_rx, uri) = receiver().await;
+    let (sub_id, _) = subscribe(&w.store, &uri).await;
+    let org = OrgId::from("org-1");
+    let id = webhook_core::notification::notification_id("evt-http-crash", &sub_id).to_string();
+    let job = |created_at: i64| {
+        DeliveryJob::new(
+            id.clone().into(),
+            org.clone(),
+            SubscriptionId::from(sub_id.as_str()),
+            "{}".into(),
+            created_at,
+        )
+    };
+    let first_accepted = w.app.clock.now_ms() - 60_000;
+    // What the crashed try wrote before it could queue the job.
+    w.store
+        .record_enqueued_unfinished("evt-http-crash", &[job(first_accepted)])
+        .await
+        .unwrap();
+
+    let (outbox, sends) = watched_outbox(&w);
+    let now = w.app.clock.now_ms();
+    let retried = outbox
+        .commit(&org, "evt-http-crash", None, vec![job(now)])
+        .await
+        .unwrap();
+    assert!(retried, "completed, not taken for a duplicate");
+    assert_eq!(sends.take(), [1]);
+    let again = outbox
+        .commit(&org, "evt-http-crash", None, vec![job(now)])
+        .await
+        .unwrap();
+    assert!(!again, "finished: a duplicate");
+    assert_eq!(sends.take(), Vec::<usize>::new());
+    let delivery = receive_as_event(
+        &w,
+        &sample_events::text("deliver-notifications-sqs"),
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("its job");
+    let queued: DeliveryJob =
+        serde_json::from_str(delivery.records[0].body.as_deref().unwrap()).unwrap();
+    assert_eq!(queued.created_at, first_accepted, "the same history item");
+}
+
+/// Issue 24: a repeat of an event after a subscriber was added notifies
+/// only the new one; the notification sent before is left as it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeat_notifies_only_a_subscriber_added_since() {
+    let w = world().await;
+    let (_rx, uri) = receiver().await;
+    let (first, _) = subscribe(&w.store, &format!("{uri}/first")).await;
+    let (outbox, sends) = watched_outbox(&w);
+    let batch = events_batch(&[("record-1", "evt-grown", "carrier")]);
+    let response = queues::ingest_events(&w.app, &outbox, batch.clone()).await;
+    assert_eq!(failed_ids(&response), Vec::<&str>::new());
+    let (added, _) = subscribe(&w.store, &format!("{uri}/added")).await;
+    let again = queues::ingest_events(&w.app, &outbox, batch).await;
+    assert_eq!(failed_ids(&again), Vec::<&str>::new());
+    assert_eq!(sends.take(), [1, 1], "one job each time");
+    let id = |s: &str| webhook_core::notification::notification_id("evt-grown", s).to_string();
+    let mut expected = vec![id(&first), id(&added)];
+    expected.sort();
+    let mut queued = queued_ids(&w).await;
+    queued.sort();
+    assert_eq!(queued, expected, "each notification queued once");
+}
+
 fn signal(pid: &str, sig: &str) {
     let ok = std::process::Command::new("kill")
         .args([sig, pid])

@@ -7,7 +7,7 @@ mod dynamodb_local;
 
 use std::sync::Arc;
 
-use webhook_core::aws::dynamodb::events::EventRecord;
+use webhook_core::aws::dynamodb::events::Written;
 use webhook_core::aws::dynamodb::DynamoStore;
 use webhook_core::ids::{OrgId, SubscriptionId};
 
@@ -281,10 +281,10 @@ fn number(
 }
 
 /// A message is one item under `MSG#<org>#<id>` with its receipt time and a
-/// `ttl` one retention later; an event record one under `EVENT#<org>#<id>`;
-/// nothing is written under the organization's `ORG#<org>` partition.
+/// `ttl` one retention later; nothing is written under the organization's
+/// `ORG#<org>` partition.
 #[tokio::test]
-async fn messages_and_event_records_are_keyed_by_their_own_id() {
+async fn messages_are_keyed_by_their_own_id() {
     use webhook_core::store::Store;
     let (client, tables) = dynamodb_local::tables_for_this_run().await;
     let store = DynamoStore::new(client.clone(), tables.clone())
@@ -302,48 +302,6 @@ async fn messages_and_event_records_are_keyed_by_their_own_id() {
     assert_eq!(number(&item, "ttl"), at / 1000 + 7 * 86_400);
     assert_eq!(item["orgId"].as_s().unwrap(), &org);
 
-    let org_id = OrgId::from(&org);
-    assert_eq!(
-        store.event_record(&org_id, "evt-1").await.unwrap(),
-        EventRecord::Absent
-    );
-    // A failed ingestion leaves its first acceptance time; the ingested record replaces it
-    // and is never replaced by a partial one.
-    let expires = at / 1000 + 86_400;
-    store
-        .record_partial_event(&org_id, "evt-1", at, expires)
-        .await
-        .unwrap();
-    assert_eq!(
-        store.event_record(&org_id, "evt-1").await.unwrap(),
-        EventRecord::Partial { accepted_at: at }
-    );
-    store.record_event(&org_id, "evt-1", expires).await.unwrap();
-    assert_eq!(
-        store.event_record(&org_id, "evt-1").await.unwrap(),
-        EventRecord::Done
-    );
-    store
-        .record_partial_event(&org_id, "evt-1", at + 1, expires)
-        .await
-        .unwrap();
-    assert_eq!(
-        store.event_record(&org_id, "evt-1").await.unwrap(),
-        EventRecord::Done
-    );
-    assert_eq!(
-        store
-            .event_record(&OrgId::from(unique_org()), "evt-1")
-            .await
-            .unwrap(),
-        EventRecord::Absent,
-        "the same event id in another organization is another event"
-    );
-    assert!(
-        raw_item(&client, &tables.messages, format!("EVENT#{org}#evt-1"), "E")
-            .await
-            .is_some()
-    );
     let under_org = client
         .query()
         .table_name(&tables.messages)
@@ -359,6 +317,75 @@ async fn messages_and_event_records_are_keyed_by_their_own_id() {
         under_org.count(),
         0,
         "nothing in the organization's partition"
+    );
+}
+
+/// Issue 24: an event leaves no item of its own; its notification items say
+/// whether it was ingested (and when first), and a failed ingestion marks
+/// them unfinished until a retry writes them again.
+#[tokio::test]
+async fn notification_items_say_whether_an_event_was_ingested() {
+    use webhook_core::history::DeliveryHistory;
+    use webhook_core::queue::DeliveryJob;
+    let (client, tables) = dynamodb_local::tables_for_this_run().await;
+    let store = DynamoStore::new(client.clone(), tables.clone());
+    let org = OrgId::from(unique_org());
+    let at = chrono::Utc::now().timestamp_millis();
+    let job = |n: u32| {
+        let id = webhook_core::notification::notification_id("evt-1", &format!("sub-{n}"));
+        DeliveryJob::new(
+            id.to_string().into(),
+            org.clone(),
+            SubscriptionId::from(format!("sub-{n}")),
+            "{}".into(),
+            at,
+        )
+    };
+    let jobs = [job(1), job(2)];
+    assert!(store.written_notifications(&jobs).await.unwrap().is_empty());
+
+    store.record_enqueued("evt-1", &jobs[..1]).await.unwrap();
+    let written = store.written_notifications(&jobs).await.unwrap();
+    assert_eq!(written.len(), 1, "only the one written: {written:?}");
+    let first = Written {
+        created_at: at,
+        unfinished: false,
+    };
+    assert_eq!(written[&jobs[0].id], first);
+
+    store.mark_unfinished(&jobs).await.unwrap();
+    let written = store.written_notifications(&jobs).await.unwrap();
+    assert!(written.values().all(|w| w.unfinished && w.created_at == at));
+    store.record_enqueued("evt-1", &jobs).await.unwrap();
+    let written = store.written_notifications(&jobs).await.unwrap();
+    assert_eq!(written.len(), 2);
+    assert!(written.values().all(|w| !w.unfinished), "{written:?}");
+    // An ingestion that cannot tell a redelivery writes them unfinished
+    // until its jobs are queued.
+    store
+        .record_enqueued_unfinished("evt-1", &jobs)
+        .await
+        .unwrap();
+    let written = store.written_notifications(&jobs).await.unwrap();
+    assert!(written.values().all(|w| w.unfinished), "{written:?}");
+    store.mark_finished(&jobs).await.unwrap();
+    let written = store.written_notifications(&jobs).await.unwrap();
+    assert!(written.values().all(|w| !w.unfinished), "{written:?}");
+
+    let elsewhere: Vec<DeliveryJob> = jobs
+        .iter()
+        .map(|j| DeliveryJob {
+            org_id: OrgId::from(unique_org()),
+            ..j.clone()
+        })
+        .collect();
+    assert!(
+        store
+            .written_notifications(&elsewhere)
+            .await
+            .unwrap()
+            .is_empty(),
+        "the same ids in another organization are other notifications"
     );
 }
 

@@ -9,7 +9,8 @@ use axum::response::Response;
 use serde_json::{json, Value};
 
 use super::proxy::{
-    consumed, sqs_action, sqs_billed, tally_since, transaction_floor, Proxy, Service,
+    batch_get_floor, consumed, sqs_action, sqs_billed, tally_since, transaction_floor, Proxy,
+    Service,
 };
 
 type Seen = Arc<Mutex<Vec<Value>>>;
@@ -205,4 +206,15 @@ fn a_transaction_costs_at_least_two_units_per_item() {
         (6.0, 0.0)
     );
     assert_eq!(transaction_floor("PutItem", 1, 0.0, 1.0), (0.0, 1.0));
+}
+
+#[test]
+fn a_batch_get_costs_at_least_a_get_per_key() {
+    let strong = br#"{"RequestItems":{"t":{"Keys":[{"pk":{"S":"a"}},{"pk":{"S":"b"}}],"ConsistentRead":true}}}"#;
+    // DynamoDB Local's 0.0 for two missing keys is raised to AWS's 2.
+    assert_eq!(batch_get_floor(strong, 0.0), 2.0);
+    // A larger figure (items over 4 KB) is kept.
+    assert_eq!(batch_get_floor(strong, 5.0), 5.0);
+    let eventual = br#"{"RequestItems":{"t":{"Keys":[{"pk":{"S":"a"}}]}}}"#;
+    assert_eq!(batch_get_floor(eventual, 0.0), 0.5);
 }

@@ -1,18 +1,25 @@
 //! The outbox on AWS: the message and the notifications' history (PENDING)
-//! in DynamoDB, the notifications on SQS, and an event record that makes a
-//! redelivered SQS event a no-op.
+//! in DynamoDB, the notifications on SQS.
 //!
 //! DynamoDB and SQS share no transaction, so the steps are ordered to be
-//! safe to repeat: the history before the notifications are on the queue
-//! (a notification is listed from the moment it can be delivered), the
-//! event record last, after every one of the event's notifications is on
-//! the queue. A failure in between fails the SQS
-//! record; its retry stores the same message again and enqueues the same
-//! notifications again (same `uuid`s, so receivers can drop duplicates).
-//! A failure that is seen (an error, not a crash) also leaves a partial
-//! event record with the time the event was first accepted: the retry
-//! writes its history under the same keys, so a notification is listed
-//! once however often its ingestion was tried.
+//! safe to repeat: the message, then the history (summary and notification
+//! items; a notification is listed from the moment it can be delivered),
+//! then the notifications on the queue. A repeat of an event is recognised
+//! by its notification items, keyed by the deterministic notification ids:
+//! when every one exists, the event was ingested before and nothing is done
+//! — unless the try that wrote them did not finish. A failure that is seen
+//! (an error) marks them unfinished; a crash leaves no mark, but its SQS
+//! record is received again ([`EventCommit::redelivered`]), which completes
+//! the event whatever its items say. An event whose caller cannot tell a
+//! redelivery (an HTTP request) has its items written unfinished, and
+//! marked finished once its jobs are queued: a crash in between leaves
+//! them unfinished, and the producer's retry completes it. A completion writes the history under
+//! the keys its items name (the time the event was first accepted) and
+//! enqueues the notifications again (same `uuid`s, so receivers can drop
+//! duplicates): a notification is listed once however often its ingestion
+//! was tried, and nothing accepted is lost. No item per event is written:
+//! one write unit less per event than an event record (BENCHMARKS.md, "A
+//! data model that writes less").
 //!
 //! A batch of events ([`Outbox::commit_all`]) takes the same steps, each
 //! for every event before the next: so the jobs of the whole batch go to
@@ -24,18 +31,15 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::dynamodb::events::EventRecord;
 use super::dynamodb::DynamoStore;
 use super::sqs::SqsQueue;
 use crate::clock::Clock;
 use crate::history::DeliveryHistory;
+use crate::ids::NotificationId;
 use crate::ids::OrgId;
 use crate::model::Message;
 use crate::queue::{DeliveryJob, EventCommit, Outbox, QueueError, StoreOrQueueError};
 use crate::store::{Store, StoreError};
-
-/// Event records are kept this long (DynamoDB TTL): longer than SQS keeps a message.
-const EVENT_RECORD_DAYS: i64 = 15;
 
 pub struct AwsOutbox {
     store: Arc<DynamoStore>,
@@ -67,6 +71,7 @@ impl Outbox for AwsOutbox {
             event_id: event_id.to_owned(),
             message: message.cloned(),
             jobs,
+            redelivered: None,
         };
         let mut outcomes = self.commit_all(vec![event]).await;
         outcomes.pop().expect("one outcome per event")
@@ -128,27 +133,22 @@ impl Outbox for AwsOutbox {
                 outcomes[owner] = Some(Err(e.into()));
             }
         }
-        // 3. The record of each event whose jobs are all queued; a partial
-        // record of each that failed after it was accepted.
-        let mut stopped: Option<StoreOrQueueError> = None;
+        // 3. Each event that failed after it was accepted marks its items
+        // unfinished, so its retry completes it; an event written unfinished
+        // marks them finished.
         for (i, event) in events.iter().enumerate() {
             let Some(ready) = &prepared[i] else {
                 continue;
             };
-            if let Some(Err(_)) = &outcomes[i] {
-                self.record_partial(event, ready).await;
-                continue;
-            }
-            let outcome = match &stopped {
-                Some(e) => Err(again(e)),
-                None => self.record(event).await,
-            };
-            if let Err(e) = &outcome {
-                if stopped.is_none() && unavailable(e) {
-                    stopped = Some(again(e));
+            match &outcomes[i] {
+                Some(Err(_)) => self.mark_unfinished(ready).await,
+                _ if event.redelivered.is_none() && !ready.jobs.is_empty() => {
+                    if let Err(e) = self.store.mark_finished(&ready.jobs).await {
+                        outcomes[i] = Some(Err(e.into()));
+                    }
                 }
+                _ => {}
             }
-            outcomes[i] = Some(outcome);
         }
         let copies: Vec<_> = repeats
             .iter()
@@ -167,35 +167,42 @@ impl Outbox for AwsOutbox {
     }
 }
 
-/// An event past step 1: when it was first accepted, and its jobs, keyed
-/// by that time.
+/// An event past step 1: its jobs, keyed by the time it was first accepted.
 struct Prepared {
-    accepted_at: i64,
     jobs: Vec<DeliveryJob>,
 }
 
 impl AwsOutbox {
-    /// An event's first steps: whether it was recorded before (None: a
+    /// An event's first steps: whether it was ingested before (None: a
     /// duplicate, nothing done), then its message and its history. A
-    /// failure here leaves a partial record, as one of the later steps does.
+    /// failure here marks its items unfinished, as one of the later steps does.
     async fn prepare(&self, event: &EventCommit) -> Result<Option<Prepared>, StoreOrQueueError> {
-        let accepted_at = match self
-            .store
-            .event_record(&event.org_id, &event.event_id)
-            .await?
+        let written = self.store.written_notifications(&event.jobs).await?;
+        let finished = |id: &NotificationId| written.get(id).is_some_and(|w| !w.unfinished);
+        if !event.jobs.is_empty()
+            && event.redelivered != Some(true)
+            && event.jobs.iter().all(|j| finished(&j.id))
         {
-            EventRecord::Done => return Ok(None),
-            // A retry of a failed ingestion: the same history items, not new ones.
-            EventRecord::Partial { accepted_at } => accepted_at,
-            EventRecord::Absent => event.jobs.first().map_or(0, |j| j.created_at),
-        };
+            return Ok(None);
+        }
+        // A retry: the same history items, not new ones.
+        let accepted_at = written
+            .values()
+            .map(|w| w.created_at)
+            .min()
+            .or_else(|| event.jobs.first().map(|j| j.created_at))
+            .unwrap_or(0);
+        // Unless a crash may hide behind them (a redelivery), the finished
+        // notifications are left as they are (their history too): only a
+        // subscriber added since is new.
+        let redo = |id: &NotificationId| event.redelivered == Some(true) || !finished(id);
         let ready = Prepared {
-            accepted_at,
             jobs: event
                 .jobs
                 .iter()
+                .filter(|job| redo(&job.id))
                 .map(|job| DeliveryJob {
-                    created_at: accepted_at,
+                    created_at: written.get(&job.id).map_or(accepted_at, |w| w.created_at),
                     ..job.clone()
                 })
                 .collect(),
@@ -203,7 +210,7 @@ impl AwsOutbox {
         match self.store_first(event, &ready.jobs).await {
             Ok(()) => Ok(Some(ready)),
             Err(e) => {
-                self.record_partial(event, &ready).await;
+                self.mark_unfinished(&ready).await;
                 Err(e)
             }
         }
@@ -221,39 +228,21 @@ impl AwsOutbox {
                 .put_message(&event.org_id, message, received_at)
                 .await?;
         }
-        if !jobs.is_empty() {
+        if jobs.is_empty() {
+        } else if event.redelivered.is_none() {
+            self.store
+                .record_enqueued_unfinished(&event.event_id, jobs)
+                .await?;
+        } else {
             self.store.record_enqueued(&event.event_id, jobs).await?;
         }
         Ok(())
     }
 
     /// Best effort: the error that failed the event is what its caller
-    /// needs to hear.
-    async fn record_partial(&self, event: &EventCommit, ready: &Prepared) {
-        if ready.accepted_at != 0 {
-            let _ = self
-                .store
-                .record_partial_event(
-                    &event.org_id,
-                    &event.event_id,
-                    ready.accepted_at,
-                    self.expires(),
-                )
-                .await;
-        }
-    }
-
-    /// The last step, once every job of the event is queued.
-    async fn record(&self, event: &EventCommit) -> Result<bool, StoreOrQueueError> {
-        self.store
-            .record_event(&event.org_id, &event.event_id, self.expires())
-            .await?;
-        Ok(true)
-    }
-
-    /// When an event record may go (DynamoDB TTL, seconds).
-    fn expires(&self) -> i64 {
-        self.clock.now_ms() / 1000 + EVENT_RECORD_DAYS * 86_400
+    /// needs to hear (and a crash leaves no mark either: see the module).
+    async fn mark_unfinished(&self, ready: &Prepared) {
+        let _ = self.store.mark_unfinished(&ready.jobs).await;
     }
 }
 

@@ -16,6 +16,18 @@ use crate::queue::{DeliveryJob, EventCommit, Outbox};
 pub struct FannedOut {
     event: Event,
     jobs: Vec<DeliveryJob>,
+    redelivered: Option<bool>,
+}
+
+impl FannedOut {
+    /// Says whether its queue handed the event over before
+    /// ([`EventCommit::redelivered`]).
+    pub fn redelivered(self, redelivered: bool) -> Self {
+        FannedOut {
+            redelivered: Some(redelivered),
+            ..self
+        }
+    }
 }
 
 /// The event's notifications: one job per active subscription of its
@@ -38,7 +50,11 @@ pub async fn fan_out(app: &App, event: Event) -> Result<FannedOut, ApiError> {
             })
         })
         .collect();
-    Ok(FannedOut { event, jobs })
+    Ok(FannedOut {
+        event,
+        jobs,
+        redelivered: None,
+    })
 }
 
 /// Commits fanned-out events together ([`Outbox::commit_all`]: on SQS the
@@ -52,15 +68,22 @@ pub async fn ingest_all(
     let counts: Vec<usize> = events.iter().map(|e| e.jobs.len()).collect();
     let (events, commits): (Vec<Event>, Vec<EventCommit>) = events
         .into_iter()
-        .map(|FannedOut { event, jobs }| {
-            let commit = EventCommit {
-                org_id: OrgId::from(&event.organization_id),
-                event_id: event.id.clone(),
-                message: event.message.clone(),
-                jobs,
-            };
-            (event, commit)
-        })
+        .map(
+            |FannedOut {
+                 event,
+                 jobs,
+                 redelivered,
+             }| {
+                let commit = EventCommit {
+                    org_id: OrgId::from(&event.organization_id),
+                    event_id: event.id.clone(),
+                    message: event.message.clone(),
+                    jobs,
+                    redelivered,
+                };
+                (event, commit)
+            },
+        )
         .unzip();
     let outcomes = commit_all(app, outbox, commits).await;
     events

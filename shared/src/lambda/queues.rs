@@ -157,7 +157,17 @@ async fn fan_out_record(
             unavailable: e.status == http::StatusCode::SERVICE_UNAVAILABLE,
             ..Rejected::from(e.detail)
         })?;
-    Ok((trace, fanned))
+    Ok((trace, fanned.redelivered(received_before(record))))
+}
+
+/// Whether SQS handed this record out before: a try that did not finish
+/// (failed, or cut short by a crash or a timeout).
+fn received_before(record: &SqsMessage) -> bool {
+    record
+        .attributes
+        .get("ApproximateReceiveCount")
+        .and_then(|n| n.parse::<u32>().ok())
+        .is_some_and(|n| n > 1)
 }
 
 /// The trace context an events-queue record carries, if any.

@@ -266,7 +266,9 @@ pub struct Backlog {
 #[async_trait]
 pub trait Outbox: Send + Sync {
     /// Records the event, stores the message and enqueues the jobs. Returns
-    /// false, doing nothing, when the event id was recorded before.
+    /// false, doing nothing, when the event id was recorded before. (The
+    /// AWS adapter recognises a repeat by its notifications: one of an
+    /// event that has none stores its message again and returns true.)
     async fn commit(
         &self,
         org_id: &OrgId,
@@ -301,4 +303,9 @@ pub struct EventCommit {
     pub event_id: String,
     pub message: Option<Message>,
     pub jobs: Vec<DeliveryJob>,
+    /// Whether its queue handed it over before (an SQS record received
+    /// before: a try that did not finish); None when the caller cannot tell
+    /// (an HTTP request). An adapter that cannot tell a finished ingestion
+    /// from one cut short by a crash completes a redelivered event again.
+    pub redelivered: Option<bool>,
 }

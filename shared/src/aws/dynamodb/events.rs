@@ -1,113 +1,105 @@
-//! Ingested event records, for the AWS outbox's deduplication: one item per
-//! event in the messages table, keyed by the event's organization and id
-//! (see [`keys`](super::keys)).
+//! What an ingestion left behind, for the AWS outbox's deduplication: the
+//! notification items (`NOTIF#<org>#<uuid>`, see [`keys`](super::keys)),
+//! which every notification has anyway and which are keyed by the
+//! deterministic notification ids, so an event needs no item of its own.
+
+use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::keys::{event_pk, key, EVENT_SK};
-use super::{backend, DynamoStore};
-use crate::ids::OrgId;
+use super::codec::{number, text};
+use super::history_items::{notification_item, UNFINISHED};
+use super::keys::{key, notification_pk, NOTIFICATION_SK};
+use super::{DynamoStore, Item};
+use crate::ids::NotificationId;
+use crate::queue::DeliveryJob;
 use crate::store::StoreError;
 
-/// What the event record says of an event.
+/// What a job's notification item says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventRecord {
-    /// Never ingested.
-    Absent,
-    /// An ingestion failed part-way (its history may be written, its jobs
-    /// may be on the queue): a retry completes it with the same
-    /// `accepted_at`, so it writes the same history items, not new ones.
-    Partial { accepted_at: i64 },
-    /// Ingested: a redelivery is a no-op.
-    Done,
+pub struct Written {
+    /// The time its ingestion was first accepted (its history's key).
+    pub created_at: i64,
+    /// An ingestion failed after it may have written it (its job may not
+    /// be on the queue): a retry completes it.
+    pub unfinished: bool,
 }
 
-const PARTIAL: &str = "partialAcceptedAt";
-
 impl DynamoStore {
-    /// The event's record (strongly consistent).
-    pub async fn event_record(
+    /// The notification items of `jobs` that exist, by notification id
+    /// (`BatchGetItem`, strongly consistent: a repeat right after the
+    /// first ingestion must see it).
+    pub async fn written_notifications(
         &self,
-        org_id: &OrgId,
-        event_id: &str,
-    ) -> Result<EventRecord, StoreError> {
-        let seen = self
-            .client
-            .get_item()
-            .table_name(&self.tables.messages)
-            .set_key(Some(key(event_pk(org_id, event_id), EVENT_SK.into())))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(backend)?;
-        Ok(match seen.item() {
-            None => EventRecord::Absent,
-            Some(item) => match item.get(PARTIAL).and_then(|v| v.as_n().ok()) {
-                Some(n) => EventRecord::Partial {
-                    accepted_at: n.parse().map_err(|_| {
-                        StoreError::corrupt(
-                            format!("{}/{EVENT_SK}", event_pk(org_id, event_id)),
-                            format!("malformed '{PARTIAL}': {n}"),
-                        )
-                    })?,
-                },
-                None => EventRecord::Done,
-            },
-        })
-    }
-
-    /// Records the event as ingested; DynamoDB removes the record at
-    /// `expires_at_secs`.
-    pub async fn record_event(
-        &self,
-        org_id: &OrgId,
-        event_id: &str,
-        expires_at_secs: i64,
-    ) -> Result<(), StoreError> {
-        let mut item = key(event_pk(org_id, event_id), EVENT_SK.into());
-        item.insert("ttl".into(), AttributeValue::N(expires_at_secs.to_string()));
-        self.client
-            .put_item()
-            .table_name(&self.tables.messages)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(backend)?;
-        Ok(())
-    }
-
-    /// Records that an ingestion accepted at `accepted_at` failed part-way
-    /// (never over a record of an ingested event). Only a failed ingestion
-    /// pays this write.
-    pub async fn record_partial_event(
-        &self,
-        org_id: &OrgId,
-        event_id: &str,
-        accepted_at: i64,
-        expires_at_secs: i64,
-    ) -> Result<(), StoreError> {
-        let mut item = key(event_pk(org_id, event_id), EVENT_SK.into());
-        item.insert("ttl".into(), AttributeValue::N(expires_at_secs.to_string()));
-        item.insert(PARTIAL.into(), AttributeValue::N(accepted_at.to_string()));
-        let result = self
-            .client
-            .put_item()
-            .table_name(&self.tables.messages)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk) OR attribute_exists(#p)")
-            .expression_attribute_names("#p", PARTIAL)
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(()),
-            // An ingested event's record stays as it is.
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(backend(e)),
+        jobs: &[DeliveryJob],
+    ) -> Result<HashMap<NotificationId, Written>, StoreError> {
+        if jobs.is_empty() {
+            return Ok(HashMap::new());
         }
+        let keys = jobs
+            .iter()
+            .map(|job| {
+                key(
+                    notification_pk(&job.org_id, &job.id),
+                    NOTIFICATION_SK.into(),
+                )
+            })
+            .collect();
+        let mut written = HashMap::new();
+        for item in self
+            .batch_get(&self.tables.messages, keys, "ingestion check")
+            .await?
+        {
+            let pk = text(&item, "pk")?;
+            let Some(id) = pk.rsplit('#').next() else {
+                continue;
+            };
+            written.insert(
+                NotificationId::from(id),
+                Written {
+                    created_at: number(&item, "createdAt")?,
+                    unfinished: matches!(item.get(UNFINISHED), Some(AttributeValue::Bool(true))),
+                },
+            );
+        }
+        Ok(written)
+    }
+
+    /// Writes the jobs' notification items marked unfinished, after an
+    /// ingestion failed past its first write. Only a failed ingestion pays
+    /// this; the retry's own write of the items clears the mark.
+    pub async fn mark_unfinished(&self, jobs: &[DeliveryJob]) -> Result<(), StoreError> {
+        self.batch_write(self.notification_items(jobs, true)).await
+    }
+
+    /// Writes the jobs' notification items without the mark, once their
+    /// jobs are queued (after [`Self::record_enqueued_unfinished`]).
+    pub async fn mark_finished(&self, jobs: &[DeliveryJob]) -> Result<(), StoreError> {
+        self.batch_write(self.notification_items(jobs, false)).await
+    }
+
+    /// [`DeliveryHistory::record_enqueued`](crate::history::DeliveryHistory::record_enqueued)
+    /// with the notification items marked unfinished, for an event whose
+    /// caller cannot tell a redelivery: the mark stays if the process dies
+    /// before [`Self::mark_finished`].
+    pub async fn record_enqueued_unfinished(
+        &self,
+        event_id: &str,
+        jobs: &[DeliveryJob],
+    ) -> Result<(), StoreError> {
+        self.write_enqueued(event_id, jobs, true).await
+    }
+
+    /// The jobs' notification items, marked unfinished if asked.
+    pub(super) fn notification_items(&self, jobs: &[DeliveryJob], unfinished: bool) -> Vec<Item> {
+        jobs.iter()
+            .map(|job| {
+                let mut item = notification_item(job, self.history_ttl(job.created_at));
+                if unfinished {
+                    item.insert(UNFINISHED.into(), AttributeValue::Bool(true));
+                }
+                item
+            })
+            .collect()
     }
 }

@@ -11,8 +11,7 @@ use super::backoff::Backoff;
 use super::codec::{n, number, optional_text, s, text};
 use super::history_items::{
     attempt_item, attempts_of, condition_failed, durations, inline_attempt, inline_attempts_of,
-    merged, notification_item, parse_summary, status_of, summary_item, summary_key, OutcomeUpdate,
-    INLINE_ATTEMPTS,
+    merged, parse_summary, status_of, summary_item, summary_key, OutcomeUpdate, INLINE_ATTEMPTS,
 };
 use super::keys::{history_pk, key, millis_key, notification_pk, summary_sk, NOTIFICATION_SK};
 use super::{backend, backend_build, DynamoStore, Item};
@@ -35,7 +34,7 @@ const MARKS_IN_FLIGHT: usize = 16;
 
 impl DynamoStore {
     /// `ttl` of a notification created at `created_at` (epoch seconds).
-    fn history_ttl(&self, created_at: i64) -> AttributeValue {
+    pub(super) fn history_ttl(&self, created_at: i64) -> AttributeValue {
         n(created_at / 1000 + self.retention.as_secs() as i64)
     }
 
@@ -108,7 +107,24 @@ impl DynamoStore {
         .await
     }
 
-    async fn batch_write(&self, items: Vec<Item>) -> Result<(), StoreError> {
+    /// The jobs' summaries and notification items (`BatchWriteItem`s of
+    /// 25), the notification items marked unfinished if asked.
+    pub(super) async fn write_enqueued(
+        &self,
+        event_id: &str,
+        jobs: &[DeliveryJob],
+        unfinished: bool,
+    ) -> Result<(), StoreError> {
+        let items = jobs
+            .iter()
+            .map(|job| summary_item(event_id, job, self.history_ttl(job.created_at)))
+            .zip(self.notification_items(jobs, unfinished))
+            .flat_map(|(summary, notification)| [summary, notification])
+            .collect();
+        self.batch_write(items).await
+    }
+
+    pub(super) async fn batch_write(&self, items: Vec<Item>) -> Result<(), StoreError> {
         let requests = items
             .into_iter()
             .map(|item| {
@@ -163,17 +179,7 @@ impl DeliveryHistory for DynamoStore {
         event_id: &str,
         jobs: &[DeliveryJob],
     ) -> Result<(), StoreError> {
-        let items = jobs
-            .iter()
-            .flat_map(|job| {
-                let ttl = self.history_ttl(job.created_at);
-                [
-                    summary_item(event_id, job, ttl.clone()),
-                    notification_item(job, ttl),
-                ]
-            })
-            .collect();
-        self.batch_write(items).await
+        self.write_enqueued(event_id, jobs, false).await
     }
 
     async fn record_outcome(&self, job: &DeliveryJob, outcome: &Outcome) -> Result<(), StoreError> {

@@ -43,6 +43,10 @@ pub(super) fn summary_item(event_id: &str, job: &DeliveryJob, ttl: AttributeValu
     item
 }
 
+/// A notification item's mark of an ingestion that failed after writing
+/// it ([`DynamoStore::mark_unfinished`](super::DynamoStore::mark_unfinished)).
+pub(super) const UNFINISHED: &str = "unfinished";
+
 pub(super) fn notification_item(job: &DeliveryJob, ttl: AttributeValue) -> Item {
     let mut item = key(
         notification_pk(&job.org_id, &job.id),

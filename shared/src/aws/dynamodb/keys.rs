@@ -57,17 +57,16 @@
 //!   items, guards and counters carry no `ttl`: an expired subscription stays
 //!   listed (as `EXPIRED`) and counted until deleted, as in SQLite.
 //!
-//! # Messages table: messages and event records
+//! # Messages table: messages
 //!
 //! | item | `pk` | `sk` | attributes |
 //! |---|---|---|---|
 //! | message | `MSG#<org>#<id>` | `M` | the [`Message`]'s fields, `receivedAt` (ms), `ttl` |
-//! | ingested event | `EVENT#<org>#<event id>` | `E` | `ttl` |
 //! | message under its old key (read only) | `ORG#<org>` | `MSG#<id>` | the [`Message`]'s fields |
-//! | ingested event under its old key (left to expire) | `ORG#<org>` | `EVENT#<event id>` | `ttl` |
+//! | ingested event, no longer written (left to expire) | `EVENT#<org>#<event id>` or `ORG#<org>` | `E` or `EVENT#<event id>` | `ttl` |
 //!
-//! - **One item per partition key.** A message and an event record are
-//!   looked up by their id, so they are keyed by it: every event writes
+//! - **One item per partition key.** A message is looked up by its id, so
+//!   it is keyed by it: every event writes
 //!   partitions of its own instead of one `ORG#<org>` partition per
 //!   organization, whose 1,000 write units per second capped a busy
 //!   organization (BENCHMARKS.md, "Capacity model"). Tenancy stays in the
@@ -79,27 +78,24 @@
 //!   DynamoDB deletes expired items only eventually (typically within days),
 //!   so a read treats a message received before the retention's start as
 //!   absent (`404`), as SQLite does before its purge.
-//! - The outbox writes an event record per ingested event, after its
-//!   notifications are on the queue, so a redelivered SQS event is
-//!   recognised and skipped; it expires after 15 days (longer than SQS
-//!   keeps a message).
+//! - No item per event: a repeated event is recognised by its notification
+//!   items (below; [`super::events`], `aws/outbox.rs`). The event records
+//!   written before (one per event, after its notifications were queued)
+//!   are not read: they expire by their own `ttl`.
 //! - **Upgrading from `ORG#<org>` keys.** Messages written before the per-id keys
 //!   are found by a second `GetItem` of their old key when the new one is
 //!   missing ([`legacy_msg_sk`]); `webhooks-local migrate-messages` stamps
 //!   each of them with `receivedAt` = the migration time and its `ttl`, so
 //!   they are removed one retention later like any other. Once that
 //!   retention has passed after the migration, no old-key message is left
-//!   and the fallback can go. Old event records are not read: they expire
-//!   by their own `ttl`, and an SQS redelivery of an event ingested just
-//!   before the upgrade is ingested again (the same notification `uuid`s,
-//!   which receivers already drop as duplicates).
+//!   and the fallback can go.
 //!
 //! # Delivery history (messages table)
 //!
 //! | item | `pk` | `sk` | attributes |
 //! |---|---|---|---|
 //! | notification summary | `HIST#<org>#<subscription>` | `<created ms, 13 digits>#<uuid>` | `eventId`, `event`, `status`, `attempts`, `lastAttemptAt`, `nextAttemptAt`, `lastHttpStatus`, `lastCode`, `durations`, `inlineAttempts` (up to 2 attempts with answers ≤ 128 B), `ttl` |
-//! | notification | `NOTIF#<org>#<uuid>` | `N` | `subscriptionId`, `createdAt`, `payload`, `ttl` |
+//! | notification | `NOTIF#<org>#<uuid>` | `N` | `subscriptionId`, `createdAt`, `payload`, `traceparent`, `unfinished` (an ingestion failed after writing it), `ttl` |
 //! | attempt | `NOTIF#<org>#<uuid>` | `A#<at ms, 13 digits>#<random>` | `durationMs`, `httpStatus`, `code`, `responseBody`, `trigger`, `ttl` |
 //!
 //! - A subscription's list, stats and recover are one `Query` on its
@@ -107,7 +103,10 @@
 //!   default); the summaries stay small (no payload) so a page of the window
 //!   costs little. One notification is one `Query` on `NOTIF#<org>#<uuid>`
 //!   (payload and attempts) and one `GetItem` of its summary.
-//! - Ingestion writes the summary and the notification (`BatchWriteItem`);
+//! - Ingestion writes the summary and the notification (`BatchWriteItem`),
+//!   after reading the notification items (`BatchGetItem`, strongly
+//!   consistent): when all exist and none is `unfinished`, the event is a
+//!   repeat of one ingested before and nothing is written;
 //!   an attempt with a short answer (≤ 128 B, the first two) is appended to
 //!   the summary in its update, a longer one or a later one writes an attempt
 //!   item first; both before the queue message is settled: 3 writes of under
@@ -168,12 +167,6 @@ pub(super) const MESSAGE_SK: &str = "M";
 pub(super) fn legacy_msg_sk(id: &str) -> String {
     format!("MSG#{id}")
 }
-
-pub(super) fn event_pk(org_id: &OrgId, event_id: &str) -> String {
-    format!("EVENT#{org_id}#{event_id}")
-}
-
-pub(super) const EVENT_SK: &str = "E";
 
 /// Times in sort keys: 13 digits of epoch ms (until the year 2286), so
 /// their text order is their time order.
@@ -260,7 +253,6 @@ mod tests {
         assert_eq!(millis_key(i64::MAX), "9999999999999");
         assert_eq!(attempt_sk(1, 255), "A#0000000000001#000000ff");
         assert_eq!(message_pk(&"org-1".into(), "m#1"), "MSG#org-1#m#1");
-        assert_eq!(event_pk(&"org-1".into(), "e-1"), "EVENT#org-1#e-1");
         assert_eq!(legacy_msg_sk("m-1"), "MSG#m-1");
         let entry = created_sk(5, &"a#b".into());
         assert_eq!(entry, "CREATED#0000000000005#a#b");
