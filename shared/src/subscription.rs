@@ -22,7 +22,8 @@ use crate::secret;
 use crate::store::{DisabledEntry, StoredSubscription, Upsert};
 
 pub const MAX_FILTERS: usize = 20;
-pub use crate::store::order::{visible_status, SORTABLE};
+pub use crate::store::order::SORTABLE;
+pub use crate::store::rules::visible_status;
 
 /// `POST /webhooksubscription`: validate, run the handshake, then create or
 /// update the subscription identified by (organization, uri).
