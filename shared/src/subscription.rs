@@ -263,7 +263,7 @@ pub(crate) fn not_found(id: &str) -> ApiError {
 /// [`render`], moving the strings out of `s` (a list renders its page this way).
 fn render_owned(s: StoredSubscription, now: i64) -> Subscription {
     let status = visible_status(&s, now);
-    let (org_id, id) = (s.org_id.to_string(), s.id.to_string());
+    let (org_id, id) = (s.org_id.into_string(), s.id.into_string());
     Subscription {
         disabled_filters: s
             .disabled_filters

@@ -363,7 +363,7 @@ impl Store for SqliteDb {
 
 /// One page and the organization's total, read in one transaction so they
 /// agree. In creation order the page is a range of an index; any other
-/// order is the core's ([`order::sort_and_page`]) over the sort keys of
+/// order is the core's ([`order::sort_and_page_by`]) over the sort keys of
 /// the organization, then the page's rows are read by id.
 fn list_page(
     conn: &rusqlite::Connection,
@@ -478,7 +478,7 @@ fn in_core_order(
             .collect::<Result<Vec<_>, _>>()
         })
         .map_err(failure)?;
-    let sorted = order::sort_and_page(all, page, now, Sortable::keys);
+    let sorted = order::sort_and_page_by(all, page, now, Sortable::keys);
     let mut get = tx
         .prepare_cached(&format!(
             "SELECT {COLUMNS} FROM subscriptions WHERE id = ?1"

@@ -163,9 +163,18 @@ pub fn creation_order(page: &PageRequest) -> Option<CreationOrder> {
 }
 
 /// Sorts `items` (the whole organization, as stored) in the asked-for
-/// order as seen at `now` and cuts out the page; `keys` gives each item's
-/// [`SortKeys`].
-pub fn sort_and_page<T>(
+/// order as seen at `now` and cuts out the page.
+pub fn sort_and_page(
+    items: Vec<StoredSubscription>,
+    page: &PageRequest,
+    now: i64,
+) -> Page<StoredSubscription> {
+    sort_and_page_by(items, page, now, StoredSubscription::sort_keys)
+}
+
+/// [`sort_and_page`] of anything that has [`SortKeys`] (an adapter's
+/// projection of the sortable columns), given by `keys`.
+pub fn sort_and_page_by<T>(
     items: Vec<T>,
     page: &PageRequest,
     now: i64,

@@ -69,7 +69,7 @@ impl DynamoStore {
             Some(o) if o.created_ascending == o.id_ascending => o.created_ascending,
             _ => {
                 let all = self.whole_organization(org_id).await?;
-                return Ok(sort_and_page(all, page, now));
+                return Ok(order::sort_and_page(all, page, now));
             }
         };
         let counter = self.counter(org_id).await?;
@@ -82,12 +82,12 @@ impl DynamoStore {
                     tracing::warn!(org_id = %org_id, error = %e, "list entries not repaired");
                 }
             }
-            return Ok(sort_and_page(all, page, now));
+            return Ok(order::sort_and_page(all, page, now));
         }
         let total = counter.n;
         if total <= WHOLE_READ_PER_PAGE_ITEM.saturating_mul(page.size) {
             let all = self.whole_organization(org_id).await?;
-            return Ok(sort_and_page(all, page, now));
+            return Ok(order::sort_and_page(all, page, now));
         }
         if page.offset() >= total {
             return Ok(page.page_of(Vec::new(), total));
@@ -247,15 +247,6 @@ impl DynamoStore {
             .map_err(backend)?;
         Ok(())
     }
-}
-
-/// [`order::sort_and_page`] of whole subscriptions.
-fn sort_and_page(
-    all: Vec<StoredSubscription>,
-    page: &PageRequest,
-    now: i64,
-) -> Page<StoredSubscription> {
-    order::sort_and_page(all, page, now, StoredSubscription::sort_keys)
 }
 
 /// For each subscription: its entry, if the subscription still exists.
