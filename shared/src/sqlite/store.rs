@@ -371,50 +371,19 @@ fn list_page(
     page: &PageRequest,
     now: i64,
 ) -> Result<Page<StoredSubscription>, StoreError> {
-    let snapshot = ReadSnapshot::begin(conn)?;
+    let tx = conn.unchecked_transaction().map_err(failure)?;
     let listed = match order::creation_order(page) {
-        Some(creation) => in_creation_order(conn, org_id, page, creation),
-        None => in_core_order(conn, org_id, page, now),
+        Some(creation) => in_creation_order(&tx, org_id, page, creation),
+        None => in_core_order(&tx, org_id, page, now),
     }?;
-    snapshot.commit()?;
+    tx.finish().map_err(failure)?;
     Ok(listed)
-}
-
-/// A read transaction whose BEGIN and COMMIT are cached statements
-/// (rusqlite's transaction prepares both again for every page); rolled
-/// back when dropped uncommitted (an error, a panic).
-struct ReadSnapshot<'c>(&'c rusqlite::Connection);
-
-impl<'c> ReadSnapshot<'c> {
-    fn begin(conn: &'c rusqlite::Connection) -> Result<Self, StoreError> {
-        run(conn, "BEGIN")?;
-        Ok(ReadSnapshot(conn))
-    }
-
-    fn commit(self) -> Result<(), StoreError> {
-        run(self.0, "COMMIT")
-    }
-}
-
-impl Drop for ReadSnapshot<'_> {
-    fn drop(&mut self) {
-        if !self.0.is_autocommit() {
-            let _ = run(self.0, "ROLLBACK");
-        }
-    }
-}
-
-fn run(conn: &rusqlite::Connection, sql: &str) -> Result<(), StoreError> {
-    conn.prepare_cached(sql)
-        .and_then(|mut s| s.execute([]))
-        .map(|_| ())
-        .map_err(failure)
 }
 
 /// A page of the index `(org_id, created_at, id)` (or its descending twin),
 /// read forwards or backwards.
 fn in_creation_order(
-    tx: &rusqlite::Connection,
+    tx: &rusqlite::Transaction<'_>,
     org_id: &OrgId,
     page: &PageRequest,
     creation: order::CreationOrder,
@@ -477,7 +446,7 @@ impl Sortable {
 /// Any order but creation order: the organization's sort keys sorted by
 /// the core, then the page's subscriptions by id.
 fn in_core_order(
-    tx: &rusqlite::Connection,
+    tx: &rusqlite::Transaction<'_>,
     org_id: &OrgId,
     page: &PageRequest,
     now: i64,
