@@ -362,9 +362,10 @@ impl Store for SqliteDb {
 }
 
 /// One page and the organization's total, read in one transaction so they
-/// agree. In creation order the page is a range of an index; any other
-/// order is the core's ([`order::sort_and_page_by`]) over the sort keys of
-/// the organization, then the page's rows are read by id.
+/// agree. An order of stored columns is SQLite's (an index range where
+/// there is one); an order that needs a rule of the core (the status as
+/// seen at `now`, `ignorecase`) is the core's ([`order::sort_and_page_by`])
+/// over the sort keys of the organization, then the page's rows by id.
 fn list_page(
     conn: &rusqlite::Connection,
     org_id: &OrgId,
@@ -372,21 +373,22 @@ fn list_page(
     now: i64,
 ) -> Result<Page<StoredSubscription>, StoreError> {
     let tx = conn.unchecked_transaction().map_err(failure)?;
-    let listed = match order::creation_order(page) {
-        Some(creation) => in_creation_order(&tx, org_id, page, creation),
+    let listed = match order::column_order(page) {
+        Some(columns) => in_column_order(&tx, org_id, page, &columns),
         None => in_core_order(&tx, org_id, page, now),
     }?;
     tx.finish().map_err(failure)?;
     Ok(listed)
 }
 
-/// A page of the index `(org_id, created_at, id)` (or its descending twin),
-/// read forwards or backwards.
-fn in_creation_order(
+/// A page in an order of stored columns, sorted and cut by SQLite: in
+/// creation order a range of the index `(org_id, created_at, id)` (or its
+/// descending twin), by uri one of the unique `(org_id, uri)`.
+fn in_column_order(
     tx: &rusqlite::Transaction<'_>,
     org_id: &OrgId,
     page: &PageRequest,
-    creation: order::CreationOrder,
+    columns: &[(order::Column, bool)],
 ) -> Result<Page<StoredSubscription>, StoreError> {
     let total: u64 = tx
         .prepare_cached("SELECT n FROM subscription_counts WHERE org_id = ?1")
@@ -396,16 +398,26 @@ fn in_creation_order(
     if page.offset() >= total {
         return Ok(page.page_of(Vec::new(), total)); // past the end: no query
     }
-    let direction = |ascending| if ascending { "ASC" } else { "DESC" };
+    let order_by = columns
+        .iter()
+        .map(|&(column, ascending)| {
+            let name = match column {
+                order::Column::Id => "id",
+                order::Column::Uri => "uri",
+                order::Column::CreatedAt => "created_at",
+                order::Column::UpdatedAt => "updated_at",
+                order::Column::ExpiresAt => "expires_at",
+            };
+            format!("{name} {}", if ascending { "ASC" } else { "DESC" })
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
     // `CAST(?2 …)`, not a bare `?2`: SQLite plans with a bare LIMIT or OFFSET
     // parameter's value, so every execution re-prepared the statement (a
     // fifth of a page's instructions; as the queue's lease in queue.rs).
     let sql = format!(
-        "SELECT {COLUMNS} FROM subscriptions WHERE org_id = ?1 \
-         ORDER BY created_at {}, id {} \
-         LIMIT CAST(?2 AS INTEGER) OFFSET CAST(?3 AS INTEGER)",
-        direction(creation.created_ascending),
-        direction(creation.id_ascending),
+        "SELECT {COLUMNS} FROM subscriptions WHERE org_id = ?1 ORDER BY {order_by} \
+         LIMIT CAST(?2 AS INTEGER) OFFSET CAST(?3 AS INTEGER)"
     );
     let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
     let mut stmt = tx.prepare_cached(&sql).map_err(failure)?;

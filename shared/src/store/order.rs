@@ -2,9 +2,9 @@
 //! they sort alike: the sortable properties, the default order (creation
 //! time, then id), the comparison of two subscriptions as the client sees
 //! them at `now` ([`SortKeys`], [`compare`]) and the sort-and-cut of a
-//! page. An adapter orders by its stored columns only for [`creation_order`]
-//! (an index it keeps); any other order it hands to [`sort_and_page`] with
-//! the stored values of the organization.
+//! page. An adapter orders by its stored values only where no rule applies
+//! ([`column_order`], [`creation_order`]); any other order it hands to
+//! [`sort_and_page`] with the stored values of the organization.
 //!
 //! `ignorecase` folds ASCII letters only (`A`–`Z` to `a`–`z`), as SQLite's
 //! `lower()` does, so that both backends agree on every string; other
@@ -141,6 +141,39 @@ fn is_text(property: &str) -> bool {
     matches!(property, "id" | "uri" | "status")
 }
 
+/// A stored value a store can order by as it is: no rule of the core
+/// applies to it (unlike the status as seen at `now`, or `ignorecase`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Column {
+    Id,
+    Uri,
+    CreatedAt,
+    UpdatedAt,
+    ExpiresAt,
+}
+
+/// The list's order as stored values, each ascending or not, when it
+/// needs no rule (no `status`, no `ignorecase` on a text): the store may
+/// order by its own columns (and an index of them). `None`: it hands the
+/// organization to [`sort_and_page`].
+pub fn column_order(page: &PageRequest) -> Option<Vec<(Column, bool)>> {
+    chain(page)
+        .into_iter()
+        .map(|o| {
+            let column = match o.property {
+                _ if o.ignore_case && is_text(o.property) => return None,
+                "id" => Column::Id,
+                "uri" => Column::Uri,
+                "createdDateTime" => Column::CreatedAt,
+                "lastUpdateDateTime" => Column::UpdatedAt,
+                "expirationTime" => Column::ExpiresAt,
+                _ => return None,
+            };
+            Some((column, o.ascending))
+        })
+        .collect()
+}
+
 /// A list in creation order: creation time, then id, each in its own
 /// direction. The only order a store keeps an index in (stored values as
 /// they are, no rule of this module applies).
@@ -229,6 +262,27 @@ mod tests {
             creation_order(&page("sort=createdDateTime,id,asc,ignorecase")),
             None
         );
+    }
+
+    #[test]
+    fn only_orders_without_a_rule_are_column_orders() {
+        use Column::*;
+        assert_eq!(
+            column_order(&page("")),
+            Some(vec![(CreatedAt, true), (Id, true)])
+        );
+        assert_eq!(
+            column_order(&page("sort=uri,desc")),
+            Some(vec![(Uri, false), (CreatedAt, true), (Id, true)])
+        );
+        assert_eq!(
+            column_order(&page("sort=createdDateTime,desc,ignorecase")),
+            Some(vec![(CreatedAt, false), (Id, true)])
+        );
+        assert_eq!(column_order(&page("sort=status")), None);
+        assert_eq!(column_order(&page("sort=expirationTime&sort=status")), None);
+        assert_eq!(column_order(&page("sort=uri,ignorecase")), None);
+        assert_eq!(column_order(&page("sort=id,ignorecase")), None);
     }
 
     #[test]
