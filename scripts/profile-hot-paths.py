@@ -11,6 +11,8 @@ keep-alive connection and divides the server's instructions by the requests:
 
 - get: GET /webhooksubscription/{id} (same token every time)
 - list: GET /webhooksubscription/all?page=0&size=20, the organization holding 1,000
+  (`LIST_PATH` in the environment names another page, e.g.
+  `/webhooksubscription/all?page=7&size=20&sort=createdDateTime,desc`)
 - ingest: POST /events, fan-out 1, counted until every notification arrived (so it holds
   ingestion, delivery and the outcome's record)
 
@@ -168,9 +170,11 @@ def main():
             for _ in range(n):
                 call("GET", f"/webhooksubscription/{sub}")
 
+        list_path = os.environ.get("LIST_PATH", "/webhooksubscription/all?page=0&size=20")
+
         def list_page(n):
             for _ in range(n):
-                call("GET", "/webhooksubscription/all?page=0&size=20")
+                call("GET", list_path)
 
         def ingest(n, tag):
             start = received

@@ -56,16 +56,48 @@ impl Clock for ManualClock {
 }
 
 /// ISO 8601 UTC with milliseconds: `2024-03-10T18:07:52.534Z`.
-/// (chrono's RFC 3339 writer: a list renders three per subscription, and
-/// it is ~10× faster than a `format` string, which is parsed at every call.)
+/// The calendar is chrono's; the fixed-width digits are written here: a list
+/// renders three dates per subscription, and chrono's RFC 3339 writer (its
+/// `fmt` machinery, a growing String) cost ~800 instructions a date, a tenth
+/// of a page (BENCHMARKS.md, issue 26). Years outside 0–9999 keep chrono's
+/// format string (a sign and more digits).
 pub fn iso_millis(ms: i64) -> String {
-    use chrono::Datelike;
+    use chrono::{Datelike, Timelike};
     let at = chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default();
-    if (0..=9999).contains(&at.year()) {
-        at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-    } else {
-        at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+    let Ok(year) = u32::try_from(at.year()) else {
+        return at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+    };
+    if year > 9999 {
+        return at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
     }
+    let mut text = [0u8; 24];
+    let mut put = |at: usize, width: usize, mut value: u32| {
+        for digit in text[at..at + width].iter_mut().rev() {
+            *digit = b'0' + (value % 10) as u8;
+            value /= 10;
+        }
+    };
+    put(0, 4, year);
+    put(5, 2, at.month());
+    put(8, 2, at.day());
+    put(11, 2, at.hour());
+    put(14, 2, at.minute());
+    put(17, 2, at.second());
+    // A leap second's millisecond (≥ 1000) is not representable here: chrono
+    // shows it as 60 seconds' worth; timestamps from millis never carry one.
+    put(20, 3, at.timestamp_subsec_millis() % 1000);
+    for (i, separator) in [
+        (4, b'-'),
+        (7, b'-'),
+        (10, b'T'),
+        (13, b':'),
+        (16, b':'),
+        (19, b'.'),
+        (23, b'Z'),
+    ] {
+        text[i] = separator;
+    }
+    String::from_utf8_lossy(&text).into_owned()
 }
 
 /// A duration as whole milliseconds, saturating.
@@ -98,5 +130,23 @@ mod tests {
             "+10000-01-01T00:00:00.000Z"
         );
         assert_eq!(iso_millis(i64::MAX), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso_millis(-62_167_219_200_000), "0000-01-01T00:00:00.000Z");
+        assert_eq!(iso_millis(-62_167_219_200_001), "-0001-12-31T23:59:59.999Z");
+    }
+
+    /// The same text as chrono's RFC 3339 writer, over the years 0–9999.
+    #[test]
+    fn iso_is_chronos_rfc3339() {
+        let (first, last) = (-62_167_219_200_000_i64, 253_402_300_799_999_i64);
+        let step = (last - first) / 100_003;
+        for ms in (first..=last)
+            .step_by(step as usize)
+            .chain([first, last, 0, 999, 86_399_999])
+        {
+            let chrono = chrono::DateTime::from_timestamp_millis(ms)
+                .unwrap()
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            assert_eq!(iso_millis(ms), chrono, "{ms}");
+        }
     }
 }

@@ -19,7 +19,7 @@ use crate::queue::{DeliveryQueue, Outbox};
 use crate::routes::{route_not_found, Route};
 use crate::services::Services;
 use crate::telemetry::trace::{self, TraceParent};
-use crate::{deliveries, message, rotation, subscription};
+use crate::{deliveries, list_json, message, rotation, subscription};
 
 /// Request bodies larger than this are refused with 413.
 pub const MAX_BODY: usize = 64 * 1024;
@@ -60,10 +60,8 @@ async fn dispatch(
         }
         Route::ListSubscriptions => {
             let page = PageRequest::from_query(query, subscription::SORTABLE)?;
-            json(
-                StatusCode::OK,
-                &subscription::list_subscriptions(app, caller, &page).await?,
-            )
+            let listed = subscription::list_subscriptions(app, caller, &page).await?;
+            Ok(json_bytes(StatusCode::OK, list_json::page(&listed)))
         }
         Route::GetSubscription(id) => json(
             StatusCode::OK,
@@ -298,11 +296,16 @@ pub fn payload_too_large() -> ApiError {
 /// `value` as a JSON response with `status`; `500` if it cannot be serialized.
 pub fn json<T: Serialize>(status: StatusCode, value: &T) -> Result<Response<Bytes>, ApiError> {
     let body = serde_json::to_vec(value).map_err(|_| ApiError::internal())?;
-    Ok(Response::builder()
+    Ok(json_bytes(status, body))
+}
+
+/// An answer whose JSON is already written.
+fn json_bytes(status: StatusCode, body: Vec<u8>) -> Response<Bytes> {
+    Response::builder()
         .status(status)
         .header(CONTENT_TYPE, "application/json")
         .body(Bytes::from(body))
-        .expect("valid response"))
+        .expect("valid response")
 }
 
 /// The one place an [`ApiError`] becomes a response.

@@ -7,13 +7,14 @@
 //! - [`routes`]: the endpoints, described once for both runtimes
 //! - [`console`]: the web console's embedded page and files, with their headers
 //! - [`http`]: dispatch, parsing and problem+json rendering shared by runtimes
+//! - [`list_json`]: the JSON of a list page, written directly (serde_json's bytes)
 //! - [`auth`]: API keys, bearer tokens, organization and scopes
 //! - [`callback`]: SSRF policy, handshake (and delivery) to client callbacks
 //! - [`ingest`], [`notification`], [`delivery`], [`signature`]: events to signed notifications
 //! - [`notice`], [`reminders`]: operational notifications (a subscription failing, recovered, disabled, expiring)
 //! - [`clock`]: the clock port
 //! - [`queue`]: the delivery queue and outbox ports
-//! - [`store`]: the store port
+//! - [`store`]: the store port, its orders and its business rules (`store::rules`)
 //! - [`history`]: the delivery history port
 //! - [`retention`]: the purge of history and messages past their retention
 //! - [`sqlite`], [`aws`]: the adapters (SQLite file; DynamoDB and SQS)
@@ -41,6 +42,7 @@ pub mod ids;
 pub mod ingest;
 #[cfg(feature = "aws")]
 pub mod lambda;
+pub mod list_json;
 pub mod message;
 pub mod model;
 pub mod notice;

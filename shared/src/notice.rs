@@ -20,7 +20,7 @@ pub use crate::filter::{NoticeKind, NoticeKinds};
 use crate::history::AttemptRecord;
 use crate::notification::{commit, job_for, LastAttempt, Notification, SubscriptionInfo};
 use crate::queue::{DeliveryJob, Outbox, StoreOrQueueError};
-use crate::store::order::visible_status;
+use crate::store::rules::visible_status;
 use crate::store::StoredSubscription;
 
 /// Whether `subscription` holds an operational filter: it is then never the

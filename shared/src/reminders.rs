@@ -15,7 +15,7 @@ use crate::clock::millis;
 use crate::model::SubscriptionStatus;
 use crate::notice::{self, Notice, NoticeKind};
 use crate::queue::{Outbox, StoreOrQueueError};
-use crate::store::order::visible_status;
+use crate::store::rules::visible_status;
 
 /// Subscriptions read per store call.
 const BATCH: usize = 100;

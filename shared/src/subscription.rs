@@ -23,7 +23,8 @@ use crate::store::{DisabledEntry, StoredSubscription, Upsert};
 
 /// At most this many event filters in one subscription request.
 pub const MAX_FILTERS: usize = 20;
-pub use crate::store::order::{visible_status, SORTABLE};
+pub use crate::store::order::SORTABLE;
+pub use crate::store::rules::visible_status;
 
 /// `POST /webhooksubscription`: validate, run the handshake, then create or
 /// update the subscription identified by (organization, uri).
@@ -263,7 +264,7 @@ pub(crate) fn not_found(id: &str) -> ApiError {
 /// [`render`], moving the strings out of `s` (a list renders its page this way).
 fn render_owned(s: StoredSubscription, now: i64) -> Subscription {
     let status = visible_status(&s, now);
-    let (org_id, id) = (s.org_id.to_string(), s.id.to_string());
+    let (org_id, id) = (s.org_id.into_string(), s.id.into_string());
     Subscription {
         disabled_filters: s
             .disabled_filters

@@ -9,7 +9,7 @@ use crate::ids::{OrgId, SubscriptionId};
 use crate::model::{Message, Page, SubscriptionStatus};
 use crate::page::PageRequest;
 use crate::store::{
-    order, DeliveryRecord, DisabledEntry, PreviousSecret, SecretRotation, Store, StoreError,
+    order, rules, DeliveryRecord, DisabledEntry, PreviousSecret, SecretRotation, Store, StoreError,
     StoredSubscription, Upsert,
 };
 
@@ -199,39 +199,37 @@ impl Store for SqliteDb {
     ) -> Result<Option<SubscriptionStatus>, StoreError> {
         let (org_id, id) = (org_id.to_owned(), id.to_owned());
         self.with(move |conn| {
-            let sql = match record {
-                DeliveryRecord::Succeeded => "UPDATE subscriptions SET failing_since = NULL \
-                     WHERE id = ?1 AND org_id = ?2 AND failing_since IS NOT NULL",
-                DeliveryRecord::Failed { .. } => "UPDATE subscriptions SET \
-                     failing_since = coalesce(failing_since, ?3), \
-                     status = CASE WHEN status = 'ACTIVE' AND failing_since IS NOT NULL AND ?3 - failing_since >= ?4 \
-                                   THEN 'BLACKLISTED' ELSE status END \
-                     WHERE id = ?1 AND org_id = ?2",
-                DeliveryRecord::Gone => "UPDATE subscriptions SET status = 'BLACKLISTED' WHERE id = ?1 AND org_id = ?2",
-            };
-            let (now, after) = match record {
-                DeliveryRecord::Failed { now, blacklist_after_ms } => (now, blacklist_after_ms),
-                _ => (0, 0),
-            };
-            let mut stmt = conn.prepare_cached(sql).map_err(failure)?;
-            let params: &[&dyn rusqlite::ToSql] = match record {
-                DeliveryRecord::Failed { .. } => &[&id, &org_id, &now, &after],
-                _ => &[&id, &org_id],
-            };
-            stmt.execute(params).map_err(failure)?;
-            let status: Option<String> = conn
-                .query_row("SELECT status FROM subscriptions WHERE id = ?1 AND org_id = ?2", params![id, org_id], |r| {
-                    r.get(0)
-                })
-                .optional()
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(failure)?;
-            status
-                .map(|s| {
-                    SubscriptionStatus::parse(&s).ok_or_else(|| {
-                        StoreError::corrupt(format!("subscriptions/{id}"), format!("unknown status '{s}'"))
+            let current = tx
+                .prepare_cached(
+                    "SELECT status, failing_since FROM subscriptions WHERE id = ?1 AND org_id = ?2",
+                )
+                .and_then(|mut s| {
+                    s.query_row(params![id, org_id], |r| {
+                        let status = r.get_ref(0)?.as_str()?;
+                        let status = SubscriptionStatus::parse(status).ok_or_else(|| {
+                            unreadable(format!("subscriptions/{id}"), 0, format!("unknown status '{status}'"))
+                        })?;
+                        Ok((status, r.get::<_, Option<i64>>(1)?))
                     })
+                    .optional()
                 })
-                .transpose()
+                .map_err(failure)?;
+            let Some(current) = current else {
+                return Ok(None);
+            };
+            let next = rules::after_delivery(current.0, current.1, record);
+            if next != current {
+                tx.prepare_cached(
+                    "UPDATE subscriptions SET status = ?3, failing_since = ?4 WHERE id = ?1 AND org_id = ?2",
+                )
+                .and_then(|mut s| s.execute(params![id, org_id, next.0.as_str(), next.1]))
+                .map_err(failure)?;
+            }
+            tx.commit().map_err(failure)?;
+            Ok(Some(next.0))
         })
         .await
     }
@@ -364,78 +362,147 @@ impl Store for SqliteDb {
 }
 
 /// One page and the organization's total, read in one transaction so they
-/// agree. The ORDER BY is built from fixed fragments of [`order::SORTABLE`]
-/// properties only, ending with the default order as tie-break.
+/// agree. An order of stored columns is SQLite's (an index range where
+/// there is one); an order that needs a rule of the core (the status as
+/// seen at `now`, `ignorecase`) is the core's ([`order::sort_and_page_by`])
+/// over the sort keys of the organization, then the page's rows by id.
 fn list_page(
     conn: &rusqlite::Connection,
     org_id: &OrgId,
     page: &PageRequest,
     now: i64,
 ) -> Result<Page<StoredSubscription>, StoreError> {
-    // `CAST(?2 …)`, not a bare `?2`: SQLite plans with a bare LIMIT or OFFSET
-    // parameter's value, so every execution re-prepared the statement (a
-    // fifth of a page's instructions; as the queue's lease in queue.rs).
-    let sql = format!(
-        "SELECT {COLUMNS} FROM subscriptions WHERE org_id = ?1 ORDER BY {} \
-         LIMIT CAST(?2 AS INTEGER) OFFSET CAST(?3 AS INTEGER)",
-        order_by(page)
-    );
     let tx = conn.unchecked_transaction().map_err(failure)?;
+    let listed = match order::column_order(page) {
+        Some(columns) => in_column_order(&tx, org_id, page, &columns),
+        None => in_core_order(&tx, org_id, page, now),
+    }?;
+    tx.finish().map_err(failure)?;
+    Ok(listed)
+}
+
+/// A page in an order of stored columns, sorted and cut by SQLite: in
+/// creation order a range of the index `(org_id, created_at, id)` (or its
+/// descending twin), by uri one of the unique `(org_id, uri)`.
+fn in_column_order(
+    tx: &rusqlite::Transaction<'_>,
+    org_id: &OrgId,
+    page: &PageRequest,
+    columns: &[(order::Column, bool)],
+) -> Result<Page<StoredSubscription>, StoreError> {
     let total: u64 = tx
         .prepare_cached("SELECT n FROM subscription_counts WHERE org_id = ?1")
         .and_then(|mut s| s.query_row([&org_id], |r| r.get(0)).optional())
         .map_err(failure)?
         .unwrap_or(0);
+    if page.offset() >= total {
+        return Ok(page.page_of(Vec::new(), total)); // past the end: no query
+    }
+    let order_by = columns
+        .iter()
+        .map(|&(column, ascending)| {
+            let name = match column {
+                order::Column::Id => "id",
+                order::Column::Uri => "uri",
+                order::Column::CreatedAt => "created_at",
+                order::Column::UpdatedAt => "updated_at",
+                order::Column::ExpiresAt => "expires_at",
+            };
+            format!("{name} {}", if ascending { "ASC" } else { "DESC" })
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    // `CAST(?2 …)`, not a bare `?2`: SQLite plans with a bare LIMIT or OFFSET
+    // parameter's value, so every execution re-prepared the statement (a
+    // fifth of a page's instructions; as the queue's lease in queue.rs).
+    let sql = format!(
+        "SELECT {COLUMNS} FROM subscriptions WHERE org_id = ?1 ORDER BY {order_by} \
+         LIMIT CAST(?2 AS INTEGER) OFFSET CAST(?3 AS INTEGER)"
+    );
     let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-    let content = if page.offset() >= total {
-        Vec::new() // past the end: no query
-    } else {
-        let mut stmt = tx.prepare_cached(&sql).map_err(failure)?;
-        let (size, offset) = (clamp(page.size), clamp(page.offset()));
-        // SQLite counts the parameters the statement names: `now` only
-        // when sorting by status.
-        let rows = if sql.contains("?4") {
-            stmt.query_map(params![org_id, size, offset, now], row_to_subscription)
-        } else {
-            stmt.query_map(params![org_id, size, offset], row_to_subscription)
-        }
+    let mut stmt = tx.prepare_cached(&sql).map_err(failure)?;
+    let content = stmt
+        .query_map(
+            params![org_id, clamp(page.size), clamp(page.offset())],
+            row_to_subscription,
+        )
+        .map_err(failure)?
+        .collect::<Result<Vec<_>, _>>()
         .map_err(failure)?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(failure)?
-    };
-    tx.finish().map_err(failure)?;
     Ok(page.page_of(content, total))
 }
 
-/// The ORDER BY clause of a page: each asked-for order, then the default
-/// order. `?4` is `now` (the visible status).
-fn order_by(page: &PageRequest) -> String {
-    order::chain(page)
-        .into_iter()
-        .map(|o| {
-            let text = |column: &str| {
-                if o.ignore_case {
-                    format!("lower({column})")
-                } else {
-                    column.to_owned()
-                }
-            };
-            let expression = match o.property {
-                "id" => text("id"),
-                "uri" => text("uri"),
-                // The status the client sees; all of its values are upper case.
-                "status" => "CASE WHEN status = 'ACTIVE' AND expires_at <= ?4 \
-                             THEN 'EXPIRED' ELSE status END"
-                    .to_owned(),
-                "createdDateTime" => "created_at".to_owned(),
-                "lastUpdateDateTime" => "updated_at".to_owned(),
-                "expirationTime" => "expires_at".to_owned(),
-                _ => "NULL".to_owned(),
-            };
-            let direction = if o.ascending { "ASC" } else { "DESC" };
-            format!("{expression} {direction}")
+/// The stored values an order compares, of one subscription.
+struct Sortable {
+    id: SubscriptionId,
+    uri: String,
+    status: SubscriptionStatus,
+    expires_at: i64,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl Sortable {
+    fn keys(&self) -> order::SortKeys<'_> {
+        order::SortKeys {
+            id: self.id.as_str(),
+            uri: &self.uri,
+            status: self.status,
+            expires_at: self.expires_at,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+/// Any order but creation order: the organization's sort keys sorted by
+/// the core, then the page's subscriptions by id.
+fn in_core_order(
+    tx: &rusqlite::Transaction<'_>,
+    org_id: &OrgId,
+    page: &PageRequest,
+    now: i64,
+) -> Result<Page<StoredSubscription>, StoreError> {
+    let all = tx
+        .prepare_cached(
+            "SELECT id, uri, status, expires_at, created_at, updated_at \
+             FROM subscriptions WHERE org_id = ?1",
+        )
+        .and_then(|mut s| {
+            s.query_map([org_id], |row| {
+                let id: SubscriptionId = row.get(0)?;
+                let status = row.get_ref(2)?.as_str()?;
+                Ok(Sortable {
+                    status: SubscriptionStatus::parse(status).ok_or_else(|| {
+                        unreadable(
+                            format!("subscriptions/{id}"),
+                            2,
+                            format!("unknown status '{status}'"),
+                        )
+                    })?,
+                    id,
+                    uri: row.get(1)?,
+                    expires_at: row.get(3)?,
+                    created_at: row.get(4)?,
+                    updated_at: row.get(5)?,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()
         })
-        .collect::<Vec<_>>()
-        .join(", ")
+        .map_err(failure)?;
+    let sorted = order::sort_and_page_by(all, page, now, Sortable::keys);
+    let mut get = tx
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM subscriptions WHERE id = ?1"
+        ))
+        .map_err(failure)?;
+    let content = sorted
+        .content
+        .iter()
+        .map(|s| get.query_row([&s.id], row_to_subscription))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(failure)?;
+    Ok(page.page_of(content, sorted.total_elements))
 }
 
 /// Stores a message, or replaces it and its receipt time (the outbox too).

@@ -4,6 +4,7 @@
 //! (`shared/tests/conformance`).
 
 pub mod order;
+pub mod rules;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

@@ -1,8 +1,10 @@
-//! The orders of a subscription list, shared by the handler and every
-//! adapter so they sort alike: the sortable properties, the default order
-//! (creation time, then id), the comparison of two subscriptions as the
-//! client sees them at `now`, and the in-memory sort-and-cut used where a
-//! store cannot order by the property itself.
+//! The orders of a subscription list, decided here for every adapter so
+//! they sort alike: the sortable properties, the default order (creation
+//! time, then id), the comparison of two subscriptions as the client sees
+//! them at `now` ([`SortKeys`], [`compare`]) and the sort-and-cut of a
+//! page. An adapter orders by its stored values only where no rule applies
+//! ([`column_order`], [`creation_order`]); any other order it hands to
+//! [`sort_and_page`] with the stored values of the organization.
 //!
 //! `ignorecase` folds ASCII letters only (`A`–`Z` to `a`–`z`), as SQLite's
 //! `lower()` does, so that both backends agree on every string; other
@@ -11,6 +13,7 @@
 use std::borrow::Cow;
 use std::cmp::Ordering;
 
+use super::rules::status_at;
 use super::StoredSubscription;
 use crate::model::{Page, SubscriptionStatus};
 use crate::page::{Order, PageRequest};
@@ -39,12 +42,30 @@ pub const DEFAULT_ORDER: &[Order] = &[
     },
 ];
 
-/// The status the client sees at `now`: an active subscription past its
-/// expiry is `EXPIRED`.
-pub fn visible_status(s: &StoredSubscription, now: i64) -> SubscriptionStatus {
-    match s.status {
-        SubscriptionStatus::Active if s.expires_at <= now => SubscriptionStatus::Expired,
-        other => other,
+/// The stored values a list can be sorted by: all an adapter must load to
+/// sort the organization (not the filters, secrets or health).
+#[derive(Debug, Clone, Copy)]
+pub struct SortKeys<'a> {
+    pub id: &'a str,
+    pub uri: &'a str,
+    /// As stored; compared as seen at `now` ([`super::rules::visible_status`]).
+    pub status: SubscriptionStatus,
+    pub expires_at: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl StoredSubscription {
+    /// Its values an order compares.
+    pub fn sort_keys(&self) -> SortKeys<'_> {
+        SortKeys {
+            id: self.id.as_str(),
+            uri: &self.uri,
+            status: self.status,
+            expires_at: self.expires_at,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
     }
 }
 
@@ -59,25 +80,29 @@ pub fn fold(text: &str) -> Cow<'_, str> {
 
 /// Orders by one property, ascending, as the client sees it at `now`.
 pub fn compare(
-    a: &StoredSubscription,
-    b: &StoredSubscription,
+    a: SortKeys<'_>,
+    b: SortKeys<'_>,
     property: &str,
     ignore_case: bool,
     now: i64,
 ) -> Ordering {
     let text = |x: &str, y: &str| {
         if ignore_case {
-            fold(x).cmp(&fold(y))
+            // The order of the folded texts ([`fold`]), folding byte by
+            // byte as far as they differ: a sort compares each item often.
+            x.bytes()
+                .map(|b| b.to_ascii_lowercase())
+                .cmp(y.bytes().map(|b| b.to_ascii_lowercase()))
         } else {
             x.cmp(y)
         }
     };
     match property {
-        "id" => text(a.id.as_str(), b.id.as_str()),
-        "uri" => text(&a.uri, &b.uri),
+        "id" => text(a.id, b.id),
+        "uri" => text(a.uri, b.uri),
         "status" => text(
-            visible_status(a, now).as_str(),
-            visible_status(b, now).as_str(),
+            status_at(a.status, a.expires_at, now).as_str(),
+            status_at(b.status, b.expires_at, now).as_str(),
         ),
         "createdDateTime" => a.created_at.cmp(&b.created_at),
         "lastUpdateDateTime" => a.updated_at.cmp(&b.updated_at),
@@ -116,32 +141,84 @@ fn is_text(property: &str) -> bool {
     matches!(property, "id" | "uri" | "status")
 }
 
-/// `Some(ascending)` when the list is in creation order (creation time,
-/// then id, both in one direction): the order a store can keep an index
-/// in. Any other order is `None`.
-pub fn creation_order(page: &PageRequest) -> Option<bool> {
+/// A stored value a store can order by as it is: no rule of the core
+/// applies to it (unlike the status as seen at `now`, or `ignorecase`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Column {
+    Id,
+    Uri,
+    CreatedAt,
+    UpdatedAt,
+    ExpiresAt,
+}
+
+/// The list's order as stored values, each ascending or not, when it
+/// needs no rule (no `status`, no `ignorecase` on a text): the store may
+/// order by its own columns (and an index of them). `None`: it hands the
+/// organization to [`sort_and_page`].
+pub fn column_order(page: &PageRequest) -> Option<Vec<(Column, bool)>> {
+    chain(page)
+        .into_iter()
+        .map(|o| {
+            let column = match o.property {
+                _ if o.ignore_case && is_text(o.property) => return None,
+                "id" => Column::Id,
+                "uri" => Column::Uri,
+                "createdDateTime" => Column::CreatedAt,
+                "lastUpdateDateTime" => Column::UpdatedAt,
+                "expirationTime" => Column::ExpiresAt,
+                _ => return None,
+            };
+            Some((column, o.ascending))
+        })
+        .collect()
+}
+
+/// A list in creation order: creation time, then id, each in its own
+/// direction. The only order a store keeps an index in (stored values as
+/// they are, no rule of this module applies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CreationOrder {
+    pub created_ascending: bool,
+    pub id_ascending: bool,
+}
+
+/// `Some` when the list is in creation order ([`CreationOrder`]); any
+/// other order is `None`.
+pub fn creation_order(page: &PageRequest) -> Option<CreationOrder> {
     match chain(page)[..] {
         [first, tie]
-            if first.property == "createdDateTime"
-                && tie.property == "id"
-                && tie.ascending == first.ascending
-                && !tie.ignore_case =>
+            if first.property == "createdDateTime" && tie.property == "id" && !tie.ignore_case =>
         {
-            Some(first.ascending)
+            Some(CreationOrder {
+                created_ascending: first.ascending,
+                id_ascending: tie.ascending,
+            })
         }
         _ => None,
     }
 }
 
-/// Sorts `items` (the whole organization) in the asked-for order and cuts
-/// out the page: for stores that cannot order by the property themselves.
+/// Sorts `items` (the whole organization, as stored) in the asked-for
+/// order as seen at `now` and cuts out the page.
 pub fn sort_and_page(
     items: Vec<StoredSubscription>,
     page: &PageRequest,
     now: i64,
 ) -> Page<StoredSubscription> {
+    sort_and_page_by(items, page, now, StoredSubscription::sort_keys)
+}
+
+/// [`sort_and_page`] of anything that has [`SortKeys`] (an adapter's
+/// projection of the sortable columns), given by `keys`.
+pub fn sort_and_page_by<T>(
+    items: Vec<T>,
+    page: &PageRequest,
+    now: i64,
+    keys: impl Fn(&T) -> SortKeys<'_>,
+) -> Page<T> {
     page.apply(items, DEFAULT_ORDER, |a, b, property, ignore_case| {
-        compare(a, b, property, ignore_case, now)
+        compare(keys(a), keys(b), property, ignore_case, now)
     })
 }
 
@@ -155,24 +232,57 @@ mod tests {
 
     #[test]
     fn creation_order_is_recognised() {
-        assert_eq!(creation_order(&page("")), Some(true));
-        assert_eq!(creation_order(&page("sort=createdDateTime")), Some(true));
+        let order = |created_ascending, id_ascending| {
+            Some(CreationOrder {
+                created_ascending,
+                id_ascending,
+            })
+        };
+        assert_eq!(creation_order(&page("")), order(true, true));
+        assert_eq!(
+            creation_order(&page("sort=createdDateTime")),
+            order(true, true)
+        );
         assert_eq!(
             creation_order(&page("sort=createdDateTime,id,asc")),
-            Some(true)
+            order(true, true)
         );
         assert_eq!(
             creation_order(&page("sort=createdDateTime,id,desc")),
-            Some(false)
+            order(false, false)
         );
-        // Creation time descending breaks ties by id ascending: not the index.
-        assert_eq!(creation_order(&page("sort=createdDateTime,desc")), None);
+        // Creation time descending breaks ties by id ascending.
+        assert_eq!(
+            creation_order(&page("sort=createdDateTime,desc")),
+            order(false, true)
+        );
         assert_eq!(creation_order(&page("sort=id")), None);
         assert_eq!(creation_order(&page("sort=uri&sort=createdDateTime")), None);
         assert_eq!(
             creation_order(&page("sort=createdDateTime,id,asc,ignorecase")),
             None
         );
+    }
+
+    #[test]
+    fn only_orders_without_a_rule_are_column_orders() {
+        use Column::*;
+        assert_eq!(
+            column_order(&page("")),
+            Some(vec![(CreatedAt, true), (Id, true)])
+        );
+        assert_eq!(
+            column_order(&page("sort=uri,desc")),
+            Some(vec![(Uri, false), (CreatedAt, true), (Id, true)])
+        );
+        assert_eq!(
+            column_order(&page("sort=createdDateTime,desc,ignorecase")),
+            Some(vec![(CreatedAt, false), (Id, true)])
+        );
+        assert_eq!(column_order(&page("sort=status")), None);
+        assert_eq!(column_order(&page("sort=expirationTime&sort=status")), None);
+        assert_eq!(column_order(&page("sort=uri,ignorecase")), None);
+        assert_eq!(column_order(&page("sort=id,ignorecase")), None);
     }
 
     #[test]
@@ -206,6 +316,26 @@ mod tests {
                 ("id", true, false)
             ]
         );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn ignorecase_compares_as_the_folded_texts(a in "[a-zA-Z_Ä ]{0,6}", b in "[a-zA-Z_Ä ]{0,6}") {
+            fn keys(text: &str) -> SortKeys<'_> {
+                SortKeys {
+                    id: text,
+                    uri: text,
+                    status: SubscriptionStatus::Active,
+                    expires_at: 0,
+                    created_at: 0,
+                    updated_at: 0,
+                }
+            }
+            proptest::prop_assert_eq!(
+                compare(keys(&a), keys(&b), "uri", true, 0),
+                fold(&a).cmp(&fold(&b))
+            );
+        }
     }
 
     #[test]

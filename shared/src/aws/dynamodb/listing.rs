@@ -64,9 +64,13 @@ impl DynamoStore {
         page: &PageRequest,
         now: i64,
     ) -> Result<Page<StoredSubscription>, StoreError> {
-        let Some(ascending) = order::creation_order(page) else {
-            let all = self.whole_organization(org_id).await?;
-            return Ok(order::sort_and_page(all, page, now));
+        // Its entries (`CREATED#<ms>#<id>`) hold creation time and id in one direction.
+        let ascending = match order::creation_order(page) {
+            Some(o) if o.created_ascending == o.id_ascending => o.created_ascending,
+            _ => {
+                let all = self.whole_organization(org_id).await?;
+                return Ok(order::sort_and_page(all, page, now));
+            }
         };
         let counter = self.counter(org_id).await?;
         if !counter.listed {

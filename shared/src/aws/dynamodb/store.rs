@@ -14,7 +14,9 @@ use crate::delivery::breaker::Health;
 use crate::ids::{OrgId, SubscriptionId};
 use crate::model::{Message, Page, SubscriptionStatus};
 use crate::page::PageRequest;
-use crate::store::{DeliveryRecord, SecretRotation, Store, StoreError, StoredSubscription, Upsert};
+use crate::store::{
+    rules, DeliveryRecord, SecretRotation, Store, StoreError, StoredSubscription, Upsert,
+};
 
 #[async_trait]
 impl Store for DynamoStore {
@@ -117,7 +119,8 @@ impl Store for DynamoStore {
         record: DeliveryRecord,
     ) -> Result<Option<SubscriptionStatus>, StoreError> {
         self.change_subscription(org_id, id, "record_delivery", |sub| {
-            let (status, failing_since) = next_state(sub, record);
+            let (status, failing_since) =
+                rules::after_delivery(sub.status, sub.failing_since, record);
             if (status, failing_since) == (sub.status, sub.failing_since) {
                 return Ok(Planned::Unchanged(status));
             }
@@ -232,31 +235,5 @@ impl Store for DynamoStore {
     ) -> Result<(), StoreError> {
         // The entry is the reminder's "not sent yet": gone, it is sent.
         self.delete_expiry_entry(org_id, id, expires_at).await
-    }
-}
-
-/// The delivery bookkeeping rules (the same as every adapter's).
-pub(super) fn next_state(
-    sub: &StoredSubscription,
-    record: DeliveryRecord,
-) -> (SubscriptionStatus, Option<i64>) {
-    match record {
-        DeliveryRecord::Succeeded => (sub.status, None),
-        DeliveryRecord::Failed {
-            now,
-            blacklist_after_ms,
-        } => {
-            let since = sub.failing_since.unwrap_or(now);
-            let blacklist = sub.status == SubscriptionStatus::Active
-                && sub.failing_since.is_some()
-                && now - since >= blacklist_after_ms;
-            let status = if blacklist {
-                SubscriptionStatus::Blacklisted
-            } else {
-                sub.status
-            };
-            (status, Some(since))
-        }
-        DeliveryRecord::Gone => (SubscriptionStatus::Blacklisted, sub.failing_since),
     }
 }
