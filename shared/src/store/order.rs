@@ -46,12 +46,17 @@ pub const DEFAULT_ORDER: &[Order] = &[
 /// sort the organization (not the filters, secrets or health).
 #[derive(Debug, Clone, Copy)]
 pub struct SortKeys<'a> {
+    /// The subscription's id (`id`), the last tie-break of every order.
     pub id: &'a str,
+    /// The callback URL (`uri`).
     pub uri: &'a str,
     /// As stored; compared as seen at `now` ([`super::rules::visible_status`]).
     pub status: SubscriptionStatus,
+    /// `expirationTime`, epoch ms (0: never).
     pub expires_at: i64,
+    /// `createdDateTime`, epoch ms.
     pub created_at: i64,
+    /// `lastUpdateDateTime`, epoch ms.
     pub updated_at: i64,
 }
 
@@ -145,10 +150,15 @@ fn is_text(property: &str) -> bool {
 /// applies to it (unlike the status as seen at `now`, or `ignorecase`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Column {
+    /// `id`.
     Id,
+    /// `uri`, compared byte by byte.
     Uri,
+    /// `createdDateTime`.
     CreatedAt,
+    /// `lastUpdateDateTime`.
     UpdatedAt,
+    /// `expirationTime`.
     ExpiresAt,
 }
 
@@ -179,7 +189,9 @@ pub fn column_order(page: &PageRequest) -> Option<Vec<(Column, bool)>> {
 /// they are, no rule of this module applies).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CreationOrder {
+    /// Oldest first.
     pub created_ascending: bool,
+    /// Ties of the same millisecond by id ascending.
     pub id_ascending: bool,
 }
 
