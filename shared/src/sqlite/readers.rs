@@ -4,10 +4,15 @@
 //! than growing tokio's blocking pool into threads that contend for a few
 //! connections (which cost a third of the end-to-end throughput on two
 //! cores, BENCHMARKS.md). Knows nothing of the store.
+//!
+//! A lookup wakes at most one reader, and none when every reader is busy
+//! (a busy reader takes the next job before it sleeps): each thread wake-up
+//! is a context switch, and a get is only a few of them (BENCHMARKS.md,
+//! "Issue 26: the get path and memory, again").
 
+use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -15,9 +20,22 @@ use tokio::sync::oneshot;
 type Job = Box<dyn FnOnce(&Connection) + Send>;
 
 /// The reader threads; they end, closing their connections, when this is
-/// dropped.
+/// dropped (after the jobs already queued).
 pub(super) struct Readers {
-    jobs: mpsc::Sender<Job>,
+    queue: Arc<Queue>,
+}
+
+/// The jobs waiting for a reader, and whether anyone waits for a job.
+struct Queue {
+    state: Mutex<State>,
+    ready: Condvar,
+}
+
+struct State {
+    jobs: VecDeque<Job>,
+    /// Readers asleep on `ready`: a job wakes one only if there is one.
+    idle: usize,
+    closed: bool,
 }
 
 /// The readers are gone (a job panicked, or the process is ending).
@@ -25,28 +43,53 @@ pub(super) struct Readers {
 #[error("the SQLite read connection stopped before answering")]
 pub(super) struct Stopped;
 
+impl Queue {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The next job, sleeping until there is one; `None` once closed and
+    /// drained.
+    fn next(&self) -> Option<Job> {
+        let mut state = self.lock();
+        loop {
+            if let Some(job) = state.jobs.pop_front() {
+                return Some(job);
+            }
+            if state.closed {
+                return None;
+            }
+            state.idle += 1;
+            state = self.ready.wait(state).unwrap_or_else(|p| p.into_inner());
+            state.idle -= 1;
+        }
+    }
+}
+
 impl Readers {
     /// One thread per connection.
     pub(super) fn start(connections: Vec<Connection>) -> std::io::Result<Readers> {
-        let (jobs, queue) = mpsc::channel::<Job>();
-        let queue = Arc::new(Mutex::new(queue));
+        let queue = Arc::new(Queue {
+            state: Mutex::new(State {
+                jobs: VecDeque::new(),
+                idle: 0,
+                closed: false,
+            }),
+            ready: Condvar::new(),
+        });
         for (i, conn) in connections.into_iter().enumerate() {
             let queue = queue.clone();
             std::thread::Builder::new()
                 .name(format!("sqlite-reader-{i}"))
-                .spawn(move || loop {
-                    // The lock is held while waiting: the next free reader
-                    // takes the next job.
-                    let next = queue.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                    let Ok(job) = next else {
-                        return;
-                    };
-                    // A panicking job loses its answer (its caller sees
-                    // `Stopped`), not the reader.
-                    let _ = catch_unwind(AssertUnwindSafe(|| job(&conn)));
+                .spawn(move || {
+                    while let Some(job) = queue.next() {
+                        // A panicking job loses its answer (its caller sees
+                        // `Stopped`), not the reader.
+                        let _ = catch_unwind(AssertUnwindSafe(|| job(&conn)));
+                    }
                 })?;
         }
-        Ok(Readers { jobs })
+        Ok(Readers { queue })
     }
 
     /// Runs `f` on the next free read connection and waits for its answer.
@@ -55,11 +98,26 @@ impl Readers {
         f: impl FnOnce(&Connection) -> T + Send + 'static,
     ) -> Result<T, Stopped> {
         let (done, answer) = oneshot::channel();
-        self.jobs
-            .send(Box::new(move |conn| {
+        let wake = {
+            let mut state = self.queue.lock();
+            if state.closed {
+                return Err(Stopped);
+            }
+            state.jobs.push_back(Box::new(move |conn| {
                 let _ = done.send(f(conn));
-            }))
-            .map_err(|_| Stopped)?;
+            }));
+            state.idle > 0
+        };
+        if wake {
+            self.queue.ready.notify_one();
+        }
         answer.await.map_err(|_| Stopped)
+    }
+}
+
+impl Drop for Readers {
+    fn drop(&mut self) {
+        self.queue.lock().closed = true;
+        self.queue.ready.notify_all();
     }
 }
