@@ -95,16 +95,7 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     webhook_core::config::parse_duration(s)
 }
 
-/// `mi_option_purge_delay` in mimalloc.h (v2), which the bindings do not name.
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-
 fn main() -> ExitCode {
-    // Pages a burst freed go back to the system at once, not 10 ms later
-    // and only when the thread that freed them next allocates: a worker
-    // that goes quiet after a load otherwise holds them (BENCHMARKS.md,
-    // "Issue 26: the get path and memory, again").
-    // SAFETY: sets a process-wide option; mimalloc reads it on each purge.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
     let cli = Cli::parse();
     let result = match cli.command {
         None => serve::run(cli.serve),
@@ -165,18 +156,4 @@ fn migrate_messages() -> Result<(), String> {
         config.message_retention.as_secs() / 86_400
     );
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    /// The option number names mimalloc's purge delay: its default is 10 ms.
-    #[test]
-    fn purge_delay_option_is_the_one_set() {
-        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
-            return;
-        }
-        // SAFETY: reads a process-wide option.
-        let delay = unsafe { libmimalloc_sys::mi_option_get(super::MI_OPTION_PURGE_DELAY) };
-        assert_eq!(delay, 10);
-    }
 }

@@ -5,10 +5,12 @@
 //! connections (which cost a third of the end-to-end throughput on two
 //! cores, BENCHMARKS.md). Knows nothing of the store.
 //!
-//! A lookup wakes at most one reader, and none when every reader is busy
-//! (a busy reader takes the next job before it sleeps): each thread wake-up
-//! is a context switch, and a get is only a few of them (BENCHMARKS.md,
-//! "Issue 26: the get path and memory, again").
+//! A lookup wakes a sleeping reader only when the readers awake have more
+//! queued than they can take next (an awake reader takes the next job before
+//! it sleeps): each wake-up is a context switch, and a get is only a few of
+//! them (BENCHMARKS.md, "Issue 26: the get path and memory, again"). A job
+//! waits behind a busy reader's current one at most while no second job
+//! queues.
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -33,8 +35,10 @@ struct Queue {
 
 struct State {
     jobs: VecDeque<Job>,
-    /// Readers asleep on `ready`: a job wakes one only if there is one.
+    /// Readers asleep on `ready`.
     idle: usize,
+    /// Readers started.
+    readers: usize,
     closed: bool,
 }
 
@@ -73,6 +77,7 @@ impl Readers {
             state: Mutex::new(State {
                 jobs: VecDeque::new(),
                 idle: 0,
+                readers: connections.len(),
                 closed: false,
             }),
             ready: Condvar::new(),
@@ -106,7 +111,8 @@ impl Readers {
             state.jobs.push_back(Box::new(move |conn| {
                 let _ = done.send(f(conn));
             }));
-            state.idle > 0
+            let awake = state.readers - state.idle;
+            state.idle > 0 && state.jobs.len() > awake
         };
         if wake {
             self.queue.ready.notify_one();
@@ -119,5 +125,56 @@ impl Drop for Readers {
     fn drop(&mut self) {
         self.queue.lock().closed = true;
         self.queue.ready.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn readers(n: usize) -> Readers {
+        let conns = (0..n)
+            .map(|_| Connection::open_in_memory().expect("in-memory SQLite"))
+            .collect();
+        Readers::start(conns).expect("reader threads start")
+    }
+
+    /// More lookups at once than readers: each is answered, by the queue's
+    /// readers (a lookup never runs on the caller's thread).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_burst_beyond_the_readers_is_answered() {
+        let readers = Arc::new(readers(2));
+        let lookups = (0..200i64).map(|i| {
+            let readers = readers.clone();
+            tokio::spawn(async move {
+                readers
+                    .run(move |conn| {
+                        let on = std::thread::current().name().map(str::to_owned);
+                        let sum: i64 = conn.query_row("SELECT ?1 + 1", [i], |r| r.get(0)).unwrap();
+                        (sum, on)
+                    })
+                    .await
+            })
+        });
+        for (i, lookup) in lookups.collect::<Vec<_>>().into_iter().enumerate() {
+            let (sum, on) = lookup.await.unwrap().unwrap();
+            assert_eq!(sum, i as i64 + 1);
+            assert!(on.unwrap().starts_with("sqlite-reader-"));
+        }
+    }
+
+    /// A lookup that panics loses its own answer, not its reader.
+    #[tokio::test]
+    async fn a_panicking_lookup_leaves_the_reader_running() {
+        let readers = readers(1);
+        let lost = readers.run(|_| -> i64 { panic!("a lookup's bug") }).await;
+        assert!(lost.is_err());
+        let next = readers
+            .run(|conn| {
+                conn.query_row("SELECT 7", [], |r| r.get::<_, i64>(0))
+                    .unwrap()
+            })
+            .await;
+        assert_eq!(next.unwrap(), 7);
     }
 }
