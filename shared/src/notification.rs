@@ -38,6 +38,15 @@ pub(crate) fn job_for(
     }
 }
 
+/// `body` dated `at` instead of its own time: what a retried ingestion sends
+/// for the notification its first try dated (the history keeps that first
+/// time too). `None` for a body that is not a notification.
+pub(crate) fn dated(body: &str, at: i64) -> Option<String> {
+    let mut notification: Notification = serde_json::from_str(body).ok()?;
+    notification.timestamp = at;
+    serde_json::to_string(&notification).ok()
+}
+
 /// Commits an event's jobs through the outbox and wakes the workers when
 /// something new was queued; false for an event id seen before.
 pub(crate) async fn commit(

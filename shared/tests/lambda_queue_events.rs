@@ -517,6 +517,11 @@ async fn a_partly_ingested_event_is_completed_by_its_retry_and_listed_once() {
         job.created_at, page.content[0].created_at,
         "the job names the history item it updates"
     );
+    let payload: serde_json::Value = serde_json::from_str(&job.body).unwrap();
+    assert_eq!(
+        payload["timestamp"], job.created_at,
+        "the payload is dated by the first acceptance too, as the history is"
+    );
 }
 
 fn signal(pid: &str, sig: &str) {

@@ -198,6 +198,12 @@ impl AwsOutbox {
                 .iter()
                 .map(|job| DeliveryJob {
                     created_at: accepted_at,
+                    // A retry sends the payload its first try dated.
+                    body: match job.created_at == accepted_at {
+                        true => job.body.clone(),
+                        false => crate::notification::dated(&job.body, accepted_at)
+                            .unwrap_or_else(|| job.body.clone()),
+                    },
                     ..job.clone()
                 })
                 .collect(),
