@@ -48,6 +48,49 @@ fn unique_tables() -> [(String, String); 2] {
     ]
 }
 
+/// A server's delivery queue, read from outside to tell when it is empty.
+enum DeliveryQueueProbe {
+    Sqlite(rusqlite::Connection),
+    Sqs(aws_sdk_sqs::Client, String),
+}
+
+impl DeliveryQueueProbe {
+    /// Jobs on the queue: the SQLite notifications still due, or the SQS
+    /// queue's messages visible, in flight and delayed (exact on moto).
+    async fn jobs_left(&self) -> u64 {
+        match self {
+            DeliveryQueueProbe::Sqlite(db) => db
+                .query_row(
+                    // The queue is the notifications with a due time.
+                    "SELECT count(*) FROM notifications WHERE due_at IS NOT NULL",
+                    [],
+                    |r| r.get::<_, u64>(0),
+                )
+                .unwrap(),
+            DeliveryQueueProbe::Sqs(sqs, url) => {
+                use aws_sdk_sqs::types::QueueAttributeName as A;
+                let attributes = sqs
+                    .get_queue_attributes()
+                    .queue_url(url)
+                    .attribute_names(A::All)
+                    .send()
+                    .await
+                    .unwrap()
+                    .attributes
+                    .unwrap_or_default();
+                [
+                    A::ApproximateNumberOfMessages,
+                    A::ApproximateNumberOfMessagesNotVisible,
+                    A::ApproximateNumberOfMessagesDelayed,
+                ]
+                .iter()
+                .map(|name| attributes.get(name).map_or(0, |n| n.parse().unwrap()))
+                .sum()
+            }
+        }
+    }
+}
+
 /// The file in the data dir that moves the server's clock (`advance_clock`).
 const TEST_CLOCK: &str = "test-clock-ms";
 
@@ -212,9 +255,10 @@ impl Server {
     /// job queued, leased or waiting for its retry. A test that asserts
     /// "nothing more is sent" asserts after this, not after a sleep.
     pub async fn wait_until_idle(&self) {
+        let queue = self.delivery_queue().await;
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            let left = self.jobs_left().await;
+            let left = queue.jobs_left().await;
             if left == 0 {
                 return;
             }
@@ -226,33 +270,19 @@ impl Server {
         }
     }
 
-    /// Jobs on the delivery queue: the SQLite notifications still due, or the SQS
-    /// queue's messages visible, in flight and delayed (exact on moto).
-    async fn jobs_left(&self) -> u64 {
+    /// The delivery queue this server serves from, opened once per wait.
+    async fn delivery_queue(&self) -> DeliveryQueueProbe {
         if !self.aws {
             let db = rusqlite::Connection::open_with_flags(
                 self.sqlite_file(),
                 rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
             )
             .unwrap();
-            return db
-                .query_row(
-                    // The queue is the notifications with a due time.
-                    "SELECT count(*) FROM notifications WHERE due_at IS NOT NULL",
-                    [],
-                    |r| r.get::<_, u64>(0),
-                )
-                .unwrap();
+            return DeliveryQueueProbe::Sqlite(db);
         }
-        use aws_sdk_sqs::types::QueueAttributeName as A;
         let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
         let sqs = aws_sdk_sqs::Client::new(&sdk);
-        let prefix = self
-            .env
-            .iter()
-            .find(|(k, _)| k == "WEBHOOKS_SUBSCRIPTIONS_TABLE")
-            .map(|(_, v)| v.clone())
-            .unwrap();
+        let prefix = self.env_var("WEBHOOKS_SUBSCRIPTIONS_TABLE").unwrap();
         // --create-tables names the queue after the subscriptions table.
         let url = sqs
             .get_queue_url()
@@ -262,23 +292,7 @@ impl Server {
             .unwrap()
             .queue_url
             .unwrap();
-        let attributes = sqs
-            .get_queue_attributes()
-            .queue_url(url)
-            .attribute_names(A::All)
-            .send()
-            .await
-            .unwrap()
-            .attributes
-            .unwrap_or_default();
-        [
-            A::ApproximateNumberOfMessages,
-            A::ApproximateNumberOfMessagesNotVisible,
-            A::ApproximateNumberOfMessagesDelayed,
-        ]
-        .iter()
-        .map(|name| attributes.get(name).map_or(0, |n| n.parse().unwrap()))
-        .sum()
+        DeliveryQueueProbe::Sqs(sqs, url)
     }
 
     /// Moves the server's clock forward by `by` (`WEBHOOKS_TEST_CLOCK_FILE`):
