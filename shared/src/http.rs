@@ -55,7 +55,10 @@ async fn dispatch(
             let request = parse_json(headers, body)?;
             json(
                 StatusCode::OK,
-                &subscription::create_subscription(app, caller, request).await?,
+                // Boxed, like every route that calls out: their futures are
+                // kilobytes, and an unboxed one would size (and be copied
+                // with) every request's future, a get's too.
+                &Box::pin(subscription::create_subscription(app, caller, request)).await?,
             )
         }
         Route::ListSubscriptions => {
@@ -63,10 +66,10 @@ async fn dispatch(
             let listed = subscription::list_subscriptions(app, caller, &page).await?;
             Ok(json_bytes(StatusCode::OK, list_json::page(&listed)))
         }
-        Route::GetSubscription(id) => json(
-            StatusCode::OK,
-            &subscription::get_subscription(app, caller, &id).await?,
-        ),
+        Route::GetSubscription(id) => {
+            let found = subscription::get_subscription(app, caller, &id).await?;
+            Ok(json_bytes(StatusCode::OK, list_json::subscription(&found)))
+        }
         Route::DeleteSubscription(id) => {
             subscription::delete_subscription(app, caller, &id).await?;
             Ok(Response::builder()
@@ -87,7 +90,10 @@ async fn dispatch(
             };
             json(
                 StatusCode::OK,
-                &rotation::rotate_subscription_secret(app, caller, &id, request).await?,
+                &Box::pin(rotation::rotate_subscription_secret(
+                    app, caller, &id, request,
+                ))
+                .await?,
             )
         }
         Route::GetMessage(id) => json(
@@ -104,14 +110,27 @@ async fn dispatch(
         ),
         Route::ResendNotification(id, uuid) => json(
             StatusCode::ACCEPTED,
-            &deliveries::resend_notification(app, needs(queue)?, caller, &id, &uuid).await?,
+            &Box::pin(deliveries::resend_notification(
+                app,
+                needs(queue)?,
+                caller,
+                &id,
+                &uuid,
+            ))
+            .await?,
         ),
         Route::RecoverNotifications(id) => {
             let request = parse_json(headers, body)?;
             json(
                 StatusCode::ACCEPTED,
-                &deliveries::recover_notifications(app, needs(queue)?, caller, &id, request)
-                    .await?,
+                &Box::pin(deliveries::recover_notifications(
+                    app,
+                    needs(queue)?,
+                    caller,
+                    &id,
+                    request,
+                ))
+                .await?,
             )
         }
         Route::GetDeliveryStats(id) => json(
@@ -216,13 +235,13 @@ async fn serve_route(
     let span = tracing::info_span!("request", org_id = %caller.org_id);
     let app = services.app.as_ref();
     if route == Route::IngestEvent {
-        return ingest_event(
+        return Box::pin(ingest_event(
             app,
             services.outbox.as_ref(),
             &caller,
             &parts.headers,
             &body,
-        )
+        ))
         .instrument(span)
         .await;
     }

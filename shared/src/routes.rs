@@ -5,6 +5,8 @@
 //! as in the path ([`Route::for_endpoint`]). `template.yaml` declares the
 //! same paths.
 
+use std::sync::LazyLock;
+
 use http::{Method, StatusCode};
 
 use crate::ids::{MessageId, NotificationId, SubscriptionId};
@@ -206,9 +208,9 @@ impl Route {
         let path = path.strip_suffix('/').unwrap_or(path);
         let segments: Vec<&str> = path.split('/').skip(1).collect();
         // The matching templates with the most literal segments.
-        let matches: Vec<(usize, Endpoint, Vec<&str>)> = Endpoint::ALL
-            .into_iter()
-            .filter_map(|e| match_template(e.path(), &segments).map(|(l, id)| (l, e, id)))
+        let matches: Vec<(usize, Endpoint, Vec<&str>)> = TEMPLATES
+            .iter()
+            .filter_map(|(e, t)| match_template(t, &segments).map(|(l, id)| (l, *e, id)))
             .collect();
         let best = matches
             .iter()
@@ -268,14 +270,22 @@ impl Route {
 
 /// Whether `segments` fit `template`: the number of literal segments, and
 /// the raw values of its parameters.
-fn match_template<'a>(template: &str, segments: &[&'a str]) -> Option<(usize, Vec<&'a str>)> {
-    let parts: Vec<&str> = template.split('/').skip(1).collect();
-    if parts.len() != segments.len() {
+/// Each endpoint's path template, split into segments once (a request is
+/// matched against all of them).
+static TEMPLATES: LazyLock<Vec<(Endpoint, Vec<&'static str>)>> = LazyLock::new(|| {
+    Endpoint::ALL
+        .into_iter()
+        .map(|e| (e, e.path().split('/').skip(1).collect()))
+        .collect()
+});
+
+fn match_template<'a>(template: &[&str], segments: &[&'a str]) -> Option<(usize, Vec<&'a str>)> {
+    if template.len() != segments.len() {
         return None;
     }
     let mut literals = 0;
     let mut ids = Vec::new();
-    for (part, segment) in parts.iter().zip(segments) {
+    for (part, segment) in template.iter().zip(segments) {
         if part.starts_with('{') {
             ids.push(*segment);
         } else if part == segment {

@@ -65,8 +65,14 @@ type Written = Result<bool, StoreError>;
 /// Prepared statements kept per connection: more than any one runs.
 const STATEMENT_CACHE: usize = 64;
 
-/// Read connections beside the writer.
-const READERS: usize = 4;
+/// Read connections beside the writer: one per core, at least two and at
+/// most four. Reads are CPU work (pages come from the OS's cache), so a
+/// reader beyond the cores only adds context switches; on two cores, four
+/// readers cost a fifth of a get's throughput (BENCHMARKS.md, "Issue 26:
+/// the get path, found").
+fn readers() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4))
+}
 
 /// The SQLite file and its connections: one writer and a few readers.
 #[derive(Clone)]
@@ -173,7 +179,7 @@ impl SqliteDb {
         let mut conn = Connection::open(path).map_err(failure)?;
         Self::prepare_writer(&mut conn)?;
         // Opened after the migrations, so they see the current schema.
-        let readers = (0..READERS)
+        let readers = (0..readers())
             .map(|_| open_reader(path))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(SqliteDb {
