@@ -19,6 +19,7 @@ mod api_keys;
 mod backend;
 mod credentials;
 mod listen;
+mod memory;
 mod serve;
 mod shutdown;
 mod test_clock;

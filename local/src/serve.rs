@@ -339,5 +339,6 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .enable_all()
         .max_blocking_threads(MAX_BLOCKING_THREADS)
         .thread_keep_alive(BLOCKING_KEEP_ALIVE)
+        .on_thread_park(crate::memory::collect_when_parking)
         .build()
 }

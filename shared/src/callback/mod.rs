@@ -70,13 +70,20 @@ impl CallbackClient {
                 .no_proxy()
                 .dns_resolver(Arc::new(resolver))
                 .connect_timeout(Duration::from_secs(5))
-                .pool_idle_timeout(Duration::from_secs(30))
+                .pool_idle_timeout(POOL_IDLE)
                 .user_agent(concat!("webhooks/", env!("CARGO_PKG_VERSION")))
                 .build()
                 .expect("callback HTTP client builds")
         })
     }
 }
+
+/// How long a callback connection is kept for reuse. Under Node.js's
+/// `keepAliveTimeout` (5 s, the default of the servers most receivers run):
+/// a connection the receiver is closing at the moment it is reused fails the
+/// delivery. Connections in use are not affected, and idle ones (each with
+/// its buffers) are not kept after a burst.
+const POOL_IDLE: Duration = Duration::from_secs(4);
 
 /// TLS 1.2 and 1.3 on aws-lc-rs (the one crypto provider of the build),
 /// trusting Mozilla's roots.
