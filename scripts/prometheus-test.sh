@@ -25,7 +25,8 @@ if ! command -v prometheus >/dev/null 2>&1; then
 fi
 info "$(prometheus --version 2>&1 | head -1)"
 
-cargo build -q --locked -p webhooks-local
+# `--workspace`: the features the other steps built with, so nothing is rebuilt.
+cargo build -q --locked --workspace --bin webhooks-local
 bin="${CARGO_TARGET_DIR:-target}/debug/webhooks-local"
 [ -x "$bin" ] || fail "no webhooks-local binary at $bin"
 

@@ -194,3 +194,72 @@ async fn unknown_stored_values_are_corrupt_and_named() {
     plant("UPDATE notifications SET status = 'PENDING', attempt_log = '[{\"trigger\":\"LATER\"}]' WHERE id = ?1", "n-1");
     corrupt("attempt log", read().await, "notifications/n-1");
 }
+
+/// A subscription read by id is kept in memory (`sqlite/point_cache.rs`)
+/// only until a write: a get after this process's write sees it at once,
+/// another organization never sees it, and a change another process makes
+/// to the file is seen within the cache's 250 ms.
+#[tokio::test]
+async fn a_get_sees_each_write_at_once_and_another_processs_soon() {
+    use webhook_core::ids::SubscriptionId;
+    use webhook_core::store::{Store, Upsert};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("points.db");
+    let db = SqliteDb::open(&path).unwrap();
+    let org = OrgId::from("org-p");
+    let id = SubscriptionId::from("sub-p");
+    let filter = |d: &str| format!("/orgId/org-p/department/{d}/contact");
+    let upsert = |filters: Vec<String>, now: i64| Upsert {
+        org_id: org.clone(),
+        uri: "https://cb.example/p".into(),
+        event_filters: filters,
+        disabled_filters: vec![],
+        expires_at: 9_000_000_000_000,
+        now,
+        new_id: id.clone(),
+        new_secret: webhook_core::secret::new_signing_secret(),
+        max_per_org: 10,
+    };
+    let get = || async { db.get_subscription(&org, &id).await.unwrap() };
+
+    db.upsert_subscription(upsert(vec![filter("a")], 1_000))
+        .await
+        .unwrap();
+    assert_eq!(get().await.unwrap().event_filters, vec![filter("a")]);
+    assert_eq!(get().await.unwrap().event_filters, vec![filter("a")]);
+    assert!(
+        db.get_subscription(&OrgId::from("org-q"), &id)
+            .await
+            .unwrap()
+            .is_none(),
+        "another organization's get of the id finds nothing, kept or not"
+    );
+
+    db.upsert_subscription(upsert(vec![filter("b")], 2_000))
+        .await
+        .unwrap();
+    assert_eq!(
+        get().await.unwrap().event_filters,
+        vec![filter("b")],
+        "this process's write"
+    );
+
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute(
+        "UPDATE subscriptions SET uri = 'https://cb.example/q' WHERE id = 'sub-p'",
+        [],
+    )
+    .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while get().await.unwrap().uri != "https://cb.example/q" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "another process's change was never seen"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+
+    assert!(db.delete_subscription(&org, &id).await.unwrap());
+    assert!(get().await.is_none(), "this process's delete");
+}

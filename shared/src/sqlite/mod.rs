@@ -25,12 +25,14 @@ use rusqlite::{Connection, OpenFlags};
 use crate::clock::Clock;
 use crate::store::StoreError;
 use group_commit::GroupCommit;
+use point_cache::PointCache;
 use readers::Readers;
 
 mod expiry;
 mod group_commit;
 mod history;
 mod outbox;
+mod point_cache;
 mod queue;
 mod readers;
 mod schema;
@@ -82,6 +84,8 @@ pub struct SqliteDb {
     /// The small writes of ingestion and delivery (events, outcomes,
     /// completions), written together: many, one transaction.
     writes: Arc<GroupCommit<Write, Written, Arc<StoreError>>>,
+    /// Subscriptions read by id, until the next write (`point_cache.rs`).
+    points: Arc<PointCache>,
     clock: Arc<dyn Clock>,
 }
 
@@ -186,6 +190,7 @@ impl SqliteDb {
             conn: Arc::new(Mutex::new(conn)),
             readers: Arc::new(Readers::start(readers).map_err(failure)?),
             writes: Arc::default(),
+            points: Arc::default(),
             clock: crate::clock::system(),
         })
     }
@@ -220,23 +225,26 @@ impl SqliteDb {
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let conn = self.conn.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut guard = conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            f(&mut guard)
-        })
-        .await
-        .map_err(failure)?
+        let db = self.clone();
+        tokio::task::spawn_blocking(move || db.with_writer(f))
+            .await
+            .map_err(failure)?
     }
 
     /// Runs `f` with the writer connection on the calling thread (a
-    /// thread of the blocking pool).
+    /// thread of the blocking pool). A write that changed rows makes the
+    /// point cache's entries stale before it is answered.
     fn with_writer<T>(
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        f(&mut guard)
+        let changes = guard.total_changes();
+        let result = f(&mut guard);
+        if guard.total_changes() != changes {
+            self.points.written();
+        }
+        result
     }
 
     /// Runs a read-only `f` on a free read connection ([`Readers`]).

@@ -128,18 +128,27 @@ impl Store for SqliteDb {
         org_id: &OrgId,
         id: &SubscriptionId,
     ) -> Result<Option<StoredSubscription>, StoreError> {
-        let (org_id, id) = (org_id.to_owned(), id.to_owned());
-        self.read(move |conn| {
-            conn.prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM subscriptions WHERE id = ?1 AND org_id = ?2"
-            ))
-            .and_then(|mut s| {
-                s.query_row(params![id, org_id], row_to_subscription)
-                    .optional()
+        if let Some(found) = self.points.get(org_id, id) {
+            return Ok(Some(found));
+        }
+        let generation = self.points.generation();
+        let (org, key) = (org_id.to_owned(), id.to_owned());
+        let found = self
+            .read(move |conn| {
+                conn.prepare_cached(&format!(
+                    "SELECT {COLUMNS} FROM subscriptions WHERE id = ?1 AND org_id = ?2"
+                ))
+                .and_then(|mut s| {
+                    s.query_row(params![key, org], row_to_subscription)
+                        .optional()
+                })
+                .map_err(failure)
             })
-            .map_err(failure)
-        })
-        .await
+            .await?;
+        if let Some(found) = &found {
+            self.points.insert(found, generation);
+        }
+        Ok(found)
     }
 
     async fn list_subscriptions(
