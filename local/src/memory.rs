@@ -3,7 +3,7 @@
 //! into the allocator again (10 ms after at the soonest), so a worker that
 //! goes idle after a burst keeps the burst's pages: after the benchmark's
 //! delivery suite that was about a fifth of the RSS (BENCHMARKS.md, "Issue
-//! 26: memory after load, found"). A worker about to sleep collects its
+//! 26: the get path and memory, found"). A worker about to sleep collects its
 //! heap, at most once a second (a collection walks the heap's pages).
 
 use std::cell::Cell;

@@ -71,7 +71,7 @@ const STATEMENT_CACHE: usize = 64;
 /// most four. Reads are CPU work (pages come from the OS's cache), so a
 /// reader beyond the cores only adds context switches; on two cores, four
 /// readers cost a fifth of a get's throughput (BENCHMARKS.md, "Issue 26:
-/// the get path, found").
+/// the get path and memory, found").
 fn readers() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4))
 }
