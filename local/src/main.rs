@@ -20,6 +20,7 @@ mod backend;
 mod credentials;
 mod listen;
 mod memory;
+mod runtime;
 mod serve;
 mod shutdown;
 mod test_clock;

@@ -73,7 +73,7 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
     if args.metrics_addr.is_some() {
         metrics::install();
     }
-    let runtime = runtime().map_err(|e| e.to_string())?;
+    let runtime = crate::runtime::build().map_err(|e| e.to_string())?;
     let backend = crate::backend::choose(&args, &config)?;
     let clock: Arc<dyn Clock> = match &args.test_clock_file {
         Some(path) => {
@@ -321,24 +321,4 @@ fn init_logging() {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
-}
-
-/// Threads of tokio's blocking pool: SQLite's writes (one connection, so
-/// they run one at a time however many wait) and DNS lookups of callback
-/// hosts (`getaddrinfo`, once per new connection). The SQLite reads have
-/// threads of their own. Tokio's default of 512 let a burst of writes grow
-/// the pool to dozens of threads, each with its own allocator pages.
-const MAX_BLOCKING_THREADS: usize = 64;
-
-/// How long an idle blocking thread is kept (tokio's default is 10 s): a
-/// burst's threads end, giving their memory back, soon after it.
-const BLOCKING_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(1);
-
-fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .max_blocking_threads(MAX_BLOCKING_THREADS)
-        .thread_keep_alive(BLOCKING_KEEP_ALIVE)
-        .on_thread_park(crate::memory::collect_when_parking)
-        .build()
 }

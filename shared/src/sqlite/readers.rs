@@ -56,12 +56,23 @@ impl Queue {
     /// drained.
     fn next(&self) -> Option<Job> {
         let mut state = self.lock();
+        let mut yielded = false;
         loop {
             if let Some(job) = state.jobs.pop_front() {
                 return Some(job);
             }
             if state.closed {
                 return None;
+            }
+            if !yielded {
+                // Out of jobs: yield the core once before sleeping. Under
+                // load the thread yielded to is usually a worker about to
+                // queue the next lookup, found then without a wake-up.
+                drop(state);
+                std::thread::yield_now();
+                yielded = true;
+                state = self.lock();
+                continue;
             }
             state.idle += 1;
             state = self.ready.wait(state).unwrap_or_else(|p| p.into_inner());
