@@ -4,7 +4,9 @@
 //! goes idle after a burst keeps the burst's pages: after the benchmark's
 //! delivery suite that was about a fifth of the RSS (BENCHMARKS.md, "Issue
 //! 26: the get path and memory, found"). A worker about to sleep collects its
-//! heap, at most once a second (a collection walks the heap's pages).
+//! heap, at most once a second (a collection walks the heap's pages); so
+//! do SQLite's connection threads (`webhook_core::sqlite::before_sleep`,
+//! set by `serve`).
 
 use std::cell::Cell;
 use std::time::{Duration, Instant};
@@ -25,8 +27,14 @@ pub fn collect_when_parking() {
             return;
         }
         last.set(Some(now));
-        // SAFETY: `mi_collect` takes no pointers; it is safe to call from any
-        // thread at any time (mimalloc's documented API).
-        unsafe { libmimalloc_sys::mi_collect(true) };
+        collect();
     });
+}
+
+/// Collects this thread's mimalloc heap (and any abandoned by ended
+/// threads), returning its free pages to the system.
+pub fn collect() {
+    // SAFETY: `mi_collect` takes no pointers; it is safe to call from any
+    // thread at any time (mimalloc's documented API).
+    unsafe { libmimalloc_sys::mi_collect(true) };
 }

@@ -3,11 +3,10 @@
 
 use std::time::Duration;
 
-/// Threads of tokio's blocking pool: SQLite's writes (one connection, so
-/// they run one at a time however many wait) and DNS lookups of callback
-/// hosts (`getaddrinfo`, once per new connection). The SQLite reads have
-/// threads of their own. Tokio's default of 512 let a burst of writes grow
-/// the pool to dozens of threads, each with its own allocator pages.
+/// Threads of tokio's blocking pool: DNS lookups of callback hosts
+/// (`getaddrinfo`, once per new connection). SQLite's reads and writes have
+/// threads of their own. Tokio's default of 512 let a burst grow the pool
+/// to dozens of threads, each with its own allocator pages.
 const MAX_BLOCKING_THREADS: usize = 64;
 
 /// How long an idle blocking thread is kept (tokio's default is 10 s): a

@@ -78,12 +78,16 @@ impl CallbackClient {
     }
 }
 
-/// How long a callback connection is kept for reuse. Under Node.js's
-/// `keepAliveTimeout` (5 s, the default of the servers most receivers run):
-/// a connection the receiver is closing at the moment it is reused fails the
-/// delivery. Connections in use are not affected, and idle ones (each with
-/// its buffers) are not kept after a burst.
-const POOL_IDLE: Duration = Duration::from_secs(4);
+/// How long an idle callback connection is kept for reuse. Under the
+/// shortest keep-alive of the servers receivers commonly run (gunicorn's
+/// 2 s; Node.js and uvicorn keep 5 s): a connection the receiver is closing
+/// at the moment it is reused fails the delivery. Connections in use are
+/// not affected; after a burst the idle ones (each with its buffers, and
+/// pinning the allocator's pages around them) are closed within two of
+/// these (the pool's reaper runs at this interval), so the memory goes back
+/// soon after the load (BENCHMARKS.md, "Issue 26: memory after load, the
+/// last third").
+const POOL_IDLE: Duration = Duration::from_millis(1500);
 
 /// TLS 1.2 and 1.3 on aws-lc-rs (the one crypto provider of the build),
 /// trusting Mozilla's roots.

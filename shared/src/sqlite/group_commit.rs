@@ -4,7 +4,7 @@
 //! item is committed, with its own result. Knows nothing of SQL.
 //!
 //! Besides saving a commit per item, it keeps the writer fair: a burst of
-//! ingestion is one waiter on the writer's lock, not one per request, so the
+//! ingestion is one job in the writer's queue, not one per request, so the
 //! delivery queue's reads are not starved while events pour in.
 
 use std::sync::Mutex;
@@ -42,7 +42,7 @@ impl<T, R, E: Clone> GroupCommit<T, R, E> {
     }
 
     /// Queues `item`. Returns where its result arrives, and whether the
-    /// caller must start a writer ([`GroupCommit::flush`]).
+    /// caller must start a writer ([`GroupCommit::flush_batch`]).
     pub(super) fn push(&self, item: T) -> (oneshot::Receiver<Result<R, E>>, bool) {
         let (done, committed) = oneshot::channel();
         let mut pending = self.lock();
@@ -51,36 +51,42 @@ impl<T, R, E: Clone> GroupCommit<T, R, E> {
         (committed, start)
     }
 
-    /// Writes batches with `write` until nothing is pending (call it on the
-    /// blocking pool). `write` answers one result per item, in order; if it
-    /// fails, every item of the batch gets its error. If `write` panics,
-    /// the next push starts a writer again.
-    pub(super) fn flush(&self, write: impl Fn(&[T]) -> Result<Vec<R>, E>) {
+    /// Writes one batch, everything pending, with `write` (call it on the
+    /// writer's thread); `true` when more items came meanwhile: the caller
+    /// queues another flush behind the writer's other work, so a stream of
+    /// events does not starve it. `write` answers one result per item, in
+    /// order; if it fails, every item of the batch gets its error. If
+    /// `write` panics, the next push starts a writer again.
+    pub(super) fn flush_batch(&self, write: impl FnOnce(&[T]) -> Result<Vec<R>, E>) -> bool {
         let _guard = FlushGuard(self);
-        loop {
-            let batch = {
-                let mut pending = self.lock();
-                if pending.items.is_empty() {
-                    pending.flushing = false;
-                    return;
+        let batch = {
+            let mut pending = self.lock();
+            if pending.items.is_empty() {
+                pending.flushing = false;
+                return false;
+            }
+            std::mem::take(&mut pending.items)
+        };
+        let (items, waiters): (Vec<T>, Vec<Waiter<R, E>>) = batch.into_iter().unzip();
+        match write(&items) {
+            Ok(results) => {
+                // A missing result drops its waiter: "not committed".
+                for (done, result) in waiters.into_iter().zip(results) {
+                    let _ = done.send(Ok(result));
                 }
-                std::mem::take(&mut pending.items)
-            };
-            let (items, waiters): (Vec<T>, Vec<Waiter<R, E>>) = batch.into_iter().unzip();
-            match write(&items) {
-                Ok(results) => {
-                    // A missing result drops its waiter: "not committed".
-                    for (done, result) in waiters.into_iter().zip(results) {
-                        let _ = done.send(Ok(result));
-                    }
-                }
-                Err(e) => {
-                    for done in waiters {
-                        let _ = done.send(Err(e.clone()));
-                    }
+            }
+            Err(e) => {
+                for done in waiters {
+                    let _ = done.send(Err(e.clone()));
                 }
             }
         }
+        let mut pending = self.lock();
+        if pending.items.is_empty() {
+            pending.flushing = false;
+            return false;
+        }
+        true
     }
 }
 
@@ -95,5 +101,48 @@ impl<T, R, E> Drop for FlushGuard<'_, T, R, E> {
                 .unwrap_or_else(|p| p.into_inner())
                 .flushing = false;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A flush writes what is pending as one batch; items pushed during
+    /// the write wait for the next flush, which the flush asks for.
+    #[tokio::test]
+    async fn items_pushed_during_a_write_ask_for_another_flush() {
+        let commits: GroupCommit<u32, u32, String> = GroupCommit::default();
+        let (first, start) = commits.push(1);
+        assert!(start, "the first push starts a writer");
+        let (second, start) = commits.push(2);
+        assert!(!start, "the writer is already asked for");
+        let mut late = None;
+        let more = commits.flush_batch(|batch| {
+            assert_eq!(batch, [1, 2]);
+            let (rx, start) = commits.push(3);
+            assert!(!start, "pushed while flushing: no second writer");
+            late = Some(rx);
+            Ok(batch.iter().map(|n| n * 10).collect())
+        });
+        assert!(more, "an item came during the write");
+        assert_eq!(first.await.unwrap(), Ok(10));
+        assert_eq!(second.await.unwrap(), Ok(20));
+        let more = commits.flush_batch(|batch| Ok(batch.iter().map(|n| n * 10).collect()));
+        assert!(!more, "nothing pending after the second batch");
+        assert_eq!(late.unwrap().await.unwrap(), Ok(30));
+        let (_, start) = commits.push(4);
+        assert!(start, "after the last flush, a push starts a writer again");
+    }
+
+    /// A failed batch gives each of its items the batch's error.
+    #[tokio::test]
+    async fn a_failed_batch_fails_each_item() {
+        let commits: GroupCommit<u32, u32, String> = GroupCommit::default();
+        let (a, _) = commits.push(1);
+        let (b, _) = commits.push(2);
+        assert!(!commits.flush_batch(|_| Err("disk full".to_owned())));
+        assert_eq!(a.await.unwrap(), Err("disk full".to_owned()));
+        assert_eq!(b.await.unwrap(), Err("disk full".to_owned()));
     }
 }

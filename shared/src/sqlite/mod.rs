@@ -7,8 +7,8 @@
 //! ingesting an event (dedupe record, message, notifications and their
 //! history) is one transaction. This module
 //! owns the connections; no call runs on the runtime's worker threads
-//! (writes on tokio's blocking pool, reads on the reader threads of
-//! `readers.rs`), so a slow disk or a lock held by another process
+//! (writes on the writer's thread, reads on the reader threads, both
+//! `threads.rs`), so a slow disk or a lock held by another process
 //! ([`BUSY_TIMEOUT_MS`]) stalls that one call, not the requests and
 //! deliveries sharing its thread.
 //!
@@ -18,7 +18,7 @@
 //! not queue behind ingestion and queue updates.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use rusqlite::{Connection, OpenFlags};
 
@@ -26,7 +26,9 @@ use crate::clock::Clock;
 use crate::store::StoreError;
 use group_commit::GroupCommit;
 use point_cache::PointCache;
-use readers::Readers;
+use threads::ConnectionThreads;
+
+pub use threads::before_sleep;
 
 mod expiry;
 mod group_commit;
@@ -34,9 +36,9 @@ mod history;
 mod outbox;
 mod point_cache;
 mod queue;
-mod readers;
 mod schema;
 mod store;
+mod threads;
 
 /// Figures about the embedded queue, for operators and tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -79,8 +81,9 @@ fn readers() -> usize {
 /// The SQLite file and its connections: one writer and a few readers.
 #[derive(Clone)]
 pub struct SqliteDb {
-    conn: Arc<Mutex<Connection>>,
-    readers: Arc<Readers>,
+    /// The one write connection, on a thread of its own.
+    writer: Arc<ConnectionThreads>,
+    readers: Arc<ConnectionThreads>,
     /// The small writes of ingestion and delivery (events, outcomes,
     /// completions), written together: many, one transaction.
     writes: Arc<GroupCommit<Write, Written, Arc<StoreError>>>,
@@ -187,8 +190,10 @@ impl SqliteDb {
             .map(|_| open_reader(path))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(SqliteDb {
-            conn: Arc::new(Mutex::new(conn)),
-            readers: Arc::new(Readers::start(readers).map_err(failure)?),
+            writer: Arc::new(
+                ConnectionThreads::start(vec![conn], "sqlite-writer").map_err(failure)?,
+            ),
+            readers: Arc::new(ConnectionThreads::start(readers, "sqlite-reader").map_err(failure)?),
             writes: Arc::default(),
             points: Arc::default(),
             clock: crate::clock::system(),
@@ -220,67 +225,80 @@ impl SqliteDb {
         schema::migrate(conn)
     }
 
-    /// Runs `f` with the connection on the blocking pool.
+    /// Runs `f` with the write connection, on the writer's thread.
     async fn with<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let db = self.clone();
-        tokio::task::spawn_blocking(move || db.with_writer(f))
+        let points = self.points.clone();
+        self.writer
+            .run(move |conn| write(conn, &points, f))
             .await
             .map_err(failure)?
     }
 
-    /// Runs `f` with the writer connection on the calling thread (a
-    /// thread of the blocking pool). A write that changed rows makes the
-    /// point cache's entries stale before it is answered.
-    fn with_writer<T>(
-        &self,
-        f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let changes = guard.total_changes();
-        let result = f(&mut guard);
-        if guard.total_changes() != changes {
-            self.points.written();
-        }
-        result
-    }
-
-    /// Runs a read-only `f` on a free read connection ([`Readers`]).
+    /// Runs a read-only `f` on a free read connection.
     async fn read<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        self.readers.run(f).await.map_err(failure)?
+        self.readers
+            .run(move |conn| f(conn))
+            .await
+            .map_err(failure)?
     }
+}
+
+/// Runs `f` with the write connection (on the writer's thread). A write
+/// that changed rows makes the point cache's entries stale before it is
+/// answered.
+fn write<T>(
+    conn: &mut Connection,
+    points: &PointCache,
+    f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let changes = conn.total_changes();
+    let result = f(conn);
+    if conn.total_changes() != changes {
+        points.written();
+    }
+    result
 }
 
 impl SqliteDb {
     /// Queues a write and waits until it is committed; the first writer of
-    /// a batch starts the flush on the blocking pool.
+    /// a batch queues its flush on the writer's thread.
     async fn commit_write(&self, write: Write) -> Result<bool, StoreError> {
         let (committed, start_writer) = self.writes.push(write);
         if start_writer {
-            let db = self.clone();
-            tokio::task::spawn_blocking(move || {
-                db.writes.flush(|batch| {
-                    db.with_writer(|conn| {
-                        let mut tx = conn.transaction().map_err(failure)?;
-                        let written = outbox::write_events(&mut tx, batch).map_err(failure)?;
-                        queue::write_completions(&tx, batch).map_err(failure)?;
-                        history::write_outcomes(&tx, batch).map_err(failure)?;
-                        tx.commit().map_err(failure)?;
-                        Ok(written)
-                    })
-                    .map_err(Arc::new)
-                })
-            });
+            self.queue_flush();
         }
         committed
             .await
             .map_err(|_| StoreError::backend("the write was not committed"))?
             .map_err(unshare)?
+    }
+
+    /// Writes the pending batch on the writer's thread, and queues the next
+    /// flush behind the writer's other work while more are pending.
+    fn queue_flush(&self) {
+        let db = self.clone();
+        self.writer.submit(move |conn| {
+            let more = db.writes.flush_batch(|batch| {
+                write(conn, &db.points, |conn| {
+                    let mut tx = conn.transaction().map_err(failure)?;
+                    let written = outbox::write_events(&mut tx, batch).map_err(failure)?;
+                    queue::write_completions(&tx, batch).map_err(failure)?;
+                    history::write_outcomes(&tx, batch).map_err(failure)?;
+                    tx.commit().map_err(failure)?;
+                    Ok(written)
+                })
+                .map_err(Arc::new)
+            });
+            if more {
+                db.queue_flush();
+            }
+        });
     }
 }
 
