@@ -1,10 +1,19 @@
-"""moto's server, with one race of its SQS fixed for the tests.
+"""moto's server, with one race and one quadratic cost of its SQS fixed for the tests.
 
 moto 5.2.5's `Queue.delete_message` rebuilds the queue's message list without
 the lock that `Queue.add_message` appends under, so a message sent while a
 delete runs is lost (seen: 5 of 2,000 notifications in local/tests/isolation.rs,
 sends racing the deletes of parked jobs). Real SQS loses nothing; the tests
-must not either. Started by scripts/emulators.sh in place of `moto_server`.
+must not either.
+
+Its `ReceiveMessage` checks each returned message's retention period through
+`get_queue_attributes`, which computes every attribute of the queue, including
+ApproximateNumberOfMessages, a scan of the whole queue: the cost grows with the
+square of the queue's depth (py-spy: two thirds of moto's time in the
+1,000-notification kill test of local/tests/delivery.rs, enough to starve it on
+a loaded 2-core machine). The same rule here reads the one attribute it needs.
+
+Started by scripts/emulators.sh in place of `moto_server`.
 """
 
 import functools
@@ -23,6 +32,15 @@ def _locked_delete_message(self, receipt_handle):
 
 
 models.Queue.delete_message = _locked_delete_message
+
+
+def _retained(self, queue_name, message):
+    queue = self.get_queue(queue_name)
+    retain_until = queue.message_retention_period + message.sent_timestamp / 1000
+    return retain_until > models.unix_time()
+
+
+models.SQSBackend.is_message_valid_based_on_retention_period = _retained
 
 if __name__ == "__main__":
     sys.exit(main())
