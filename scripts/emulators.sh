@@ -336,7 +336,7 @@ start_moto() {
     local port pid attempt log="$_EMU_LOGS/moto.log"
     for attempt in 1 2 3; do
         port="$(_emu_free_port)" || { _emu_err "could not pick a free port"; return 1; }
-        # scripts/moto_server.py: moto_server with a race of its SQS fixed (see there).
+        # scripts/moto_server.py: moto_server with a race and a quadratic cost of its SQS fixed (see there).
         "$_EMU_VENV/bin/python" "$_EMU_REPO_ROOT/scripts/moto_server.py" -H 127.0.0.1 -p "$port" </dev/null >"$log" 2>&1 &
         pid=$!
         _EMU_PIDS+=("$pid")
