@@ -500,11 +500,12 @@ async fn nothing_is_lost_when_the_server_is_killed() {
     .await;
     inbox.slow(Duration::from_millis(200));
     // 1,000 events in waves of 100, each posted once all but the last wave have
-    // arrived: moto's ReceiveMessage rescans the whole queue for every message it
-    // returns (py-spy: two thirds of its time), so a queue 1,000 deep costs it minutes
-    // of CPU on a loaded 2-core machine and it answers the posts with 503s for longer
-    // than a client retries (SQS has no such cost). At most ~200 are outstanding, so
-    // the kill still finds calls in flight and jobs queued behind them.
+    // arrived. moto computes every queue attribute, a scan of the whole queue, per
+    // message: scripts/moto_server.py removes that from ReceiveMessage, but SendMessage
+    // still does it, so a queue 1,000 deep costs moto minutes of CPU on a loaded 2-core
+    // machine, and it answers the posts with 503s longer than a client retries (SQS has
+    // no such cost). At most ~200 are outstanding, so the kill still finds calls in
+    // flight and jobs queued behind them.
     let total = 1000;
     let wave = 100;
     let mut before = 0;
