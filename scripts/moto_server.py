@@ -13,14 +13,42 @@ square of the queue's depth (py-spy: two thirds of moto's time in the
 1,000-notification kill test of local/tests/delivery.rs, enough to starve it on
 a loaded 2-core machine). The same rule here reads the one attribute it needs.
 
-Started by scripts/emulators.sh in place of `moto_server`.
+Started by scripts/emulators.sh (`moto_command`) in place of `moto_server`, for the shared
+moto and for the one the fault test kills and restarts. Each patch checks that the code it
+replaces is still the code it was written for: a moto upgrade that renames or rewrites it
+stops the server at start, naming the patch, instead of silently testing unpatched moto.
 """
 
 import functools
+import inspect
 import sys
 
+import moto
 from moto.server import main
 from moto.sqs import models
+
+
+def _require(condition, patch, what):
+    if not condition:
+        sys.exit(
+            f"scripts/moto_server.py: the {patch} patch no longer applies to moto {moto.__version__}: "
+            f"{what}. Review the patch against this moto (written for 5.2.5)."
+        )
+
+
+_require(
+    callable(getattr(models.Queue, "delete_message", None))
+    and "_messages_lock" in inspect.getsource(models.Queue.__init__)
+    and "_messages_lock" not in inspect.getsource(models.Queue.delete_message),
+    "delete_message lock",
+    "Queue.delete_message or Queue._messages_lock changed",
+)
+_retention = getattr(models.SQSBackend, "is_message_valid_based_on_retention_period", None)
+_require(
+    callable(_retention) and "get_queue_attributes" in inspect.getsource(_retention),
+    "retention check",
+    "SQSBackend.is_message_valid_based_on_retention_period changed",
+)
 
 _delete_message = models.Queue.delete_message
 

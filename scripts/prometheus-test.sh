@@ -7,7 +7,8 @@
 #
 #   scripts/prometheus-test.sh            (builds webhooks-local in the dev profile)
 #
-# Settings: EVENTS (default 20), CARGO_TARGET_DIR.
+# Settings: EVENTS (default 20), WEBHOOKS_LOCAL_BIN (a prebuilt binary; scripts/test.sh
+# passes the one its tests built), CARGO_TARGET_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,9 +26,12 @@ if ! command -v prometheus >/dev/null 2>&1; then
 fi
 info "$(prometheus --version 2>&1 | head -1)"
 
-# `--workspace`: the features the other steps built with, so nothing is rebuilt.
-cargo build -q --locked --workspace --bin webhooks-local
-bin="${CARGO_TARGET_DIR:-target}/debug/webhooks-local"
+bin="${WEBHOOKS_LOCAL_BIN:-}"
+if [ -z "$bin" ]; then
+  # The default members' features, as `cargo test` builds them: nothing is rebuilt.
+  cargo build -q --locked --bin webhooks-local
+  bin="${CARGO_TARGET_DIR:-target}/debug/webhooks-local"
+fi
 [ -x "$bin" ] || fail "no webhooks-local binary at $bin"
 
 work=$(mktemp -d)

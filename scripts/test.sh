@@ -1,80 +1,121 @@
 #!/usr/bin/env bash
-# The one test command. Installs and starts everything the tests need
-# (DynamoDB Local, moto's SQS server, cfn-lint, SAM CLI, playwright-core) under
-# .tools/, Debian's Chromium (apt-get) for the console's browser tests and
-# Debian's prometheus (apt-get) for the metrics test,
-# runs every check, and stops what it started. Needs nothing installed by hand
-# beyond the machine's Rust toolchain, python3, node/npm, java 17 and curl.
+# The test command (CONTRIBUTING.md, "Tests"). Two tiers:
+#
+#   ./scripts/test.sh          tier 2, what CI runs on every commit (.ci/run): `cargo test`'s
+#                              tests, the AWS backend on DynamoDB Local and moto, every lint,
+#                              the template checks, the walkthrough, the console in Chromium,
+#                              Prometheus and the contract, each at the size that proves it.
+#   ./scripts/test.sh --full   tier 3: the same at full size (floods of 2,000, the 1,000-event
+#                              kill test, the contract's full example count), plus fault
+#                              injection, a release build with the walkthrough run on it and a
+#                              short benchmark run. Run it before resolving an issue that
+#                              touches delivery, ingestion, an adapter or the request path.
+#
+# (Tier 1 is plain `cargo test`: no emulator, no network.)
+#
+# Installs and starts what the tests need, under ~/.cache/webhooks/tools (outside the clone,
+# so the next clone finds it; WEBHOOKS_TOOLS_DIR overrides): DynamoDB Local, moto, cfn-lint,
+# SAM CLI, schemathesis, playwright-core; and Debian's chromium and prometheus (apt-get) when
+# missing. Stops what it started. Needs the machine's Rust toolchain with cargo-nextest,
+# python3, node/npm, java 17 and curl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+full=0
+case "${1:-}" in
+    --full) full=1 ;;
+    "") ;;
+    *) echo "usage: scripts/test.sh [--full]" >&2; exit 2 ;;
+esac
+
 started=$(date +%s)
-# Each step's start, in seconds since the first: where CI's time goes, read off the log.
+# Each step's start, in seconds since the first: where the time goes, read off the log.
 step() { printf '\n==> [%ss] %s\n' "$(( $(date +%s) - started ))" "$*"; }
+
+command -v cargo-nextest >/dev/null 2>&1 || {
+    echo "test.sh: cargo-nextest not found (cargo install cargo-nextest --locked)" >&2
+    exit 1
+}
 
 # shellcheck source=scripts/emulators.sh
 source scripts/emulators.sh
-release_pid=
-trap 'stop_emulators; [ -z "$release_pid" ] || kill "$release_pid" 2>/dev/null || true' EXIT
+trap stop_emulators EXIT
+
+target="${CARGO_TARGET_DIR:-target}"
+bin="$target/debug/webhooks-local"
+# Every cargo command below builds the default members (Cargo.toml) with the same features,
+# so nothing is compiled twice; clippy alone checks the whole workspace.
+nextest=(cargo nextest run --locked --profile ci --lib --bins --tests --test aws)
+if [ "$full" = 1 ]; then
+    export WEBHOOKS_TEST_FULL=1 # testkit::size: full-size floods and kill tests
+fi
 
 step "format"
 cargo fmt --all -- --check
 
-step "documents agree with the code (links, configuration, error codes, functions), and each check can fail"
+step "documents agree with the code, and each check can fail"
 python3 scripts/check-docs.py
 python3 scripts/check-docs.py --self-test
 
-step "lint (clippy, warnings are errors)"
-cargo clippy --workspace --all-targets --locked -- -D warnings
+step "lint (clippy on every target of the workspace, warnings are errors)"
+cargo clippy --workspace --all-targets --test aws --locked -- -D warnings
 
-step "build"
-cargo build --workspace --all-targets --locked
+step "build the tests"
+"${nextest[@]}" --no-run
 
-# The release build the quick start needs runs while the debug tests below run, at the
-# lowest priority: those tests mostly wait on emulators and sockets, so it takes idle CPU
-# (cargo locks target/debug and target/release apart). Waited for before the quick start.
-release_log=$(mktemp)
-nice -n 19 cargo build --release --locked -p webhooks-local >"$release_log" 2>&1 &
-release_pid=$!
-
-step "emulators (DynamoDB Local, moto SQS) and the Standard Webhooks Python library"
+step "emulators (DynamoDB Local, moto) and the Standard Webhooks Python library"
 start_dynamodb
 start_moto
 install_verify_tools
-echo "DynamoDB Local at $AWS_ENDPOINT_URL_DYNAMODB, moto SQS at $AWS_ENDPOINT_URL_SQS"
+echo "DynamoDB Local at $AWS_ENDPOINT_URL_DYNAMODB, moto at $AWS_ENDPOINT_URL_SQS"
 
-step "unit, property, conformance, sample-event and end-to-end tests"
-cargo test --workspace --locked
+step "unit, property, conformance, handler and end-to-end tests (SQLite), and the DynamoDB/SQS adapters and Lambda handlers"
+"${nextest[@]}"
 
-step "end-to-end tests of the API, delivery and tenancy on the AWS backend (DynamoDB Local, moto SQS)"
-# `--workspace` (not `-p webhooks-local`): the same features as above, so nothing is rebuilt.
-WEBHOOKS_TEST_BACKEND=aws cargo test --workspace --locked --test subscriptions_api --test delivery --test history \
-  --test security_tenancy --test secret_rotation --test isolation --test tracing --test notices
+step "end-to-end tests where the backend matters, on the AWS backend (DynamoDB Local, moto)"
+# The tests where the backend matters (webhooks-local end to end, the Lambda handlers): the
+# SQLite run above, and this one. CONTRIBUTING.md's table lists them.
+on_both_backends='(binary_id(webhooks-local::it) & test(/^(subscriptions_api|delivery|history|security_tenancy|secret_rotation|isolation|otlp_tracing|notices)::/))'
+on_both_backends+=' | (binary_id(webhook-core::it) & test(/^lambda_handlers::/))'
+WEBHOOKS_TEST_BACKEND=aws "${nextest[@]}" -E "$on_both_backends"
 
 step "template lint (cfn-lint, sam validate --lint)"
 install_lint_tools
 lint_template
 
-step "README quick start and docs/walkthrough.md (release build, as a new user runs them)"
-wait "$release_pid" || { cat "$release_log"; echo "release build failed" >&2; exit 1; }
-tail -n 1 "$release_log"
-scripts/walkthrough.sh
-step "metrics scraped by a real Prometheus (Debian's prometheus; apt-get when missing), PromQL checked"
-scripts/prometheus-test.sh
-step "web console in Chromium (Playwright; installs Chromium and playwright-core)"
-scripts/console-test.sh
-step "contract (openapi.yaml lint, schemathesis)" && scripts/contract.sh
+step "README quick start and docs/walkthrough.md (the debug binary the tests built)"
+WEBHOOKS_LOCAL_BIN="$bin" scripts/walkthrough.sh
 
-# Last: it freezes the shared DynamoDB Local and moto (SIGSTOP/SIGCONT) and runs, freezes,
-# kills and restarts a moto of its own (local/tests/faults.rs). Both are continued whatever
-# happens.
-step "fault injection (DynamoDB Local, then moto frozen for 10 s, then moto killed and restarted; figures in BENCHMARKS.md)"
-fault_rc=0
-DYNAMODB_LOCAL_PID="$DYNAMODB_LOCAL_PID" WEBHOOKS_MOTO_SERVER="$WEBHOOKS_TOOLS_DIR/venv/bin/moto_server" \
-  WEBHOOKS_TEST_BACKEND=aws cargo test --workspace --locked --test faults -- --ignored --nocapture || fault_rc=$?
-[ "$fault_rc" -ne 0 ] || DYNAMODB_LOCAL_PID="$DYNAMODB_LOCAL_PID" MOTO_PID="$MOTO_PID" \
-  cargo test --workspace --locked --test lambda_queue_events -- --ignored --nocapture --test-threads=1 || fault_rc=$?
-kill -CONT "$DYNAMODB_LOCAL_PID" "$MOTO_PID" 2>/dev/null || true
-[ "$fault_rc" -eq 0 ] || { echo "fault injection failed" >&2; exit "$fault_rc"; }
+step "metrics scraped by a real Prometheus, PromQL checked"
+WEBHOOKS_LOCAL_BIN="$bin" scripts/prometheus-test.sh
+
+step "web console in Chromium (Playwright)"
+WEBHOOKS_LOCAL_BIN="$bin" scripts/console-test.sh
+
+step "contract (openapi.yaml lint, schemathesis)"
+# Every commit: 20 examples per operation and phase; the full tier: 100.
+WEBHOOKS_LOCAL_BIN="$bin" CONTRACT_MAX_EXAMPLES="${CONTRACT_MAX_EXAMPLES:-$([ "$full" = 1 ] && echo 100 || echo 20)}" \
+    scripts/contract.sh
+
+if [ "$full" = 1 ]; then
+    # They freeze the shared DynamoDB Local and moto (SIGSTOP/SIGCONT), and run, freeze, kill
+    # and restart a moto of their own, so they run alone, after everything else. Both
+    # emulators are continued whatever happens.
+    step "fault injection (DynamoDB Local, then moto frozen; moto killed and restarted)"
+    fault_rc=0
+    DYNAMODB_LOCAL_PID="$DYNAMODB_LOCAL_PID" MOTO_PID="$MOTO_PID" WEBHOOKS_MOTO_SERVER="$(moto_command)" \
+        WEBHOOKS_TEST_BACKEND=aws "${nextest[@]}" --run-ignored only --test-threads 1 --no-capture \
+        -E 'test(/^faults::/) | test(/while_.*_is_frozen/)' || fault_rc=$?
+    kill -CONT "$DYNAMODB_LOCAL_PID" "$MOTO_PID" 2>/dev/null || true
+    [ "$fault_rc" -eq 0 ] || { echo "fault injection failed" >&2; exit "$fault_rc"; }
+
+    step "release build, and the README quick start and walkthrough on it, as a new user runs them"
+    cargo build --release --locked -p webhooks-local
+    scripts/walkthrough.sh
+
+    step "benchmark smoke run (scripts/bench.sh, short; results outside bench/results/)"
+    stop_emulators # bench.sh starts its own
+    scripts/bench.sh api e2e --duration 2s --warmup 1s
+fi
 
 printf '\nall checks passed in %ss\n' "$(( $(date +%s) - started ))"

@@ -37,3 +37,17 @@ pub fn unique_name(label: &str) -> String {
         NEXT.fetch_add(1, Ordering::SeqCst)
     )
 }
+
+/// `WEBHOOKS_TEST_BACKEND=aws`: the tests that run on either backend use DynamoDB Local and
+/// moto (and fail, naming the command that starts them, when they are not there). Unset or
+/// `sqlite`: SQLite.
+pub fn aws_backend() -> bool {
+    match std::env::var("WEBHOOKS_TEST_BACKEND").as_deref() {
+        Err(_) | Ok("") | Ok("sqlite") => false,
+        Ok("aws") => {
+            require(DYNAMODB);
+            true
+        }
+        Ok(other) => panic!("WEBHOOKS_TEST_BACKEND={other}: expected sqlite or aws"),
+    }
+}

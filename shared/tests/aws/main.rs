@@ -1,0 +1,26 @@
+//! webhook-core's tests that need DynamoDB Local and moto's SQS (CONTRIBUTING.md, "Tests"):
+//! the DynamoDB and SQS adapters, and the Lambda functions that need them (history, queue
+//! functions, API keys). Not run by a plain
+//! `cargo test` (`test = false` in Cargo.toml); `./scripts/test.sh` starts the emulators and
+//! runs it. Run without them, every test fails naming the command that starts them.
+
+// Helpers shared with the `it` binary live in `tests/support/`.
+#[macro_use]
+#[path = "../support/conformance/mod.rs"]
+mod conformance;
+#[path = "../support/dynamodb_local/mod.rs"]
+mod dynamodb_local;
+#[path = "../support/lambda.rs"]
+mod lambda_support;
+#[macro_use]
+#[path = "../support/queue_conformance/mod.rs"]
+mod queue_conformance;
+#[path = "../support/sample_events/mod.rs"]
+mod sample_events;
+
+mod lambda_history;
+mod lambda_http_api;
+mod lambda_queue_events;
+mod list_dynamodb;
+mod queue_sqs;
+mod store_dynamodb;
