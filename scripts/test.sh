@@ -45,7 +45,11 @@ target="${CARGO_TARGET_DIR:-target}"
 bin="$target/debug/webhooks-local"
 # Every cargo command below builds the default members (Cargo.toml) with the same features,
 # so nothing is compiled twice; clippy alone checks the whole workspace.
-nextest=(cargo nextest run --locked --profile ci --lib --bins --tests --test aws)
+nextest=(cargo nextest run --locked --profile ci)
+# `cargo test`'s targets (tier 1), and the targets with tests that need the emulators: `it`
+# again on the AWS backend, and `aws` (`test = false`, so `--tests` leaves it out).
+tier1=(--lib --bins --tests)
+emulated=(--test it --test aws)
 if [ "$full" = 1 ]; then
     export WEBHOOKS_TEST_FULL=1 # testkit::size: full-size floods and kill tests
 fi
@@ -58,10 +62,12 @@ python3 scripts/check-docs.py
 python3 scripts/check-docs.py --self-test
 
 step "lint (clippy on every target of the workspace, warnings are errors)"
-cargo clippy --workspace --all-targets --test aws --locked -- -D warnings
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy --workspace --test aws --locked -- -D warnings
 
 step "build the tests"
-"${nextest[@]}" --no-run
+"${nextest[@]}" --no-run "${tier1[@]}"
+"${nextest[@]}" --no-run "${emulated[@]}"
 
 step "emulators (DynamoDB Local, moto) and the Standard Webhooks Python library"
 start_dynamodb
@@ -69,15 +75,15 @@ start_moto
 install_verify_tools
 echo "DynamoDB Local at $AWS_ENDPOINT_URL_DYNAMODB, moto at $AWS_ENDPOINT_URL_SQS"
 
-step "unit, property, conformance, handler and end-to-end tests (SQLite), and the DynamoDB/SQS adapters and Lambda handlers"
-"${nextest[@]}"
+step "tier 1: unit, property, conformance, handler and end-to-end tests (SQLite)"
+"${nextest[@]}" "${tier1[@]}"
 
-step "end-to-end tests where the backend matters, on the AWS backend (DynamoDB Local, moto)"
-# The tests where the backend matters (webhooks-local end to end, the Lambda handlers): the
-# SQLite run above, and this one. CONTRIBUTING.md's table lists them.
+step "the DynamoDB and SQS adapters, and the tests where the backend matters again on the AWS backend"
+# The tests where the backend matters (webhooks-local end to end, the Lambda handlers) run
+# on SQLite above and on DynamoDB Local and moto here; CONTRIBUTING.md's table lists them.
 on_both_backends='(binary_id(webhooks-local::it) & test(/^(subscriptions_api|delivery|history|security_tenancy|secret_rotation|isolation|otlp_tracing|notices)::/))'
 on_both_backends+=' | (binary_id(webhook-core::it) & test(/^lambda_handlers::/))'
-WEBHOOKS_TEST_BACKEND=aws "${nextest[@]}" -E "$on_both_backends"
+WEBHOOKS_TEST_BACKEND=aws "${nextest[@]}" "${emulated[@]}" -E "binary_id(webhook-core::aws) | $on_both_backends"
 
 step "template lint (cfn-lint, sam validate --lint)"
 install_lint_tools
@@ -104,7 +110,7 @@ if [ "$full" = 1 ]; then
     step "fault injection (DynamoDB Local, then moto frozen; moto killed and restarted)"
     fault_rc=0
     DYNAMODB_LOCAL_PID="$DYNAMODB_LOCAL_PID" MOTO_PID="$MOTO_PID" WEBHOOKS_MOTO_SERVER="$(moto_command)" \
-        WEBHOOKS_TEST_BACKEND=aws "${nextest[@]}" --run-ignored only --test-threads 1 --no-capture \
+        WEBHOOKS_TEST_BACKEND=aws "${nextest[@]}" "${emulated[@]}" --run-ignored only --test-threads 1 --no-capture \
         -E 'test(/^faults::/) | test(/while_.*_is_frozen/)' || fault_rc=$?
     kill -CONT "$DYNAMODB_LOCAL_PID" "$MOTO_PID" 2>/dev/null || true
     [ "$fault_rc" -eq 0 ] || { echo "fault injection failed" >&2; exit "$fault_rc"; }

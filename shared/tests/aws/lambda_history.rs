@@ -14,10 +14,8 @@ use webhook_core::aws::dynamodb::DynamoStore;
 use webhook_core::aws::outbox::AwsOutbox;
 use webhook_core::aws::sqs::SqsQueue;
 use webhook_core::history::{DeliveryHistory, NotificationStatus, Outcome, Trigger};
-use webhook_core::ids::{OrgId, SubscriptionId};
 use webhook_core::ingest::{self, EventEnvelope};
 use webhook_core::lambda::{self, Endpoint};
-use webhook_core::page::{PageRequest, MAX_SIZE};
 use webhook_core::queue::DeliveryJob;
 use webhook_core::App;
 
