@@ -68,7 +68,7 @@ step "contract (openapi.yaml lint, schemathesis)" && scripts/contract.sh
 # Last: it freezes the shared DynamoDB Local and moto (SIGSTOP/SIGCONT) and runs, freezes,
 # kills and restarts a moto of its own (local/tests/faults.rs). Both are continued whatever
 # happens.
-step "fault injection (DynamoDB Local, then moto frozen for 10 s, then moto killed and restarted; figures in BENCHMARKS.md)"
+step "fault injection (DynamoDB Local, then moto frozen for 10 s, then moto killed and restarted; figures in docs/performance-history.md)"
 fault_rc=0
 DYNAMODB_LOCAL_PID="$DYNAMODB_LOCAL_PID" WEBHOOKS_MOTO_SERVER="$WEBHOOKS_TOOLS_DIR/venv/bin/moto_server" \
   WEBHOOKS_TEST_BACKEND=aws cargo test --workspace --locked --test faults -- --ignored --nocapture || fault_rc=$?
