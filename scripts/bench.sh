@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The benchmarks of BENCHMARKS.md in one command: builds the release binaries, starts
 # DynamoDB Local and moto's SQS (as scripts/test.sh does, under .tools/), runs
-# webhooks-bench, and stops what it started. Results: bench/results/results.json,
-# results.md and latency.svg. Not part of CI: it takes 10 to 20 minutes on 2 cores.
+# webhooks-bench, and stops what it started. Results: results.json, results.md and
+# latency.svg, in bench/results/ for a full run (every suite: the run BENCHMARKS.md
+# reports) and in target/bench-partial/ for a run of some suites, so a partial run never
+# replaces the full one (--out DIR writes elsewhere; --out bench/results only when meant).
+# Not part of CI: it takes 10 to 20 minutes on 2 cores.
 #
-#   scripts/bench.sh                         # every suite
-#   scripts/bench.sh --zips                  # first build the arm64 Lambda zips (cargo lambda)
+#   scripts/bench.sh --zips                  # a full run: arm64 Lambda zips first (cargo lambda)
+#   scripts/bench.sh                         # every suite, without building the zips
 #   scripts/bench.sh api e2e --duration 5s   # other arguments go to webhooks-bench
 #
 #   scripts/bench.sh noisy                   # tenant isolation, embedded backend: builds only

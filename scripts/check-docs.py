@@ -17,7 +17,13 @@ The checks:
              constructors, error.rs, the callback failure codes, template.yaml's
              GatewayResponses) is in openapi.yaml and docs/api.md;
   functions  every crate under functions/ is a function of template.yaml (Binary:) and has
-             a row in the size table of BENCHMARKS.md ("### Sizes").
+             a row in the size table of BENCHMARKS.md ("### Sizes");
+  references every citation of a Markdown document by its file name, in the sources,
+             scripts, templates and documents (comments included, a citation may run over
+             comment lines), names a file that exists, and its heading when it gives one:
+             `FILE.md#anchor` (GitHub's slug), `FILE.md, "Title"` or `FILE.md, *Title*`
+             (a heading's exact text). A name resolves beside the citing file, then at the
+             root, then as the one tracked file of that name (`results.md`).
 
 Python 3 standard library only; reads files, compiles nothing.
 """
@@ -455,6 +461,126 @@ def check_functions(root):
 
 
 # ---------------------------------------------------------------------------
+# Check 5: citations of documents, with their headings
+
+
+REFERENCE_SUFFIXES = (".rs", ".sh", ".py", ".toml", ".yaml", ".yml", ".md", ".java", ".js", ".mjs",
+                      ".html", ".css")
+# Generated or not a citation: the benchmark's output, and this checker (its self-test plants
+# bad references as strings).
+REFERENCE_SKIP = ("bench/results/", "scripts/check-docs.py")
+# Comment markers a citation may run across: `//!`, `///`, `//`, `#`, `*`, `--`.
+COMMENT_MARK = re.compile(r"^\s*(?://[/!]?|#+|\*+|--)?\s?")
+CITATION = re.compile(
+    r"(?<![\w./-])((?:\.{1,2}/)*(?:[\w.-]+/)*[\w-][\w.-]*\.md)(?![\w/-]|\.\w)"
+    r"(?:#([\w-]+))?"
+    r"(?:,?\s+(?:\"([^\"]+)\"|\u201c([^\u201d]+)\u201d|\*([^*\s][^*]*)\*(?!\*)))?"
+)
+
+
+def reference_files(root):
+    """The text files whose citations are checked: tracked and new ones (every one outside a
+    git tree), by suffix."""
+    if (root / ".git").exists():
+        out = subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+            cwd=root, capture_output=True, check=True,
+        ).stdout.decode()
+        rels = [p for p in out.split("\0") if p]
+    else:
+        rels = []
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
+            rels += [(Path(dirpath) / f).relative_to(root).as_posix() for f in filenames]
+    return sorted(
+        r for r in rels
+        if r.endswith(REFERENCE_SUFFIXES) and not r.startswith(REFERENCE_SKIP)
+        and (root / r).is_file()
+    )
+
+
+def flattened(text, markdown):
+    """The text as one line, comment markers at the start of each line dropped, so that a
+    citation broken over comment lines reads whole; and the line each offset comes from.
+    Markdown loses its link targets (check 1 resolves those)."""
+    if markdown:
+        text = re.sub(r"\]\([^)\s]*(?:\s+\"[^\"]*\")?\)", "]", text)
+        text = REF_DEF.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    parts, starts, offset = [], [], 0
+    for n, line in enumerate(text.split("\n"), 1):
+        body = COMMENT_MARK.sub("", line, count=1).rstrip()
+        starts.append((offset, n))
+        parts.append(body)
+        offset += len(body) + 1
+    return " ".join(parts), starts
+
+
+def line_of(starts, pos):
+    line = 1
+    for offset, n in starts:
+        if offset > pos:
+            break
+        line = n
+    return line
+
+
+def heading_titles(path, cache={}):
+    """The normalised text of every heading of a Markdown file."""
+    if path not in cache:
+        titles = set()
+        for line in strip_code(path.read_text(), spans=False).split("\n"):
+            m = re.match(r"^ {0,3}#{1,6}\s+(.*?)\s*#*\s*$", line)
+            if m:
+                titles.add(normal_title(m.group(1)))
+        cache[path] = titles
+    return cache[path]
+
+
+def normal_title(text):
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    text = re.sub(r"[`*_]", "", text)
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def resolve_citation(root, citing, name, tracked):
+    """The files a cited name can mean: beside the citing file, at the root, else every
+    tracked file of that name."""
+    candidates = [citing.parent / name]
+    if not name.startswith("."):
+        candidates.append(root / name)
+    found = [Path(os.path.normpath(c)) for c in candidates if Path(os.path.normpath(c)).is_file()]
+    if found or name.startswith("."):
+        return found[:1]
+    return [root / r for r in tracked if r == name or r.endswith("/" + name)]
+
+
+def check_references(root):
+    problems = []
+    files = reference_files(root)
+    tracked = [r for r in files if r.endswith(".md")] + [
+        r for r in (p.relative_to(root).as_posix() for p in markdown_files(root)) if r not in files
+    ]
+    for rel in files:
+        path = root / rel
+        text, starts = flattened(path.read_text(errors="replace"), rel.endswith(".md"))
+        for m in CITATION.finditer(text):
+            name, anchor = m.group(1), m.group(2)
+            title = m.group(3) or m.group(4) or m.group(5)
+            where = f"references: {rel}:{line_of(starts, m.start())}: {m.group(0).strip()}"
+            dests = resolve_citation(root, path, name, tracked)
+            if not dests:
+                problems.append(f"{where}: no such file")
+                continue
+            if anchor and not any(anchor in anchors_of(d) for d in dests):
+                problems.append(f"{where}: no heading with anchor #{anchor}")
+            if title:
+                wanted = normal_title(title)
+                if not any(wanted in heading_titles(d) for d in dests):
+                    problems.append(f"{where}: no heading \"{title.strip()}\"")
+    return problems
+
+
+# ---------------------------------------------------------------------------
 
 
 def check(root):
@@ -465,6 +591,7 @@ def check(root):
         + check_config(root, sources)
         + check_errors(root, sources)
         + check_functions(root)
+        + check_references(root)
     )
 
 
@@ -530,6 +657,18 @@ def self_test(root):
             ("a function missing from the size table",
              edit(SIZES_DOC, lambda t: re.sub(r"^\| `?remind-expiring`? \|.*\n", "", t, count=1, flags=re.M)),
              "functions: functions/remind-expiring has no row in the size table", ""),
+            ("a code comment citing a heading that does not exist, over two lines",
+             edit("shared/src/clock.rs", lambda t: "//! Planted (ARCHITECTURE.md, \"No such\n//! heading\").\n" + t),
+             "references: shared/src/clock.rs:1: ARCHITECTURE.md", "no heading \"No such heading\""),
+            ("a script citing a document that does not exist",
+             edit("scripts/bench.sh", lambda t: t + "# planted: see docs/no-such-page.md\n"),
+             "references: scripts/bench.sh:", "docs/no-such-page.md: no such file"),
+            ("a template comment citing an anchor that does not exist",
+             edit("template.yaml", lambda t: t + "# planted: docs/cost.md#no-such-anchor\n"),
+             "references: template.yaml:", "no heading with anchor #no-such-anchor"),
+            ("a document citing another's section that does not exist",
+             edit(API_DOC, lambda t: t + "\nPlanted: BENCHMARKS.md, *Nothing here*.\n"),
+             "references: docs/api.md:", "no heading \"Nothing here\""),
         ]
         failed = 0
         for i, (name, plant, *expected) in enumerate(cases):
@@ -565,7 +704,7 @@ def main(argv):
     if problems:
         print(f"check-docs: {len(problems)} problem(s)", file=sys.stderr)
         return 1
-    print("check-docs: links, configuration, error codes and functions agree with the code")
+    print("check-docs: links, configuration, error codes, functions and references agree with the code")
     return 0
 
 

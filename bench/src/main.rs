@@ -18,9 +18,12 @@
 //!   metrics scraped, spans exported (OTLP), both, and both with every read
 //!   traced, vs all off (printed only)
 //!
-//! Results go to `bench/results/` as JSON, Markdown and an SVG chart. Each
-//! suite hands its results over (`results.rs` collects them) and describes
-//! its own tables and targets; `report.rs` only renders them.
+//! Results go to a directory as JSON, Markdown and an SVG chart: a full run
+//! (every suite) to `bench/results/`, which BENCHMARKS.md reports; a run of
+//! some suites to `target/bench-partial/`, so it never replaces the full run's
+//! files; `--out` chooses another (`--out bench/results` only when meant).
+//! Each suite hands its results over (`results.rs` collects them) and
+//! describes its own tables and targets; `report.rs` only renders them.
 //! `scripts/bench.sh` builds everything, starts the emulators and runs it.
 
 mod api;
@@ -39,7 +42,7 @@ mod report;
 mod results;
 mod sizes;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -155,15 +158,31 @@ pub struct Settings {
     /// Where `cargo lambda build` put its zips (default: target/lambda).
     #[arg(long)]
     lambda_dir: Vec<PathBuf>,
-    /// Output directory.
-    #[arg(long, default_value = "bench/results")]
-    out: PathBuf,
+    /// Output directory [default: bench/results for a full run (every suite),
+    /// target/bench-partial for a run of some suites].
+    #[arg(long)]
+    out: Option<PathBuf>,
     /// RUST_LOG of the webhooks-local under test.
     #[arg(long, default_value = "info")]
     server_log: String,
     /// Internal: serve the reference hello-world on a free loopback port.
     #[arg(long, hide = true)]
     reference_server: bool,
+}
+
+/// Where a full run's results go: the ones BENCHMARKS.md reports.
+const FULL_RUN_DIR: &str = "bench/results";
+/// Where a run of some suites goes unless `--out` says otherwise.
+const PARTIAL_RUN_DIR: &str = "target/bench-partial";
+
+/// The output directory: `--out` when given, else by whether every suite runs.
+fn out_dir(out: Option<&Path>, suites: &[Suite]) -> PathBuf {
+    let full = Suite::value_variants().iter().all(|s| suites.contains(s));
+    match out {
+        Some(dir) => dir.to_path_buf(),
+        None if full => PathBuf::from(FULL_RUN_DIR),
+        None => PathBuf::from(PARTIAL_RUN_DIR),
+    }
 }
 
 impl Settings {
@@ -262,12 +281,13 @@ async fn run(s: Settings) -> Result<(), String> {
         s.suites.clone()
     };
     let has = |suite: Suite| suites.contains(&suite);
+    let out = out_dir(s.out.as_deref(), &suites);
     let mut results = Results::new(chrono_now(), Machine::detect(), s.recorded());
     println!(
         "webhooks-bench: {} cores, suites {:?}, results in {}",
         results.machine.cores,
         suites,
-        s.out.display()
+        out.display()
     );
 
     if has(Suite::Api) || has(Suite::E2e) {
@@ -330,11 +350,11 @@ async fn run(s: Settings) -> Result<(), String> {
     }
     results.evaluate_targets();
     let report = results.report();
-    report.write(&s.out, &results)?;
+    report.write(&out, &results)?;
     println!("\n{}", report.markdown());
     println!(
         "wrote {0}/results.json, {0}/results.md, {0}/latency.svg",
-        s.out.display()
+        out.display()
     );
     Ok(())
 }
@@ -343,4 +363,27 @@ fn chrono_now() -> String {
     webhook_core::clock::iso_millis(webhook_core::clock::Clock::now_ms(
         &webhook_core::clock::SystemClock,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_full_run_writes_bench_results_unless_told() {
+        let every = Suite::value_variants().to_vec();
+        assert_eq!(out_dir(None, &every), PathBuf::from("bench/results"));
+        assert_eq!(
+            out_dir(None, &[Suite::Api, Suite::E2e]),
+            PathBuf::from("target/bench-partial")
+        );
+        assert_eq!(
+            out_dir(Some(Path::new("bench/results")), &[Suite::Lambda]),
+            PathBuf::from("bench/results")
+        );
+        assert_eq!(
+            out_dir(Some(Path::new("/tmp/x")), &every),
+            PathBuf::from("/tmp/x")
+        );
+    }
 }

@@ -10,8 +10,9 @@
 
 /// mimalloc rather than glibc's malloc: a request allocates a few dozen
 /// small blocks, and glibc's free lists were an eighth of the server's CPU
-/// (BENCHMARKS.md, "Hot paths profiled"). Its v2 without huge pages (the
-/// workspace's Cargo.toml): v3 and huge pages kept the memory a load had freed.
+/// (docs/performance-history.md#hot-paths-profiled-issue-15). Its v2 without
+/// huge pages (the workspace's Cargo.toml): v3 and huge pages kept the memory
+/// a load had freed (docs/decisions/webhooks-local-memory.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

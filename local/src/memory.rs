@@ -2,8 +2,9 @@
 //! mimalloc returns a freed page only when the thread that owns it calls
 //! into the allocator again (10 ms after at the soonest), so a worker that
 //! goes idle after a burst keeps the burst's pages: after the benchmark's
-//! delivery suite that was about a fifth of the RSS (BENCHMARKS.md, "Issue
-//! 26: the get path and memory, found"). A worker about to sleep collects its
+//! delivery suite that was about a fifth of the RSS
+//! (docs/performance-history.md#memory-heaps-collected-when-idle-issue-26;
+//! docs/decisions/webhooks-local-memory.md). A worker about to sleep collects its
 //! heap, at most once a second (a collection walks the heap's pages); so
 //! do SQLite's connection threads (`webhook_core::sqlite::before_sleep`,
 //! set by `serve`).

@@ -28,8 +28,9 @@ pub fn build() -> std::io::Result<tokio::runtime::Runtime> {
 /// thread's answer, the kernel's network processing, a client on the same
 /// machine), so it often finds that work ready instead of sleeping in
 /// `epoll_wait` and being woken a few microseconds later: a get answered
-/// 0.97–1.07 of the reference instead of 0.82–0.91 (BENCHMARKS.md, "Issue
-/// 26: the get path, woken less"). With nothing else runnable the yield
+/// 0.97–1.07 of the reference instead of 0.82–0.91
+/// (docs/performance-history.md#threads-that-yield-before-they-sleep-issue-26).
+/// With nothing else runnable the yield
 /// returns at once: one system call before a sleep.
 fn before_park() {
     std::thread::yield_now();

@@ -59,7 +59,7 @@ impl Clock for ManualClock {
 /// The calendar is chrono's; the fixed-width digits are written here: a list
 /// renders three dates per subscription, and chrono's RFC 3339 writer (its
 /// `fmt` machinery, a growing String) cost ~800 instructions a date, a tenth
-/// of a page (BENCHMARKS.md, issue 26). Years outside 0–9999 keep chrono's
+/// of a page (docs/performance-history.md#the-rules-once-and-the-list-pages-json-issue-26). Years outside 0–9999 keep chrono's
 /// format string (a sign and more digits).
 pub fn iso_millis(ms: i64) -> String {
     use chrono::{Datelike, Timelike};

@@ -245,7 +245,8 @@ impl Config {
         // A delivery waits for the POST and a group commit (its outcome)
         // that it shares with ingestion, so throughput is in-flight ÷
         // latency: 64 kept up with ~3,000 notifications/s while events were
-        // ingested, 512 with the 5,300–5,800 of the benchmark (BENCHMARKS.md).
+        // ingested, 512 with the 5,300–5,800 of the benchmark
+        // (docs/performance-history.md#the-delivery-history-issue-11).
         let delivery_concurrency = match get("WEBHOOKS_DELIVERY_CONCURRENCY") {
             None => 512,
             Some(v) => v
@@ -272,7 +273,7 @@ impl Config {
         };
         // A hung callback holds this many slots for the delivery timeout;
         // one healthy subscription delivers at up to cap ÷ callback latency
-        // (BENCHMARKS.md, "Tenant isolation").
+        // (docs/decisions/tenant-isolation.md).
         let max_in_flight_per_subscription =
             count_var("WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION", 32, 4096)?;
         let breaker_defaults = crate::delivery::breaker::BreakerRule::default();

@@ -1,5 +1,5 @@
-//! Event ingestion: validate the envelope (ARCHITECTURE.md, "Event
-//! ingestion"), store the message,
+//! Event ingestion: validate the envelope
+//! (docs/decisions/event-ingestion.md), store the message,
 //! fan out through the filter index, and enqueue one notification per
 //! matching subscription, all through the [`Outbox`] port.
 

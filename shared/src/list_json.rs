@@ -4,7 +4,8 @@
 //! [`Page<Subscription>`] and [`Subscription`] (property tests hold them
 //! together), at a fraction of the cost. serde_json escapes every key and
 //! value in several calls each, about 500 strings a page and a fifth of its
-//! instructions (BENCHMARKS.md, issue 26); here the keys are constants
+//! instructions (docs/performance-history.md, "The rules once, and the list
+//! page's JSON (issue 26)"); here the keys are constants
 //! written with their punctuation, and a value goes through serde_json's
 //! escaping only when it holds a character JSON escapes.
 

@@ -1,4 +1,5 @@
-//! Wire types of the public interface. Field names follow `spec/interface.md` exactly.
+//! Wire types of the public interface. Field names follow the original interface exactly
+//! (`openapi.yaml` documents them).
 
 use serde::{Deserialize, Serialize};
 

@@ -41,8 +41,9 @@ use crate::Settings;
 const MEMORY_MB: u32 = 256;
 const BATCH: f64 = 10.0;
 
-/// Warm p50 (ms) of each function in the last `lambda` suite run recorded in
-/// BENCHMARKS.md; this run's figures replace them when the suite ran.
+/// Warm p50 (ms) of each function in the lambda-only run of 2026-11-22
+/// (`66025a6`, docs/performance-history.md#lambda-init-the-root-stores-out-of-the-cold-start-issue-15);
+/// this run's figures replace them when the `lambda` suite ran.
 const WARM_P50_MS: [(&str, f64); 6] = [
     ("create-subscription", 3.90),
     ("get-subscription", 0.555),

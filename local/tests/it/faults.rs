@@ -6,7 +6,8 @@
 //! Checked: every answer within 5 s, a `503` with `Retry-After` (never a
 //! hang, never a 500) while a dependency is down; afterwards every accepted
 //! event's notification arrives at a real receiver. Duplicates are counted
-//! and printed with the other figures (BENCHMARKS.md, "Faults").
+//! and printed with the other figures (their first run:
+//! docs/performance-history.md#faults-of-dynamodb-and-sqs-issue-14).
 //!
 //! Run by `scripts/test.sh` as a stage of its own (it freezes the shared
 //! DynamoDB Local): needs `WEBHOOKS_TEST_BACKEND=aws`,
@@ -27,8 +28,8 @@ use serde_json::{json, Value};
 
 /// How long each dependency is down: longer than every timeout of the API
 /// (3 s per operation) and than a delivery's first retries (1 s, 1 s, 2 s,
-/// 2 s); 20 s when BENCHMARKS.md's figures were taken, 10 s since, to keep
-/// CI's three outages from costing a minute.
+/// 2 s); 20 s when the figures of docs/performance-history.md were taken,
+/// 10 s since, to keep CI's three outages from costing a minute.
 const OUTAGE: Duration = Duration::from_secs(10);
 /// The acceptance's bound on any answer.
 const BOUND: Duration = Duration::from_secs(5);

@@ -4,8 +4,9 @@
 //! which chain to Amazon Root CA 1–4 (cross-signed by Starfield Services Root
 //! CA G2). The Lambda functions trust those five alone, compiled in
 //! (`amazon-roots.pem`, copied from the Mozilla set): loading the system's
-//! ~150 roots took about 1.7 ms of every cold start (BENCHMARKS.md, "Lambda
-//! init"). `webhooks-local` keeps the system's roots: it may reach AWS
+//! ~150 roots took about 1.7 ms of every cold start
+//! (docs/performance-history.md#lambda-init-the-root-stores-out-of-the-cold-start-issue-15).
+//! `webhooks-local` keeps the system's roots: it may reach AWS
 //! through a network whose proxy has a CA of its own.
 
 use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode, TlsContext, TrustStore};

@@ -85,8 +85,8 @@ impl CallbackClient {
 /// not affected; after a burst the idle ones (each with its buffers, and
 /// pinning the allocator's pages around them) are closed within two of
 /// these (the pool's reaper runs at this interval), so the memory goes back
-/// soon after the load (BENCHMARKS.md, "Issue 26: memory after load, the
-/// last third").
+/// soon after the load
+/// (docs/performance-history.md#the-writer-on-a-thread-of-its-own-issue-26).
 const POOL_IDLE: Duration = Duration::from_millis(1500);
 
 /// TLS 1.2 and 1.3 on aws-lc-rs (the one crypto provider of the build),

@@ -1,5 +1,5 @@
-//! Which callback addresses the service may call (SSRF; ARCHITECTURE.md,
-//! "Callback address policy").
+//! Which callback addresses the service may call (SSRF;
+//! docs/decisions/callback-address-policy.md).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 

@@ -5,7 +5,7 @@
 //!
 //! Per process (per Lambda instance on AWS): a cap shared by every instance
 //! would cost a write per delivery; there the breaker and SQS fair queues
-//! do the rest (ARCHITECTURE.md).
+//! do the rest (docs/decisions/tenant-isolation.md).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -3,7 +3,7 @@
 //! ([`super::breaker`]) as stored and as remembered, holding a job while it
 //! is open (one kept to probe, the others parked), putting parked jobs back
 //! when it closes, and recording what an attempt says about the callback.
-//! ARCHITECTURE.md, "Tenant isolation".
+//! docs/decisions/tenant-isolation.md.
 
 use super::{breaker, in_flight, outcome, settle, Verdict};
 use crate::app::App;

@@ -72,8 +72,8 @@ const STATEMENT_CACHE: usize = 64;
 /// Read connections beside the writer: one per core, at least two and at
 /// most four. Reads are CPU work (pages come from the OS's cache), so a
 /// reader beyond the cores only adds context switches; on two cores, four
-/// readers cost a fifth of a get's throughput (BENCHMARKS.md, "Issue 26:
-/// the get path and memory, found").
+/// readers cost a fifth of a get's throughput
+/// (docs/performance-history.md#the-get-path-found-issue-26).
 fn readers() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4))
 }

@@ -1,7 +1,7 @@
 //! Subscriptions read by id, kept while this process writes nothing: a get
 //! found here answers at once, without the hand-off to a reader thread and
 //! back that costs a point read a third of its throughput on two cores
-//! (BENCHMARKS.md, "Issue 26: the get path and memory, found").
+//! (docs/performance-history.md#the-point-cache-issue-26).
 //!
 //! Every write of this process that changes a row, any row, makes every
 //! entry stale (the writer counts its writes in a generation, and an entry

@@ -1,5 +1,5 @@
 //! The SQLite schema: migrations applied in order at open, `PRAGMA
-//! user_version` recording progress. ARCHITECTURE.md shows the tables.
+//! user_version` recording progress. docs/schemas.md shows the tables.
 
 use rusqlite::Connection;
 

@@ -4,14 +4,15 @@
 //! runtime's threads, and a burst of reads or writes waits in a queue
 //! rather than growing tokio's blocking pool into threads that contend for
 //! a few connections (which cost a third of the end-to-end throughput on
-//! two cores, and each thread kept allocator pages of its own: BENCHMARKS.md,
-//! "Issue 26: memory after load, the last third"). Knows nothing of the
-//! store.
+//! two cores, and each thread kept allocator pages of its own:
+//! docs/performance-history.md, "The writer on a thread of its own (issue
+//! 26)"). Knows nothing of the store.
 //!
 //! A job wakes a sleeping thread only when the threads awake have more
 //! queued than they can take next (an awake thread takes the next job
 //! before it sleeps): each wake-up is a context switch, and a get is only a
-//! few of them (BENCHMARKS.md, "Issue 26: the get path and memory, again").
+//! few of them (docs/performance-history.md, "Readers woken one at a time
+//! (issue 26)").
 //! A job waits behind a busy thread's current one at most while no second
 //! job queues.
 

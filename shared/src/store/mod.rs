@@ -270,7 +270,7 @@ pub trait Store: Send + Sync {
     /// the requested order ([`order`]: the properties, the default order and
     /// its tie-break, `ignorecase`, the status as seen at `now`), with the
     /// organization's total. The store sorts and cuts the page; what a page
-    /// costs is the adapter's (ARCHITECTURE.md, BENCHMARKS.md).
+    /// costs is the adapter's (docs/schemas.md, docs/cost.md).
     async fn list_subscriptions(
         &self,
         org_id: &OrgId,

@@ -173,7 +173,8 @@ pub fn attempt_span(job: &crate::queue::DeliveryJob, attempt: u32) -> Span {
 /// The span of an API request. A read (GET) is recorded only when its caller
 /// sent a sampled `traceparent` or `OTEL_TRACES_SAMPLER` is set: reads cause
 /// no notification and are most of the traffic, and exporting a span for
-/// each costs a get about 12 % of its instructions (BENCHMARKS.md, issue 23).
+/// each costs a get about 12 % of its instructions
+/// (docs/performance-history.md#metrics-and-traces-on-against-off-issue-23).
 /// Every other request is recorded as the sampler says (by default, all).
 pub fn request_span(parent: Option<TraceParent>, read: bool) -> Span {
     #[cfg(feature = "otlp")]

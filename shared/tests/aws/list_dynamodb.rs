@@ -1,7 +1,7 @@
 //! Lists paged in the DynamoDB store, against DynamoDB Local: the repair of
 //! organizations whose subscriptions predate the list entries, and the read
 //! units a page costs (`ReturnConsumedCapacity`, asked for on every call by
-//! an SDK interceptor; BENCHMARKS.md, "Lists paged in the store").
+//! an SDK interceptor; docs/performance-history.md#lists-paged-in-the-store-issue-15).
 //! The cross-adapter cases are in `conformance/listing.rs`.
 
 use crate::dynamodb_local;

@@ -1,5 +1,5 @@
 //! SSRF: a client chooses the address the service calls, so it must never make the service
-//! call anything but public addresses (ARCHITECTURE.md, "Callback address policy"). For the handshake
+//! call anything but public addresses (docs/decisions/callback-address-policy.md). For the handshake
 //! (`subscription::create_subscription`) and for deliveries (`delivery::deliver`), with the
 //! real policy, resolver, HTTP client and SQLite store:
 //!

@@ -72,7 +72,7 @@
 //!   looked up by their id, so they are keyed by it: every event writes
 //!   partitions of its own instead of one `ORG#<org>` partition per
 //!   organization, whose 1,000 write units per second capped a busy
-//!   organization (BENCHMARKS.md, "Capacity model"). Tenancy stays in the
+//!   organization (docs/cost.md, "Capacity: what binds first"). Tenancy stays in the
 //!   key: the organization is part of `pk`, and organization ids are
 //!   `[A-Za-z0-9_-]` (no `#`), so `MSG#<org>#<id>` names one (org, id) pair
 //!   whatever the message id holds.

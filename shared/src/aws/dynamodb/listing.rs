@@ -12,7 +12,8 @@
 //! - **Any other order** reads the whole organization (one `Query` on
 //!   `SUB#`, as before the entries) and sorts it in memory
 //!   ([`order::sort_and_page`]): every page costs every subscription of
-//!   the organization in read units (BENCHMARKS.md).
+//!   the organization in read units
+//!   (docs/performance-history.md#lists-paged-in-the-store-issue-15).
 //! - **Repair.** Subscriptions created before the entries existed have
 //!   none. The counter's `listed` says the organization's entries are
 //!   complete; until it is set, a list in creation order reads the whole
