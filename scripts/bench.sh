@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The benchmarks of BENCHMARKS.md in one command: builds the release binaries, starts
-# DynamoDB Local and moto's SQS (as scripts/test.sh does, under .tools/), runs
+# DynamoDB Local and moto's SQS (as scripts/test.sh does, under ~/.cache/webhooks/tools), runs
 # webhooks-bench, and stops what it started. Results: results.json, results.md and
 # latency.svg, in bench/results/ for a full run (every suite: the run BENCHMARKS.md
 # reports) and in target/bench-partial/ for a run of some suites, so a partial run never

@@ -9,10 +9,11 @@
 //! and printed with the other figures (their first run:
 //! docs/performance-history.md#faults-of-dynamodb-and-sqs-issue-14).
 //!
-//! Run by `scripts/test.sh` as a stage of its own (it freezes the shared
-//! DynamoDB Local): needs `WEBHOOKS_TEST_BACKEND=aws`,
+//! Run by `./scripts/test.sh --full` as a stage of its own (it freezes the
+//! shared DynamoDB Local): needs `WEBHOOKS_TEST_BACKEND=aws`,
 //! `AWS_ENDPOINT_URL_DYNAMODB`, `DYNAMODB_LOCAL_PID` and `WEBHOOKS_MOTO_SERVER`
-//! (moto_server's path: the test runs a moto of its own, which it kills).
+//! (the command that starts the project's moto server, `scripts/emulators.sh`'s
+//! `moto_command`: the test runs a moto of its own, which it kills).
 
 use crate::common;
 
@@ -408,10 +409,10 @@ fn check(f: &Figures) -> (Vec<String>, Vec<String>) {
     (accepted, refused)
 }
 
-// It freezes the shared emulators, so it runs alone, as test.sh's last stage
-// (`--ignored`), not inside `cargo test --workspace` beside other tests.
+// It freezes the shared emulators, so it runs alone, as the last stage of
+// `./scripts/test.sh --full`, never beside other tests.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "freezes the emulators: scripts/test.sh runs it last, with --ignored"]
+#[ignore = "freezes the emulators: ./scripts/test.sh --full runs it alone, last"]
 async fn dependencies_fail_fast_and_lose_nothing() {
     assert!(
         aws_backend(),

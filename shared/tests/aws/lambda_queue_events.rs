@@ -587,7 +587,7 @@ async fn ingest_while_frozen(
 /// redelivers them), instead of running out the function's timeout; once
 /// DynamoDB is back, the redelivered records go through and nothing is lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "freezes the emulators: scripts/test.sh runs it last, with --ignored"]
+#[ignore = "freezes the emulators: ./scripts/test.sh --full runs it alone, last"]
 async fn queue_batches_fail_fast_while_dynamodb_is_frozen_and_recover() {
     let bounds = webhook_core::call_bounds::AwsCalls::default().batch;
     let w = world_on(Some(
@@ -662,7 +662,7 @@ async fn queue_batches_fail_fast_while_dynamodb_is_frozen_and_recover() {
 /// redelivered batch goes through once SQS is back (ingestion is idempotent
 /// per event id, so nothing is doubled).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "freezes the emulators: scripts/test.sh runs it last, with --ignored"]
+#[ignore = "freezes the emulators: ./scripts/test.sh --full runs it alone, last"]
 async fn ingest_batches_fail_fast_while_sqs_is_frozen_and_recover() {
     let bounds = webhook_core::call_bounds::AwsCalls::default().batch;
     let w = world_on(Some(
