@@ -2,7 +2,7 @@
 
 moto 5.2.5's `Queue.delete_message` rebuilds the queue's message list without
 the lock that `Queue.add_message` appends under, so a message sent while a
-delete runs is lost (seen: 5 of 2,000 notifications in local/tests/isolation.rs,
+delete runs is lost (seen: 5 of 2,000 notifications in local/tests/it/isolation.rs,
 sends racing the deletes of parked jobs). Real SQS loses nothing; the tests
 must not either.
 
@@ -10,7 +10,7 @@ Its `ReceiveMessage` checks each returned message's retention period through
 `get_queue_attributes`, which computes every attribute of the queue, including
 ApproximateNumberOfMessages, a scan of the whole queue: the cost grows with the
 square of the queue's depth (py-spy: two thirds of moto's time in the
-1,000-notification kill test of local/tests/delivery.rs, enough to starve it on
+1,000-notification kill test of local/tests/it/delivery.rs, enough to starve it on
 a loaded 2-core machine). The same rule here reads the one attribute it needs.
 
 Started by scripts/emulators.sh (`moto_command`) in place of `moto_server`, for the shared

@@ -6,7 +6,7 @@
 //!
 //! Adapters: [`crate::sqlite`] (table `notifications`, attempts inline)
 //! and [`crate::aws::dynamodb`] (items in the messages table). Both pass the
-//! conformance suite (`shared/tests/conformance/history.rs`).
+//! conformance suite (`shared/tests/support/conformance/history.rs`).
 
 pub mod stats;
 

@@ -1,7 +1,7 @@
 //! The store port: subscriptions (with their filter index) and messages.
 //! Adapters: [`crate::sqlite`] (embedded, default for local runs) and
 //! [`crate::aws::dynamodb`]. Every adapter passes the same conformance suite
-//! (`shared/tests/conformance`).
+//! (`shared/tests/support/conformance`).
 
 pub mod order;
 pub mod rules;

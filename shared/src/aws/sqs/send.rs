@@ -111,7 +111,7 @@ pub(crate) const INGEST_SENDS: usize = 4;
 /// another, so a subscription's parked jobs (up to 100 at a time) go back
 /// without a burst that competes with the delivery worker's own polls. moto's
 /// server, whose long polls scan the queue under its lock, stalled for
-/// minutes under concurrent unparks (local/tests/isolation.rs).
+/// minutes under concurrent unparks (local/tests/it/isolation.rs).
 pub(crate) const ENQUEUE_SENDS: usize = 1;
 /// SQS's limits on one `SendMessageBatch`: entries, and bytes of all bodies
 /// and attributes together.
