@@ -5,7 +5,7 @@
 //! delivery suite that was about a fifth of the RSS (BENCHMARKS.md, "Issue
 //! 26: the get path and memory, found"). A worker about to sleep collects its
 //! heap, at most once a second (a collection walks the heap's pages); so
-//! do SQLite's connection threads (`webhook_core::sqlite::before_sleep`,
+//! do SQLite's connection threads (`webhook_core::services::before_sleep`,
 //! set by `serve`).
 
 use std::cell::Cell;

@@ -76,7 +76,7 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
     let runtime = crate::runtime::build().map_err(|e| e.to_string())?;
     // SQLite's connection threads give their memory back when idle, as the
     // runtime's workers do (`runtime.rs`).
-    webhook_core::sqlite::before_sleep(crate::memory::collect);
+    webhook_core::services::before_sleep(crate::memory::collect);
     let backend = crate::backend::choose(&args, &config)?;
     let clock: Arc<dyn Clock> = match &args.test_clock_file {
         Some(path) => {
