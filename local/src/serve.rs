@@ -232,7 +232,7 @@ async fn metrics_page(State(server): State<Arc<Server>>) -> Response<Body> {
     let app = &server.services.app;
     metrics::breakers_open(app.breakers.open_count(app.now_ms()));
     match server.services.queue.backlog().await {
-        Ok(Some(backlog)) => metrics::queue_backlog(backlog),
+        Ok(Some(backlog)) => metrics::queue_backlog(backlog.due, backlog.oldest_due_age),
         Ok(None) => {}
         Err(e) => tracing::warn!(error = %e, "the queue's backlog cannot be read"),
     }
@@ -245,7 +245,7 @@ async fn metrics_page(State(server): State<Arc<Server>>) -> Response<Body> {
 /// 413, labelled with the route it was sent to (rare: resolved here).
 fn too_large(parts: &http::request::Parts) -> Response<Body> {
     let mut response = error_response(&payload_too_large()).map(Body::from);
-    let route = metrics::route_of(&parts.method, parts.uri.path());
+    let route = webhook_core::routes::label_of(&parts.method, parts.uri.path());
     response
         .extensions_mut()
         .insert(webhook_core::http::RouteLabel(route));

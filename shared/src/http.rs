@@ -189,7 +189,7 @@ pub async fn serve(
         Ok(route) => route,
         Err(e) => return with_route_label(error_response(&e), "unmatched"),
     };
-    let label = crate::telemetry::metrics::route(route.endpoint());
+    let label = route.endpoint().label();
     // The caller's `traceparent` is honoured; a new trace otherwise.
     let parent = parts
         .headers
@@ -211,7 +211,7 @@ pub async fn serve(
 }
 
 /// The `route` label of the request a response answers (see
-/// [`crate::telemetry::metrics::route`]), in the response's extensions: the
+/// [`Endpoint::label`](crate::routes::Endpoint::label)), in the response's extensions: the
 /// runtime counts the request without resolving its route a second time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RouteLabel(pub &'static str);

@@ -147,7 +147,7 @@ pub async fn publish(
 pub async fn tell(app: &App, outbox: &dyn Outbox, notice: Notice<'_>) {
     if let Err(e) = publish(app, outbox, &notice).await {
         if let StoreOrQueueError::Store(e) = &e {
-            crate::telemetry::metrics::store_error(e);
+            crate::telemetry::metrics::store_error(e.kind());
         }
         tracing::warn!(subscription_id = %notice.subject.id, kind = notice.kind.as_str(), part = e.part(), error = %e,
             "cannot queue an operational notification");

@@ -92,6 +92,20 @@ impl Verdict {
             | Verdict::Drop(reason) => Some(reason),
         }
     }
+
+    /// The verdict's name as metrics label it (`outcome`): its variant,
+    /// lowercase. No wildcard: a new verdict is a new arm here.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Verdict::Delivered => "delivered",
+            Verdict::Retry { .. } => "retry",
+            Verdict::Dead(_) => "dead",
+            Verdict::Blacklist(_) => "blacklist",
+            Verdict::Drop(_) => "drop",
+            Verdict::Defer { .. } => "deferred",
+            Verdict::Park { .. } => "parked",
+        }
+    }
 }
 
 /// The retry delay when the store could not be read and the schedule is empty.

@@ -228,7 +228,7 @@ pub(super) async fn settled_held(
     now: i64,
 ) -> Result<Verdict, QueueError> {
     settle(queue, lease, &verdict, now).await?;
-    crate::telemetry::metrics::delivery_attempt(&verdict, None, lease.job.created_at, now);
+    super::count(&verdict, None, lease.job.created_at, now);
     if matches!(verdict, Verdict::Park { .. }) {
         let (org, id) = (&lease.job.org_id, &lease.job.subscription_id);
         if let Ok(Some(sub)) = app.store.get_subscription(org, id).await {

@@ -69,7 +69,8 @@ pub async fn deliver(
         let verdict = Verdict::Drop("delivered meanwhile (a resend)".into());
         return Ok(settled(queue, lease, verdict, now).await?);
     }
-    let mut span = crate::telemetry::trace::attempt_span(&lease.job, lease.attempt);
+    let mut span =
+        crate::telemetry::trace::attempt_span(lease.job.traceparent.as_deref(), lease.attempt);
     let (attempt, made, sent) = match prepare(app, &lease.job, now).await {
         Ok(ready) => {
             let health = match gate(app, queue, &ready.subscription, lease, now, random).await {
@@ -95,11 +96,8 @@ pub async fn deliver(
         random,
     );
     let call_ms = made.as_ref().map(|m| m.duration_ms);
-    crate::telemetry::metrics::delivery_attempt(&verdict, call_ms, lease.job.created_at, now);
-    span.set(
-        "webhooks.outcome",
-        crate::telemetry::metrics::outcome(&verdict),
-    );
+    count(&verdict, call_ms, lease.job.created_at, now);
+    span.set("webhooks.outcome", verdict.label());
     let told = sent.map(|(subject, health)| notices::Told {
         subject,
         health,
@@ -121,6 +119,28 @@ async fn settled(
 ) -> Result<Verdict, QueueError> {
     settle(queue, lease, &verdict, now).await?;
     Ok(verdict)
+}
+
+/// Counts a decided verdict: its `outcome`, the callback call's duration
+/// (`call_ms`, none when nothing was sent) and, for a delivery, its lag
+/// from the notification's creation to the answer (start + call).
+pub(crate) fn count(verdict: &Verdict, call_ms: Option<u64>, created_at: i64, started: i64) {
+    let call = call_ms.map(Duration::from_millis);
+    let lag = lag(verdict, call_ms, created_at, started);
+    crate::telemetry::metrics::delivery_attempt(verdict.label(), call, lag);
+}
+
+/// A delivery's lag: from the notification's creation to the 2xx answer
+/// (None for any other verdict, or when nothing was sent).
+pub fn lag(
+    verdict: &Verdict,
+    call_ms: Option<u64>,
+    created_at: i64,
+    started: i64,
+) -> Option<Duration> {
+    let answered = started.saturating_add(i64::try_from(call_ms?).ok()?);
+    (matches!(verdict, Verdict::Delivered) && created_at > 0)
+        .then(|| Duration::from_millis(u64::try_from(answered - created_at).unwrap_or(0)))
 }
 
 /// A scheduled retry of a notification that a resend delivered meanwhile
@@ -151,7 +171,7 @@ pub async fn remember(
         .record_outcome(job, &outcome)
         .await
         .map_err(|e| {
-            crate::telemetry::metrics::store_error(&e);
+            crate::telemetry::metrics::store_error(e.kind());
             StoreOrQueueError::Store(e)
         })
 }
@@ -177,7 +197,7 @@ pub async fn prepare(app: &App, job: &DeliveryJob, now: i64) -> Result<Ready, At
         Ok(Some(sub)) => sub,
         Ok(None) => return Err(Attempt::Unwanted("the subscription was deleted".into())),
         Err(e) => {
-            crate::telemetry::metrics::store_error(&e);
+            crate::telemetry::metrics::store_error(e.kind());
             return Err(Attempt::StoreUnavailable(format!("store unavailable: {e}")));
         }
     };

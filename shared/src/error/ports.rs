@@ -35,7 +35,7 @@ pub fn store_problem(e: StoreError) -> ApiError {
         ),
         e => {
             tracing::error!(part = "store", error = %e, "store failure");
-            crate::telemetry::metrics::store_error(&e);
+            crate::telemetry::metrics::store_error(e.kind());
             if e.is_unavailable() {
                 store_unavailable()
             } else {

@@ -245,6 +245,19 @@ impl StoreError {
     pub fn is_unavailable(&self) -> bool {
         matches!(self, StoreError::Unavailable(_) | StoreError::Conflict(_))
     }
+
+    /// What kind of failure it is, as metrics label it (`kind`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StoreError::LimitReached(_) => "limit_reached",
+            StoreError::TooManySecrets(_) => "too_many_secrets",
+            StoreError::SecretReused => "secret_reused",
+            StoreError::Backend(_) => "backend",
+            StoreError::Unavailable(_) => "unavailable",
+            StoreError::Conflict(_) => "conflict",
+            StoreError::Corrupt { .. } => "corrupt",
+        }
+    }
 }
 
 /// The store port: subscriptions, their filter index, and messages.
