@@ -11,6 +11,8 @@
 //! - [`auth`]: API keys, bearer tokens, organization and scopes
 //! - [`callback`]: SSRF policy, handshake (and delivery) to client callbacks
 //! - [`ingest`], [`notification`], [`delivery`], [`signature`]: events to signed notifications
+//! - [`health`]: a subscription's breaker, failure streak and calls in flight (the state of tenant isolation)
+//! - [`failure`]: why a call to a callback failed, typed once
 //! - [`notice`], [`reminders`]: operational notifications (a subscription failing, recovered, disabled, expiring)
 //! - [`clock`]: the clock port
 //! - [`queue`]: the delivery queue and outbox ports
@@ -35,7 +37,9 @@ pub mod console;
 pub mod deliveries;
 pub mod delivery;
 pub mod error;
+pub mod failure;
 pub mod filter;
+pub mod health;
 pub mod history;
 pub mod http;
 pub mod ids;

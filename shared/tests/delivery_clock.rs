@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use webhook_core::clock::{Clock, ManualClock};
-use webhook_core::delivery::{self, Verdict};
+use webhook_core::delivery::{self, Reason, Verdict};
+use webhook_core::failure::CallFailure;
 use webhook_core::ids::{OrgId, SubscriptionId};
 use webhook_core::model::SubscriptionStatus;
 use webhook_core::queue::{DeliveryJob, DeliveryQueue, Lease};
@@ -113,7 +114,7 @@ async fn a_retry_is_due_exactly_when_the_schedule_says() {
     let Verdict::Retry { at, reason } = verdict else {
         panic!("{verdict:?}")
     };
-    assert_eq!(reason, "CONNECT_FAILED");
+    assert_eq!(reason.to_string(), "CONNECT_FAILED");
     // One minute, ±20 % jitter.
     assert!((T0 + 48_000..=T0 + 72_000).contains(&at), "{}", at - T0);
 
@@ -148,7 +149,7 @@ async fn a_failure_streak_longer_than_the_limit_blacklists() {
     w.clock.advance(HOUR);
     assert_eq!(
         attempt(&w, &id, 3).await,
-        Verdict::Blacklist("CONNECT_FAILED; the subscription is now BLACKLISTED".into())
+        Verdict::Blacklist(Reason::Blacklisted(CallFailure::ConnectFailed.into()))
     );
     let sub = w.db.get_subscription(&org(), &id).await.unwrap().unwrap();
     assert_eq!(sub.status, SubscriptionStatus::Blacklisted);
@@ -157,7 +158,7 @@ async fn a_failure_streak_longer_than_the_limit_blacklists() {
     // Later notifications of a blacklisted subscription are dropped unsent.
     assert_eq!(
         attempt(&w, &id, 1).await,
-        Verdict::Drop("the subscription is BLACKLISTED".into())
+        Verdict::Drop(Reason::NotActive(SubscriptionStatus::Blacklisted))
     );
 }
 
@@ -184,7 +185,7 @@ async fn an_expired_subscription_is_shown_expired_and_not_delivered() {
         delivery::deliver(&w.app, w.db.as_ref(), w.db.as_ref(), &lease)
             .await
             .unwrap(),
-        Verdict::Drop("the subscription has expired".into())
+        Verdict::Drop(Reason::Expired)
     );
     assert_eq!(
         w.db.queue_stats().await.unwrap().pending,

@@ -334,7 +334,9 @@ mod isolated {
                 .await
                 .unwrap()
             {
-                Verdict::Retry { reason, .. } => assert_eq!(reason, "ADDRESS_FORBIDDEN"),
+                Verdict::Retry { reason, .. } => {
+                    assert_eq!(reason.to_string(), "ADDRESS_FORBIDDEN")
+                }
                 other => panic!("delivery after rebinding: {other:?}"),
             }
         }
@@ -393,7 +395,7 @@ mod isolated {
             .await
             .unwrap()
         {
-            Verdict::Retry { reason, .. } => assert_eq!(reason, "status 307"),
+            Verdict::Retry { reason, .. } => assert_eq!(reason.to_string(), "status 307"),
             other => panic!("{other:?}"),
         }
         assert_eq!(redirector.connections(), 1);
@@ -476,7 +478,7 @@ mod isolated {
                 .unwrap()
             {
                 Verdict::Retry { reason, .. } => {
-                    assert_eq!(reason, "ADDRESS_FORBIDDEN", "{uri}")
+                    assert_eq!(reason.to_string(), "ADDRESS_FORBIDDEN", "{uri}")
                 }
                 other => panic!("{uri}: {other:?}"),
             }
