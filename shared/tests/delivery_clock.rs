@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use webhook_core::api::subscriptions::render;
 use webhook_core::clock::{Clock, ManualClock};
 use webhook_core::delivery::{self, Reason, Verdict};
 use webhook_core::failure::CallFailure;
@@ -13,7 +14,6 @@ use webhook_core::model::SubscriptionStatus;
 use webhook_core::queue::{DeliveryJob, DeliveryQueue, Lease};
 use webhook_core::sqlite::SqliteDb;
 use webhook_core::store::{Store, Upsert};
-use webhook_core::subscription::render;
 use webhook_core::{App, Config, Profile};
 
 const ORG: &str = "org-1";
@@ -199,8 +199,8 @@ async fn an_expired_subscription_is_shown_expired_and_not_delivered() {
 /// longer shown, and the purge deletes it.
 #[tokio::test]
 async fn history_is_kept_for_the_retention_then_purged() {
+    use webhook_core::api::notifications;
     use webhook_core::auth::Caller;
-    use webhook_core::deliveries;
     use webhook_core::ingest::{self, EventEnvelope};
     use webhook_core::retention::purge_once;
 
@@ -229,7 +229,7 @@ async fn history_is_kept_for_the_retention_then_purged() {
         .await
         .unwrap();
     assert!(matches!(verdict, Verdict::Retry { .. }), "{verdict:?}");
-    let detail = deliveries::get_notification(&w.app, &caller, &sub, &uuid.as_str().into())
+    let detail = notifications::get_notification(&w.app, &caller, &sub, &uuid.as_str().into())
         .await
         .unwrap();
     assert_eq!(detail.notification.attempts.len(), 1);
@@ -255,7 +255,7 @@ async fn history_is_kept_for_the_retention_then_purged() {
     // Past 30 days: not shown even before the purge, then deleted.
     w.clock.advance(2 * 24 * HOUR);
     assert_eq!(list(&w, &caller, &sub).await.total_elements, 0);
-    let gone = deliveries::get_notification(&w.app, &caller, &sub, &uuid.as_str().into()).await;
+    let gone = notifications::get_notification(&w.app, &caller, &sub, &uuid.as_str().into()).await;
     assert_eq!(gone.unwrap_err().code, "NOTIFICATION_NOT_FOUND");
     assert_eq!(purge_once(&w.app).await.notifications, 1);
     use webhook_core::history::DeliveryHistory;
@@ -268,9 +268,9 @@ async fn history_is_kept_for_the_retention_then_purged() {
 /// the purge (the history's, one schedule) deletes its row.
 #[tokio::test]
 async fn messages_are_kept_for_the_retention_then_purged() {
+    use webhook_core::api::messages::get_message;
     use webhook_core::auth::Caller;
     use webhook_core::ingest::{self, EventEnvelope};
-    use webhook_core::message::get_message;
     use webhook_core::retention::purge_once;
 
     let w = world();
@@ -326,8 +326,8 @@ async fn list(
     w: &World,
     caller: &webhook_core::auth::Caller,
     sub: &SubscriptionId,
-) -> webhook_core::model::Page<webhook_core::deliveries::NotificationView> {
-    webhook_core::deliveries::list_notifications(&w.app, caller, sub, None)
+) -> webhook_core::model::Page<webhook_core::api::notifications::NotificationView> {
+    webhook_core::api::notifications::list_notifications(&w.app, caller, sub, None)
         .await
         .unwrap()
 }

@@ -3,8 +3,8 @@
 //! jobs, then the fanned-out events committed together through the outbox.
 
 use super::{render, Event, Ingested};
+use crate::api::problem::{store_or_queue_problem, store_problem};
 use crate::app::App;
-use crate::error::ports::{store_or_queue_problem, store_problem};
 use crate::error::ApiError;
 use crate::ids::OrgId;
 use crate::model::SubscriptionStatus;

@@ -6,10 +6,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use super::problem::{queue_problem, store_problem};
+use super::subscriptions::{find, render};
 use crate::app::App;
 use crate::auth::Caller;
 use crate::clock::{iso_millis, millis};
-use crate::error::ports::{queue_problem, store_problem};
 use crate::error::{ApiError, ErrorCode, FieldError};
 use crate::history::stats::{self, Stats};
 use crate::history::{
@@ -21,7 +22,6 @@ use crate::model::{Page, SubscriptionStatus};
 use crate::page::PageRequest;
 use crate::queue::{DeliveryJob, DeliveryQueue};
 use crate::store::StoredSubscription;
-use crate::subscription::{find, render};
 
 /// At most this many notifications are sent again by one recover call.
 pub const MAX_RECOVER: usize = 10_000;

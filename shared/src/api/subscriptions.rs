@@ -5,11 +5,11 @@ use std::collections::HashMap;
 
 use http::StatusCode;
 
+use super::problem::store_problem;
 use crate::app::App;
 use crate::auth::Caller;
 use crate::callback::UriProblem;
 use crate::clock::iso_millis;
-use crate::error::ports::store_problem;
 use crate::error::{ApiError, ErrorCode, FieldError};
 use crate::failure::Failure;
 use crate::filter::EventFilter;
