@@ -18,7 +18,8 @@
 //!   pipeline), [`notice`] and [`reminders`] (operational notifications),
 //!   [`retention`];
 //! - adapters: [`sqlite`], [`aws`] (DynamoDB and SQS), named only by
-//!   [`services`], which builds them for every runtime;
+//!   [`services`], which builds them for every runtime, and by [`lambda`],
+//!   the face of the AWS runtime;
 //! - edges: [`routes`], [`http`], [`list_json`], [`console`], [`lambda`].
 
 #![warn(missing_docs)]

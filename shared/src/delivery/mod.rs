@@ -18,7 +18,7 @@
 //! 7. [`settle::remember`]: the attempt and the notification's new state in
 //!    the delivery history ([`outcome`]);
 //! 8. [`settle`]: complete, retry later or dead-letter the queue's lease;
-//! 9. [`tell`]: what the subscription's organization is told about it
+//! 9. tell (`tell.rs`): what the subscription's organization is told about it
 //!    ([`crate::notice`]): failing, recovered, disabled, a notification
 //!    exhausted. Only failures and the first success after them get here
 //!    with something to say; a healthy delivery costs nothing.
@@ -63,6 +63,7 @@ pub async fn deliver(
     lease: &Lease,
 ) -> Result<Verdict, StoreOrQueueError> {
     let run = Run::new(app, queue, lease);
+    // 1. Admit: due, no breaker remembered open, a slot within the cap.
     let _slot = match admit::admit(&run).await {
         Ok(slot) => slot,
         Err(held) => return Ok(settle::settle_held(&run, held).await?),
@@ -71,17 +72,21 @@ pub async fn deliver(
         return Ok(settle::settled(&run, Verdict::Drop(Reason::Superseded)).await?);
     }
     let mut span = trace::attempt_span(lease.job.traceparent.as_deref(), lease.attempt);
+    // 2. Prepare: the subscription, its keys and target, or why not sent.
     let mut attempted = match prepare::prepare(&run).await {
         Err(unsent) => record::Attempted::unsent(unsent),
         Ok(ready) => {
+            // 3. Gate: the breaker as stored lets it through, or holds it.
             let health = match admit::gate(&run, &ready.subscription).await {
                 Ok(health) => health,
                 Err(held) => return Ok(settle::settle_held(&run, held).await?),
             };
+            // 4. Post, then 5. record what it leaves on the subscription.
             let posted = prepare::post(&run, &ready, span.context()).await;
             record::record(&run, ready.subscription, health, posted).await
         }
     };
+    // 6. Decide the notification's fate.
     let verdict = decide(
         &attempted.attempt,
         lease.attempt,
@@ -91,6 +96,7 @@ pub async fn deliver(
     );
     settle::count(&run, &verdict, attempted.call_ms());
     span.set("webhooks.outcome", verdict.label());
+    // 7. Remember it in the history, 8. settle the lease, 9. tell.
     let told = attempted.told();
     settle::remember(&run, &attempted.attempt, attempted.made, &verdict).await?;
     settle::settle(&run, &verdict).await?;
