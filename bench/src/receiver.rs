@@ -3,14 +3,11 @@
 //! a path under `/hang/` are held for [`HANG`] and not recorded: a callback
 //! that accepts the request and never answers in time.
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::response::Response;
+use webhooks_receiver::{Answer, Arrival, Callback};
 
 /// How long a notification to `/hang/...` waits for its answer: longer than
 /// any delivery timeout the benchmark sets, so the service gives up first.
@@ -23,30 +20,38 @@ struct Inner {
     hung: AtomicU64,
 }
 
+impl Callback for Inner {
+    async fn notification(&self, arrival: Arrival) -> Answer {
+        if arrival.path.starts_with("/hang/") {
+            self.hung.fetch_add(1, Ordering::Relaxed);
+            tokio::time::sleep(HANG).await;
+            return Answer::ok();
+        }
+        if let Some(id) = arrival.id() {
+            let mut arrivals = self.arrivals.lock().expect("not poisoned");
+            arrivals.push((id.to_owned(), arrival.at));
+        }
+        Answer::ok()
+    }
+}
+
 #[derive(Clone)]
 pub struct Receiver {
-    pub addr: SocketAddr,
     inner: Arc<Inner>,
+    server: webhooks_receiver::Receiver,
 }
 
 impl Receiver {
     pub async fn start() -> Result<Receiver, String> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        let inner = Arc::new(Inner::default());
+        let server = webhooks_receiver::Receiver::start(inner.clone())
             .await
             .map_err(|e| format!("receiver: {e}"))?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        let inner = Arc::new(Inner::default());
-        let router = axum::Router::new()
-            .fallback(answer)
-            .with_state(inner.clone());
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, router).await;
-        });
-        Ok(Receiver { addr, inner })
+        Ok(Receiver { inner, server })
     }
 
     pub fn uri(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
+        self.server.uri(path)
     }
 
     /// Notifications received since the last [`Receiver::take`].
@@ -63,35 +68,4 @@ impl Receiver {
     pub fn take(&self) -> Vec<(String, Instant)> {
         std::mem::take(&mut *self.inner.arrivals.lock().expect("not poisoned"))
     }
-}
-
-async fn answer(State(inner): State<Arc<Inner>>, request: Request) -> Response<Body> {
-    let at = Instant::now();
-    let (parts, body) = request.into_parts();
-    let mut response = Response::builder().status(200);
-    if parts.method == http::Method::GET {
-        if let Some(token) = parts.headers.get("validation-token") {
-            response = response.header("validation-token", token.clone());
-        }
-    } else {
-        // Read the body so the connection is kept alive.
-        let _ = axum::body::to_bytes(body, 1 << 20).await;
-        if parts.uri.path().starts_with("/hang/") {
-            inner.hung.fetch_add(1, Ordering::Relaxed);
-            tokio::time::sleep(HANG).await;
-            return response.body(Body::empty()).expect("valid response");
-        }
-        if let Some(id) = parts
-            .headers
-            .get("webhook-id")
-            .and_then(|v| v.to_str().ok())
-        {
-            inner
-                .arrivals
-                .lock()
-                .expect("not poisoned")
-                .push((id.to_owned(), at));
-        }
-    }
-    response.body(Body::empty()).expect("valid response")
 }

@@ -4,7 +4,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use webhook_core::page::{PageRequest, MAX_SIZE};
-use webhook_core::subscription::SORTABLE;
+use webhook_core::api::subscriptions::SORTABLE;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(query) = std::str::from_utf8(data) else {

@@ -4,9 +4,8 @@
 //! the SDK's environment), the table the `authorizer` reads.
 
 use clap::{Args, Subcommand};
-use webhook_core::aws::dynamodb::api_keys::Revoked;
-use webhook_core::aws::dynamodb::{DynamoStore, Tables};
 use webhook_core::clock::{Clock, SystemClock};
+use webhook_core::services::aws::{tables_store, Revoked};
 use webhook_core::{Config, Profile};
 
 #[derive(Args)]
@@ -32,12 +31,10 @@ enum ApiKeysCommand {
 
 pub fn run(args: ApiKeysArgs) -> Result<(), String> {
     let config = Config::from_env(Profile::Local).map_err(|e| e.to_string())?;
-    let tables = Tables::or_defaults(&config);
-    let table = tables.subscriptions.clone();
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     runtime.block_on(async {
-        let sdk = webhook_core::aws::sdk_config().await;
-        let store = DynamoStore::configured(&sdk, tables, &config);
+        let store = tables_store(&config).await;
+        let table = store.tables().subscriptions.clone();
         let now = SystemClock.now_ms();
         match args.command {
             ApiKeysCommand::Create { org } => {

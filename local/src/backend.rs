@@ -8,7 +8,6 @@
 //! `WEBHOOKS_DELIVERY_DLQ_URL`, polled the way Lambda's event source mapping
 //! does. The adapters themselves are built by `webhook_core::services`.
 
-use webhook_core::aws::dynamodb::Tables;
 use webhook_core::services::aws::{AwsBackend, Prepare};
 use webhook_core::services::Backend as Storage;
 use webhook_core::Config;
@@ -31,17 +30,13 @@ pub fn choose(args: &ServeArgs, config: &Config) -> Result<Storage, String> {
                 .into(),
         ),
         Backend::Sqlite => Ok(Storage::Sqlite(args.data_dir.join("webhooks.db"))),
-        Backend::Aws => Ok(Storage::Aws(AwsBackend {
-            tables: Tables::or_defaults(config),
-            queues: config
-                .delivery_queue_url
-                .clone()
-                .map(|url| (url, config.delivery_dead_letter_url.clone())),
-            prepare: if args.create_tables {
+        Backend::Aws => {
+            let prepare = if args.create_tables {
                 Prepare::Create
             } else {
                 Prepare::Check
-            },
-        })),
+            };
+            Ok(Storage::Aws(AwsBackend::from_config(config, prepare)))
+        }
     }
 }

@@ -17,12 +17,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::response::Response;
 use clap::Args;
-use http::StatusCode;
-use http_body_util::BodyExt;
+use webhooks_receiver::{Answer, Arrival, Callback};
 
 #[derive(Args)]
 pub struct ListenArgs {
@@ -87,84 +83,71 @@ pub fn run(args: ListenArgs) -> Result<(), String> {
         eprintln!("webhooks-local listen: receiving callbacks on http://{addr}/");
         #[cfg(unix)]
         tokio::spawn(toggle_on_sigusr1(toggled));
-        let router = axum::Router::new()
-            .fallback(receive)
-            .with_state(listener_state);
-        axum::serve(listener, router)
+        webhooks_receiver::serve(listener, listener_state)
             .await
             .map_err(|e| e.to_string())
     })
 }
 
-async fn receive(State(state): State<Arc<Listener>>, request: Request) -> Response<Body> {
-    let (parts, body) = request.into_parts();
-    if parts.method == http::Method::GET {
-        if let Some(token) = parts.headers.get("validation-token") {
-            eprintln!(
-                "handshake: answered validation-token on {}",
-                parts.uri.path()
-            );
-            return respond(StatusCode::OK, Some(token.clone()));
-        }
-    }
-    let bytes = body
-        .collect()
-        .await
-        .map(|c| c.to_bytes())
-        .unwrap_or_default();
-    let id = parts
-        .headers
-        .get("webhook-id")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("-")
-        .to_owned();
-    if !state.verifiers.is_empty() {
-        let mut verified = Vec::new();
-        let mut failure = None;
-        for (i, verifier) in state.verifiers.iter().enumerate() {
-            match verifier.verify(&bytes, &parts.headers) {
-                Ok(()) => verified.push(format!("key {}", i + 1)),
-                Err(e) => failure = Some(e),
+impl Callback for Listener {
+    async fn handshake(&self, arrival: Arrival) -> Answer {
+        match arrival.token() {
+            Some(token) => {
+                eprintln!("handshake: answered validation-token on {}", arrival.path);
+                Answer::echo(token)
             }
+            // Not a handshake: shown like any other request.
+            None => self.notification(arrival).await,
         }
-        if verified.is_empty() {
-            let e = failure.map(|e| e.to_string()).unwrap_or_default();
-            eprintln!("notification {id}: signature INVALID ({e}); answered 401");
-            return respond(StatusCode::UNAUTHORIZED, None);
-        }
-        let of = state.verifiers.len();
-        eprintln!(
-            "notification {id}: signature verified with {} (of {of})",
-            verified.join(", ")
-        );
     }
-    let line = match serde_json::from_slice::<serde_json::Value>(&bytes) {
-        Ok(json) => json.to_string(),
-        Err(_) => String::from_utf8_lossy(&bytes).into_owned(),
-    };
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
-    let fail = state
-        .failures_left
-        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| match n {
-            FAIL_ALL => Some(FAIL_ALL),
-            n => n.checked_sub(1),
-        })
-        .is_ok();
-    if fail {
-        eprintln!("notification {id}: answered 500 (--fail-first or --fail-all)");
-        let mut response = respond(StatusCode::INTERNAL_SERVER_ERROR, None);
-        if !state.fail_body.is_empty() {
-            response.headers_mut().insert(
-                http::header::CONTENT_TYPE,
-                http::HeaderValue::from_static("text/html; charset=utf-8"),
+
+    async fn notification(&self, arrival: Arrival) -> Answer {
+        let bytes = &arrival.body;
+        let id = arrival.id().unwrap_or("-");
+        if !self.verifiers.is_empty() {
+            let mut verified = Vec::new();
+            let mut failure = None;
+            for (i, verifier) in self.verifiers.iter().enumerate() {
+                match verifier.verify(bytes, &arrival.headers) {
+                    Ok(()) => verified.push(format!("key {}", i + 1)),
+                    Err(e) => failure = Some(e),
+                }
+            }
+            if verified.is_empty() {
+                let e = failure.map(|e| e.to_string()).unwrap_or_default();
+                eprintln!("notification {id}: signature INVALID ({e}); answered 401");
+                return Answer::status(401);
+            }
+            let of = self.verifiers.len();
+            eprintln!(
+                "notification {id}: signature verified with {} (of {of})",
+                verified.join(", ")
             );
-            *response.body_mut() = Body::from(state.fail_body.clone());
         }
-        return response;
+        let line = match serde_json::from_slice::<serde_json::Value>(bytes) {
+            Ok(json) => json.to_string(),
+            Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+        };
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+        let fail = self
+            .failures_left
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| match n {
+                FAIL_ALL => Some(FAIL_ALL),
+                n => n.checked_sub(1),
+            })
+            .is_ok();
+        if fail {
+            eprintln!("notification {id}: answered 500 (--fail-first or --fail-all)");
+            let failed = Answer::status(500);
+            if self.fail_body.is_empty() {
+                return failed;
+            }
+            return failed.with_body("text/html; charset=utf-8", self.fail_body.clone());
+        }
+        Answer::ok()
     }
-    respond(StatusCode::OK, None)
 }
 
 /// `failures_left` of `--fail-all`: never counts down.
@@ -192,12 +175,4 @@ async fn toggle_on_sigusr1(state: Arc<Listener>) {
             }
         );
     }
-}
-
-fn respond(status: StatusCode, token: Option<http::HeaderValue>) -> Response<Body> {
-    let mut response = Response::builder().status(status);
-    if let Some(token) = token {
-        response = response.header("validation-token", token);
-    }
-    response.body(Body::empty()).expect("valid response")
 }

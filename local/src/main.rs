@@ -153,21 +153,21 @@ fn token(args: TokenArgs) -> Result<(), String> {
 }
 
 fn migrate_messages() -> Result<(), String> {
-    use webhook_core::aws::dynamodb::{DynamoStore, Tables};
     use webhook_core::clock::{Clock, SystemClock};
+    use webhook_core::services::aws::tables_store;
     let config = Config::from_env(Profile::Local).map_err(|e| e.to_string())?;
-    let tables = Tables::or_defaults(&config);
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
-    let dated = runtime.block_on(async {
-        let sdk = webhook_core::aws::sdk_config().await;
-        DynamoStore::configured(&sdk, tables.clone(), &config)
+    let (dated, table) = runtime.block_on(async {
+        let store = tables_store(&config).await;
+        let table = store.tables().messages.clone();
+        store
             .migrate_legacy_messages(SystemClock.now_ms())
             .await
-            .map_err(|e| format!("{}: {e}", tables.messages))
+            .map(|dated| (dated, table.clone()))
+            .map_err(|e| format!("{table}: {e}"))
     })?;
     println!(
-        "{dated} message(s) under old keys in {} now expire in {}d",
-        tables.messages,
+        "{dated} message(s) under old keys in {table} now expire in {}d",
         config.message_retention.as_secs() / 86_400
     );
     Ok(())

@@ -6,7 +6,7 @@
 //! (docs/performance-history.md#memory-heaps-collected-when-idle-issue-26;
 //! docs/decisions/webhooks-local-memory.md). A worker about to sleep collects its
 //! heap, at most once a second (a collection walks the heap's pages); so
-//! do SQLite's connection threads (`webhook_core::sqlite::before_sleep`,
+//! do SQLite's connection threads (`webhook_core::services::before_sleep`,
 //! set by `serve`).
 
 use std::cell::Cell;

@@ -76,7 +76,7 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
     let runtime = crate::runtime::build().map_err(|e| e.to_string())?;
     // SQLite's connection threads give their memory back when idle, as the
     // runtime's workers do (`runtime.rs`).
-    webhook_core::sqlite::before_sleep(crate::memory::collect);
+    webhook_core::services::before_sleep(crate::memory::collect);
     let backend = crate::backend::choose(&args, &config)?;
     let clock: Arc<dyn Clock> = match &args.test_clock_file {
         Some(path) => {
@@ -232,7 +232,7 @@ async fn metrics_page(State(server): State<Arc<Server>>) -> Response<Body> {
     let app = &server.services.app;
     metrics::breakers_open(app.breakers.open_count(app.now_ms()));
     match server.services.queue.backlog().await {
-        Ok(Some(backlog)) => metrics::queue_backlog(backlog),
+        Ok(Some(backlog)) => metrics::queue_backlog(backlog.due, backlog.oldest_due_age),
         Ok(None) => {}
         Err(e) => tracing::warn!(error = %e, "the queue's backlog cannot be read"),
     }
@@ -245,7 +245,7 @@ async fn metrics_page(State(server): State<Arc<Server>>) -> Response<Body> {
 /// 413, labelled with the route it was sent to (rare: resolved here).
 fn too_large(parts: &http::request::Parts) -> Response<Body> {
     let mut response = error_response(&payload_too_large()).map(Body::from);
-    let route = metrics::route_of(&parts.method, parts.uri.path());
+    let route = webhook_core::routes::label_of(&parts.method, parts.uri.path());
     response
         .extensions_mut()
         .insert(webhook_core::http::RouteLabel(route));

@@ -8,8 +8,8 @@ use tokio::sync::Notify;
 use crate::callback::{AddressPolicy, CallbackClient, Dns, SystemDns};
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::delivery::health_cache::HealthCache;
-use crate::delivery::in_flight::InFlight;
+use crate::health::cache::HealthCache;
+use crate::health::in_flight::InFlight;
 use crate::history::DeliveryHistory;
 use crate::store::Store;
 

@@ -124,7 +124,7 @@ pub struct Config {
     /// (`WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION`).
     pub max_in_flight_per_subscription: usize,
     /// The per-subscription circuit breaker (`WEBHOOKS_BREAKER_*`).
-    pub breaker: crate::delivery::breaker::BreakerRule,
+    pub breaker: crate::health::BreakerRule,
     /// A subscription's lifetime when it asks for no expiry (`WEBHOOKS_DEFAULT_LIFETIME`, 90 days).
     pub default_lifetime: Duration,
     /// Longer expiries are clamped to this (`WEBHOOKS_MAX_LIFETIME`, 10 years).
@@ -276,8 +276,8 @@ impl Config {
         // (docs/decisions/tenant-isolation.md).
         let max_in_flight_per_subscription =
             count_var("WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION", 32, 4096)?;
-        let breaker_defaults = crate::delivery::breaker::BreakerRule::default();
-        let breaker = crate::delivery::breaker::BreakerRule {
+        let breaker_defaults = crate::health::BreakerRule::default();
+        let breaker = crate::health::BreakerRule {
             failures: count_var(
                 "WEBHOOKS_BREAKER_FAILURES",
                 breaker_defaults.failures as usize,

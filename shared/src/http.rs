@@ -10,16 +10,17 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tracing::Instrument;
 
+use crate::api::{messages, notifications, rotation, subscriptions};
 use crate::app::App;
 use crate::auth::{Authenticator, Caller};
 use crate::error::{ApiError, ErrorCode, FieldError, PROBLEM_JSON};
 use crate::ingest::{self, EventEnvelope};
+use crate::list_json;
 use crate::page::PageRequest;
 use crate::queue::{DeliveryQueue, Outbox};
 use crate::routes::{route_not_found, Route};
 use crate::services::Services;
 use crate::telemetry::trace::{self, TraceParent};
-use crate::{deliveries, list_json, message, rotation, subscription};
 
 /// Request bodies larger than this are refused with 413.
 pub const MAX_BODY: usize = 64 * 1024;
@@ -58,20 +59,20 @@ async fn dispatch(
                 // Boxed, like every route that calls out: their futures are
                 // kilobytes, and an unboxed one would size (and be copied
                 // with) every request's future, a get's too.
-                &Box::pin(subscription::create_subscription(app, caller, request)).await?,
+                &Box::pin(subscriptions::create_subscription(app, caller, request)).await?,
             )
         }
         Route::ListSubscriptions => {
-            let page = PageRequest::from_query(query, subscription::SORTABLE)?;
-            let listed = subscription::list_subscriptions(app, caller, &page).await?;
+            let page = PageRequest::from_query(query, subscriptions::SORTABLE)?;
+            let listed = subscriptions::list_subscriptions(app, caller, &page).await?;
             Ok(json_bytes(StatusCode::OK, list_json::page(&listed)))
         }
         Route::GetSubscription(id) => {
-            let found = subscription::get_subscription(app, caller, &id).await?;
+            let found = subscriptions::get_subscription(app, caller, &id).await?;
             Ok(json_bytes(StatusCode::OK, list_json::subscription(&found)))
         }
         Route::DeleteSubscription(id) => {
-            subscription::delete_subscription(app, caller, &id).await?;
+            subscriptions::delete_subscription(app, caller, &id).await?;
             Ok(Response::builder()
                 .status(StatusCode::NO_CONTENT)
                 .body(Bytes::new())
@@ -79,7 +80,7 @@ async fn dispatch(
         }
         Route::GetSubscriptionSecret(id) => json(
             StatusCode::OK,
-            &subscription::get_subscription_secret(app, caller, &id).await?,
+            &subscriptions::get_subscription_secret(app, caller, &id).await?,
         ),
         Route::RotateSubscriptionSecret(id) => {
             // The body is optional: none (or an empty one) takes the defaults.
@@ -98,19 +99,19 @@ async fn dispatch(
         }
         Route::GetMessage(id) => json(
             StatusCode::OK,
-            &message::get_message(app, caller, &id).await?,
+            &messages::get_message(app, caller, &id).await?,
         ),
         Route::ListNotifications(id) => json(
             StatusCode::OK,
-            &deliveries::list_notifications(app, caller, &id, query).await?,
+            &notifications::list_notifications(app, caller, &id, query).await?,
         ),
         Route::GetNotification(id, uuid) => json(
             StatusCode::OK,
-            &deliveries::get_notification(app, caller, &id, &uuid).await?,
+            &notifications::get_notification(app, caller, &id, &uuid).await?,
         ),
         Route::ResendNotification(id, uuid) => json(
             StatusCode::ACCEPTED,
-            &Box::pin(deliveries::resend_notification(
+            &Box::pin(notifications::resend_notification(
                 app,
                 needs(queue)?,
                 caller,
@@ -123,7 +124,7 @@ async fn dispatch(
             let request = parse_json(headers, body)?;
             json(
                 StatusCode::ACCEPTED,
-                &Box::pin(deliveries::recover_notifications(
+                &Box::pin(notifications::recover_notifications(
                     app,
                     needs(queue)?,
                     caller,
@@ -135,7 +136,7 @@ async fn dispatch(
         }
         Route::GetDeliveryStats(id) => json(
             StatusCode::OK,
-            &deliveries::delivery_stats(app, caller, &id, query).await?,
+            &notifications::delivery_stats(app, caller, &id, query).await?,
         ),
         // Served only where the runtime ingests over HTTP: see `ingest_event`.
         Route::IngestEvent => Err(route_not_found(Route::IngestEvent.endpoint().path())),
@@ -189,7 +190,7 @@ pub async fn serve(
         Ok(route) => route,
         Err(e) => return with_route_label(error_response(&e), "unmatched"),
     };
-    let label = crate::telemetry::metrics::route(route.endpoint());
+    let label = route.endpoint().label();
     // The caller's `traceparent` is honoured; a new trace otherwise.
     let parent = parts
         .headers
@@ -211,7 +212,7 @@ pub async fn serve(
 }
 
 /// The `route` label of the request a response answers (see
-/// [`crate::telemetry::metrics::route`]), in the response's extensions: the
+/// [`Endpoint::label`](crate::routes::Endpoint::label)), in the response's extensions: the
 /// runtime counts the request without resolving its route a second time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RouteLabel(pub &'static str);

@@ -16,6 +16,7 @@ use crate::notification::{ContactInfo, MessageInfo, Notification};
 use crate::queue::Outbox;
 
 mod batch;
+pub(crate) mod jobs;
 pub use batch::{fan_out, ingest_all, FannedOut};
 
 const MAX_TEXT_ID: usize = 256;

@@ -1,28 +1,30 @@
 //! `webhook-core`: everything the webhook subscription service does, behind
 //! ports, independent of the runtime (AWS Lambda or `webhooks-local`).
 //!
-//! - [`model`]: the wire types of the public interface
-//! - [`filter`]: the event filter grammar
-//! - [`subscription`], [`rotation`], [`message`], [`deliveries`]: the handlers
-//! - [`routes`]: the endpoints, described once for both runtimes
-//! - [`console`]: the web console's embedded page and files, with their headers
-//! - [`http`]: dispatch, parsing and problem+json rendering shared by runtimes
-//! - [`list_json`]: the JSON of a list page, written directly (serde_json's bytes)
-//! - [`auth`]: API keys, bearer tokens, organization and scopes
-//! - [`callback`]: SSRF policy, handshake (and delivery) to client callbacks
-//! - [`ingest`], [`notification`], [`delivery`], [`signature`]: events to signed notifications
-//! - [`notice`], [`reminders`]: operational notifications (a subscription failing, recovered, disabled, expiring)
-//! - [`clock`]: the clock port
-//! - [`queue`]: the delivery queue and outbox ports
-//! - [`store`]: the store port, its orders and its business rules (`store::rules`)
-//! - [`history`]: the delivery history port
-//! - [`retention`]: the purge of history and messages past their retention
-//! - [`sqlite`], [`aws`]: the adapters (SQLite file; DynamoDB and SQS)
-//! - [`services`]: builds the adapters of a backend, for every runtime
-//! - [`telemetry`]: Prometheus metrics (hooks called by the pipeline)
+//! The modules stand in layers, each importing only from the layers below
+//! it (`shared/tests/architecture.rs` holds the table and checks it):
+//!
+//! - foundation: [`ids`], [`model`], [`clock`], [`error`], [`failure`],
+//!   [`secret`], [`signature`], [`filter`], [`page`], [`call_bounds`],
+//!   [`notification`] (the payloads), [`telemetry`] (metrics and traces,
+//!   handed labels);
+//! - domain: [`health`] (breaker, failure streak, calls in flight),
+//!   [`config`], [`auth`];
+//! - ports: [`store`] (with its orders and business rules, `store::rules`),
+//!   [`queue`] (delivery queue and outbox), [`history`], [`callback`]
+//!   (the outbound calls under the SSRF policy);
+//! - [`app`]: what every handler and worker is given;
+//! - use cases: [`api`] (the handlers), [`ingest`], [`delivery`] (the
+//!   pipeline), [`notice`] and [`reminders`] (operational notifications),
+//!   [`retention`];
+//! - adapters: [`sqlite`], [`aws`] (DynamoDB and SQS), named only by
+//!   [`services`], which builds them for every runtime, and by [`lambda`],
+//!   the face of the AWS runtime;
+//! - edges: [`routes`], [`http`], [`list_json`], [`console`], [`lambda`].
 
 #![warn(missing_docs)]
 
+pub mod api;
 pub mod app;
 pub mod auth;
 #[cfg(feature = "aws")]
@@ -32,10 +34,11 @@ pub mod callback;
 pub mod clock;
 pub mod config;
 pub mod console;
-pub mod deliveries;
 pub mod delivery;
 pub mod error;
+pub mod failure;
 pub mod filter;
+pub mod health;
 pub mod history;
 pub mod http;
 pub mod ids;
@@ -43,7 +46,6 @@ pub mod ingest;
 #[cfg(feature = "aws")]
 pub mod lambda;
 pub mod list_json;
-pub mod message;
 pub mod model;
 pub mod notice;
 pub mod notification;
@@ -51,7 +53,6 @@ pub mod page;
 pub mod queue;
 pub mod reminders;
 pub mod retention;
-pub mod rotation;
 pub mod routes;
 pub mod secret;
 pub mod services;
@@ -59,7 +60,6 @@ pub mod signature;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod store;
-pub mod subscription;
 pub mod telemetry;
 
 pub use app::App;

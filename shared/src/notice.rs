@@ -18,9 +18,10 @@ use crate::app::App;
 use crate::filter::{self, EventFilter};
 pub use crate::filter::{NoticeKind, NoticeKinds};
 use crate::history::AttemptRecord;
-use crate::notification::{commit, job_for, LastAttempt, Notification, SubscriptionInfo};
+use crate::ingest::jobs::{commit, job_for};
+use crate::notification::{LastAttempt, Notification, SubscriptionInfo};
 use crate::queue::{DeliveryJob, Outbox, StoreOrQueueError};
-use crate::store::rules::visible_status;
+use crate::store::rules::{is_deliverable, visible_status};
 use crate::store::StoredSubscription;
 
 /// Whether `subscription` holds an operational filter: it is then never the
@@ -95,7 +96,7 @@ impl<'a> Notice<'a> {
 }
 
 /// Ingests `notice` for the subject's organization: one notification per
-/// active subscription of that organization whose operational filter asks
+/// deliverable subscription of that organization whose operational filter asks
 /// for its kind. Returns how many were queued (0 for a repeat).
 pub async fn publish(
     app: &App,
@@ -115,7 +116,7 @@ pub async fn publish(
     let jobs: Vec<DeliveryJob> = receivers
         .iter()
         .filter(|r| r.org_id == subject.org_id && r.id != subject.id)
-        .filter(|r| visible_status(r, now) == crate::model::SubscriptionStatus::Active)
+        .filter(|r| is_deliverable(r, now))
         .filter_map(|r| {
             let matching = r.event_filters.iter().find(|f| {
                 EventFilter::parse(f)
@@ -147,7 +148,7 @@ pub async fn publish(
 pub async fn tell(app: &App, outbox: &dyn Outbox, notice: Notice<'_>) {
     if let Err(e) = publish(app, outbox, &notice).await {
         if let StoreOrQueueError::Store(e) = &e {
-            crate::telemetry::metrics::store_error(e);
+            crate::telemetry::metrics::store_error(e.kind());
         }
         tracing::warn!(subscription_id = %notice.subject.id, kind = notice.kind.as_str(), part = e.part(), error = %e,
             "cannot queue an operational notification");

@@ -1,14 +1,11 @@
-//! Notification payloads sent to callbacks. Message events use the spec's
-//! payload exactly (`messageInfo`); contact events carry `contactInfo`.
+//! Notification payloads sent to callbacks, and their ids. Message events
+//! use the spec's payload exactly (`messageInfo`); contact events carry
+//! `contactInfo`; operational notices `subscriptionInfo`. The jobs that
+//! deliver them are made where events and notices are ingested
+//! ([`crate::ingest`]).
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
-
-use crate::app::App;
-use crate::ids::OrgId;
-use crate::model::Message;
-use crate::queue::{DeliveryJob, EventCommit, Outbox, StoreOrQueueError};
-use crate::store::StoredSubscription;
 
 /// Namespace of notification ids: `uuid = v5(NAMESPACE, "<eventId>/<subscriptionId>")`,
 /// so every retry or duplicate of one notification carries the same `uuid`.
@@ -22,22 +19,6 @@ pub fn notification_id(event_id: &str, subscription_id: &str) -> Uuid {
     )
 }
 
-/// The job that delivers the notification `render(uuid)` to `to`, its
-/// uuid derived from the event and the subscription (the same on a repeat).
-pub(crate) fn job_for(
-    event_id: &str,
-    to: &StoredSubscription,
-    now: i64,
-    render: impl FnOnce(&str) -> Notification,
-) -> DeliveryJob {
-    let uuid = notification_id(event_id, to.id.as_str()).to_string();
-    let body = serde_json::to_string(&render(&uuid)).expect("notification serialises");
-    DeliveryJob {
-        traceparent: crate::telemetry::trace::current().map(|t| t.header()),
-        ..DeliveryJob::new(uuid.into(), to.org_id.clone(), to.id.clone(), body, now)
-    }
-}
-
 /// `body` dated `at` instead of its own time: what a retried ingestion sends
 /// for the notification its first try dated (the history keeps that first
 /// time too). `None` for a body that is not a notification.
@@ -45,42 +26,6 @@ pub(crate) fn dated(body: &str, at: i64) -> Option<String> {
     let mut notification: Notification = serde_json::from_str(body).ok()?;
     notification.timestamp = at;
     serde_json::to_string(&notification).ok()
-}
-
-/// Commits an event's jobs through the outbox and wakes the workers when
-/// something new was queued; false for an event id seen before.
-pub(crate) async fn commit(
-    app: &App,
-    outbox: &dyn Outbox,
-    org: &OrgId,
-    event_id: &str,
-    message: Option<&Message>,
-    jobs: Vec<DeliveryJob>,
-) -> Result<bool, StoreOrQueueError> {
-    let queued = !jobs.is_empty();
-    let new = outbox.commit(org, event_id, message, jobs).await?;
-    if new && queued {
-        app.delivery_wake.notify_one();
-    }
-    Ok(new)
-}
-
-/// [`commit`] of several events ([`Outbox::commit_all`]); one outcome per event.
-pub(crate) async fn commit_all(
-    app: &App,
-    outbox: &dyn Outbox,
-    events: Vec<EventCommit>,
-) -> Vec<Result<bool, StoreOrQueueError>> {
-    let queued: Vec<bool> = events.iter().map(|e| !e.jobs.is_empty()).collect();
-    let outcomes = outbox.commit_all(events).await;
-    if queued
-        .iter()
-        .zip(&outcomes)
-        .any(|(queued, outcome)| *queued && matches!(outcome, Ok(true)))
-    {
-        app.delivery_wake.notify_one();
-    }
-    outcomes
 }
 
 /// The JSON body POSTed to a callback (the `Notification` schema).

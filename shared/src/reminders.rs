@@ -12,10 +12,9 @@ use std::sync::Arc;
 
 use crate::app::App;
 use crate::clock::millis;
-use crate::model::SubscriptionStatus;
 use crate::notice::{self, Notice, NoticeKind};
 use crate::queue::{Outbox, StoreOrQueueError};
-use crate::store::rules::visible_status;
+use crate::store::rules::is_deliverable;
 
 /// Subscriptions read per store call.
 const BATCH: usize = 100;
@@ -34,7 +33,7 @@ pub async fn remind_expiring(app: &App, outbox: &dyn Outbox) -> Result<usize, St
             // Only an active subscription is worth renewing, and an
             // operational one is never a notice's subject; the others are
             // marked too, so they are not looked at again.
-            let active = visible_status(subject, now) == SubscriptionStatus::Active;
+            let active = is_deliverable(subject, now);
             if active && !notice::is_operational(subject) {
                 let notice = Notice::new(
                     NoticeKind::Expiring,

@@ -114,6 +114,31 @@ impl Endpoint {
             .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
             .collect()
     }
+
+    /// The endpoint's name as metrics and traces label it (`route`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Endpoint::CreateSubscription => "create_subscription",
+            Endpoint::ListSubscriptions => "list_subscriptions",
+            Endpoint::GetSubscription => "get_subscription",
+            Endpoint::DeleteSubscription => "delete_subscription",
+            Endpoint::GetSubscriptionSecret => "get_subscription_secret",
+            Endpoint::RotateSubscriptionSecret => "rotate_subscription_secret",
+            Endpoint::GetMessage => "get_message",
+            Endpoint::ListNotifications => "list_notifications",
+            Endpoint::GetNotification => "get_notification",
+            Endpoint::ResendNotification => "resend_notification",
+            Endpoint::RecoverNotifications => "recover_notifications",
+            Endpoint::GetDeliveryStats => "get_delivery_stats",
+            Endpoint::IngestEvent => "ingest_event",
+        }
+    }
+}
+
+/// The `route` label of a request, resolved from its method and path
+/// (`unmatched` when no endpoint fits).
+pub fn label_of(method: &Method, path: &str) -> &'static str {
+    Route::resolve(method, path).map_or("unmatched", |r| r.endpoint().label())
 }
 
 /// A resolved request: the endpoint, with its id where it has one.

@@ -1,6 +1,8 @@
 //! The one place where adapters are built: every runtime (`webhooks-local`,
 //! each Lambda function, the benchmarks) gets its store, outbox and delivery
-//! queue from here, from the typed configuration.
+//! queue from here, from the typed configuration, and names an adapter's
+//! own type (a table's store for a one-off command, the SQLite threads'
+//! hook) only through here.
 
 use std::sync::Arc;
 
@@ -47,6 +49,11 @@ pub enum OpenError {
         source: StoreError,
     },
 }
+
+/// Runs `hook` on each SQLite connection thread before it sleeps (the
+/// runtime gives its allocator's memory back there).
+#[cfg(feature = "sqlite")]
+pub use crate::sqlite::before_sleep;
 
 /// Where the data lives.
 pub enum Backend {
@@ -131,10 +138,13 @@ pub mod aws {
 
     use super::OpenError;
     use crate::app::App;
-    use crate::aws::dynamodb::{self, DynamoStore, Tables};
+    use crate::aws::dynamodb;
     use crate::aws::outbox::AwsOutbox;
     use crate::aws::sqs::SqsQueue;
     use crate::config::{Config, ConfigError};
+
+    pub use crate::aws::dynamodb::api_keys::Revoked;
+    pub use crate::aws::dynamodb::{DynamoStore, Tables};
 
     /// The queue URL a deployed function needs.
     fn queue_url_required() -> ConfigError {
@@ -154,6 +164,21 @@ pub mod aws {
         pub prepare: Prepare,
     }
 
+    impl AwsBackend {
+        /// The tables `config` names (the default names where it names
+        /// none) and its delivery queue and dead-letter queue, if set.
+        pub fn from_config(config: &Config, prepare: Prepare) -> Self {
+            AwsBackend {
+                tables: Tables::or_defaults(config),
+                queues: config
+                    .delivery_queue_url
+                    .clone()
+                    .map(|url| (url, config.delivery_dead_letter_url.clone())),
+                prepare,
+            }
+        }
+    }
+
     /// What to do about the tables (and queues) at start.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub enum Prepare {
@@ -161,6 +186,15 @@ pub mod aws {
         Check,
         /// Create the tables and queues that are missing (`--create-tables`).
         Create,
+    }
+
+    /// The store of the tables `config` names (the default names where it
+    /// names none), neither checked nor created, with the SDK's standard
+    /// environment: what the one-off commands of `webhooks-local`
+    /// (`api-keys`, `migrate-messages`) work on.
+    pub async fn tables_store(config: &Config) -> DynamoStore {
+        let sdk = crate::aws::sdk_config().await;
+        DynamoStore::configured(&sdk, Tables::or_defaults(config), config)
     }
 
     /// The store, its tables provisioned or checked as `backend.prepare` says.

@@ -8,12 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::response::Response;
 use http::HeaderMap;
-use http_body_util::BodyExt;
 use serde_json::Value;
+use webhooks_receiver::{Answer, Arrival, Callback};
 
 /// How the receiver answers the validation handshake (`GET`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,21 +68,11 @@ struct Inner {
 pub struct Receiver {
     pub addr: SocketAddr,
     inner: Arc<Inner>,
-    _task: Arc<AbortOnDrop>,
-}
-
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
+    _server: webhooks_receiver::Receiver,
 }
 
 impl Receiver {
     pub async fn start(handshake: Handshake) -> Receiver {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
         let inner = Arc::new(Inner {
             handshake,
             hits: AtomicUsize::new(0),
@@ -95,16 +82,13 @@ impl Receiver {
             broken: Mutex::default(),
             delay: Mutex::default(),
         });
-        let app = axum::Router::new()
-            .fallback(answer)
-            .with_state(inner.clone());
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let server = webhooks_receiver::Receiver::start(inner.clone())
+            .await
+            .unwrap();
         Receiver {
-            addr,
+            addr: server.addr(),
             inner,
-            _task: Arc::new(AbortOnDrop(task)),
+            _server: server,
         }
     }
 
@@ -189,61 +173,50 @@ impl Receiver {
     }
 }
 
-async fn answer(State(inner): State<Arc<Inner>>, request: Request) -> Response<Body> {
-    inner.hits.fetch_add(1, Ordering::SeqCst);
-    let (parts, body) = request.into_parts();
-    if parts.method == http::Method::GET {
-        return handshake(inner.handshake, parts.headers.get("validation-token")).await;
-    }
-    let body = body
-        .collect()
-        .await
-        .map(|c| c.to_bytes().to_vec())
-        .unwrap_or_default();
-    if let Some(id) = parts.headers.get("webhook-id") {
-        let id = String::from_utf8_lossy(id.as_bytes()).into_owned();
-        inner.arrived.lock().unwrap().push(id);
-    }
-    let delay = *inner.delay.lock().unwrap();
-    if !delay.is_zero() {
-        tokio::time::sleep(delay).await;
-    }
-    inner.received.lock().unwrap().push(Received {
-        headers: parts.headers,
-        body,
-        at: Instant::now(),
-    });
-    if let Some((status, body)) = inner.broken.lock().unwrap().clone() {
-        return Response::builder()
-            .status(status)
-            .header("content-type", "text/html")
-            .body(Body::from(body))
-            .unwrap();
-    }
-    let (status, retry_after) = inner
-        .script
-        .lock()
-        .unwrap()
-        .pop_front()
-        .unwrap_or((200, None));
-    let mut r = Response::builder().status(status);
-    if let Some(ra) = retry_after {
-        r = r.header("retry-after", ra);
-    }
-    r.body(Body::empty()).unwrap()
-}
-
-async fn handshake(mode: Handshake, token: Option<&http::HeaderValue>) -> Response<Body> {
-    let ok = Response::builder().status(200);
-    let response = match (mode, token) {
-        (Handshake::Echo, Some(t)) => ok.header("validation-token", t.clone()),
-        (Handshake::WrongToken, Some(_)) => ok.header("validation-token", "not-the-token"),
-        (Handshake::Status(code), _) => Response::builder().status(code),
-        (Handshake::Hang, _) => {
-            tokio::time::sleep(Duration::from_secs(3600)).await;
-            ok
+impl Callback for Inner {
+    async fn handshake(&self, arrival: Arrival) -> Answer {
+        self.hits.fetch_add(1, Ordering::SeqCst);
+        match (self.handshake, arrival.token()) {
+            (Handshake::Echo, Some(t)) => Answer::echo(t),
+            (Handshake::WrongToken, Some(_)) => {
+                Answer::ok().with_token(http::HeaderValue::from_static("not-the-token"))
+            }
+            (Handshake::Status(code), _) => Answer::status(code),
+            (Handshake::Hang, _) => {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                Answer::ok()
+            }
+            _ => Answer::ok(),
         }
-        _ => ok,
-    };
-    response.body(Body::empty()).unwrap()
+    }
+
+    async fn notification(&self, arrival: Arrival) -> Answer {
+        self.hits.fetch_add(1, Ordering::SeqCst);
+        if let Some(id) = arrival.headers.get("webhook-id") {
+            let id = String::from_utf8_lossy(id.as_bytes()).into_owned();
+            self.arrived.lock().unwrap().push(id);
+        }
+        let delay = *self.delay.lock().unwrap();
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        self.received.lock().unwrap().push(Received {
+            headers: arrival.headers,
+            body: arrival.body.to_vec(),
+            at: Instant::now(),
+        });
+        if let Some((status, body)) = self.broken.lock().unwrap().clone() {
+            return Answer::status(status).with_body("text/html", body);
+        }
+        let (status, retry_after) = self
+            .script
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or((200, None));
+        match retry_after {
+            Some(ra) => Answer::status(status).with_retry_after(&ra),
+            None => Answer::status(status),
+        }
+    }
 }

@@ -4,8 +4,9 @@
 
 use std::time::Duration;
 
-use super::{CallFailure, CallbackClient, CallbackTarget};
+use super::{classify, CallbackClient, CallbackTarget};
 use crate::error::{ApiError, ErrorCode};
+use crate::failure::CallFailure;
 use http::StatusCode;
 use subtle::ConstantTimeEq;
 
@@ -87,7 +88,7 @@ impl CallbackClient {
             .timeout(timeout)
             .send()
             .await
-            .map_err(|e| HandshakeError::Call(CallFailure::classify(&e)))?;
+            .map_err(|e| HandshakeError::Call(classify(&e)))?;
         if response.status() != StatusCode::OK {
             return Err(HandshakeError::BadStatus(response.status().as_u16()));
         }

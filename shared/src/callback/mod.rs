@@ -1,6 +1,6 @@
 //! Outbound calls to client callbacks: the address policy, a resolver that
 //! enforces it at connect time, the two calls ([`handshake`] and [`post`]),
-//! and the failure classification they share. Both calls take a
+//! and the classification of their failures ([`CallFailure`]). Both calls take a
 //! [`CallbackTarget`], which only the policy makes: no call can skip it.
 
 pub mod handshake;
@@ -12,8 +12,9 @@ use std::error::Error as StdError;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crate::error::ErrorCode;
 use url::Url;
+
+use crate::failure::CallFailure;
 
 pub use policy::{AddressPolicy, UriProblem};
 pub use resolver::{Dns, ResolveError, SystemDns};
@@ -104,49 +105,20 @@ fn tls_config() -> rustls::ClientConfig {
     .with_no_client_auth()
 }
 
-/// Why a call to a callback did not produce a response.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CallFailure {
-    /// The host name did not resolve.
-    DnsFailed,
-    /// The host is or resolves to an address the policy refuses.
-    AddressForbidden,
-    /// No TCP connection could be opened.
-    ConnectFailed,
-    /// The TLS handshake failed.
-    TlsFailed,
-    /// No answer within the timeout.
-    Timeout,
-}
-
-impl CallFailure {
-    /// The code of a failed attempt (the history's `code`) and of a
-    /// failed handshake (the problem's `code`).
-    pub fn code(self) -> ErrorCode {
-        match self {
-            Self::DnsFailed => ErrorCode::DnsFailed,
-            Self::AddressForbidden => ErrorCode::AddressForbidden,
-            Self::ConnectFailed => ErrorCode::ConnectFailed,
-            Self::TlsFailed => ErrorCode::TlsFailed,
-            Self::Timeout => ErrorCode::Timeout,
-        }
+/// The step of a call that `e` says failed.
+fn classify(e: &reqwest::Error) -> CallFailure {
+    if let Some(r) = find_in_chain::<ResolveError>(e) {
+        return match r {
+            ResolveError::Dns(_) => CallFailure::DnsFailed,
+            ResolveError::Forbidden(_) => CallFailure::AddressForbidden,
+        };
     }
-
-    /// The step of the call that `e` says failed.
-    pub fn classify(e: &reqwest::Error) -> Self {
-        if let Some(r) = find_in_chain::<ResolveError>(e) {
-            return match r {
-                ResolveError::Dns(_) => Self::DnsFailed,
-                ResolveError::Forbidden(_) => Self::AddressForbidden,
-            };
-        }
-        if e.is_timeout() {
-            Self::Timeout
-        } else if find_in_chain::<rustls::Error>(e).is_some() {
-            Self::TlsFailed
-        } else {
-            Self::ConnectFailed
-        }
+    if e.is_timeout() {
+        CallFailure::Timeout
+    } else if find_in_chain::<rustls::Error>(e).is_some() {
+        CallFailure::TlsFailed
+    } else {
+        CallFailure::ConnectFailed
     }
 }
 

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
 
-use super::{CallFailure, CallbackClient, CallbackTarget};
+use super::{classify, CallbackClient, CallbackTarget};
+use crate::failure::{CallFailure, Failure};
 use crate::history::MAX_KEPT_RESPONSE;
 
 /// At most this much of a callback's response body is read.
@@ -49,6 +50,18 @@ pub enum Posted {
     },
 }
 
+impl Posted {
+    /// Why it failed: the status of an answer other than a 2xx, or the
+    /// step that failed; `None` for a 2xx.
+    pub fn failure(&self) -> Option<Failure> {
+        match self {
+            Posted::Answered { status, .. } if (200..300).contains(status) => None,
+            Posted::Answered { status, .. } => Some(Failure::Status(*status)),
+            Posted::Failed { failure, .. } => Some(Failure::Call(*failure)),
+        }
+    }
+}
+
 impl CallbackClient {
     /// POSTs `notification` to `target` within `timeout`, following no
     /// redirect, and reads a bounded amount of the answer.
@@ -76,7 +89,7 @@ impl CallbackClient {
             Ok(r) => r,
             Err(e) => {
                 return Posted::Failed {
-                    failure: CallFailure::classify(&e),
+                    failure: classify(&e),
                     elapsed: started.elapsed(),
                 }
             }

@@ -4,25 +4,27 @@
 
 use std::time::Duration;
 
+use super::Reason;
 use crate::clock::millis;
+use crate::failure::Failure;
 
 /// What one attempt found: everything [`decide`] needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Attempt {
     /// Not sent: the subscription was deleted, is not ACTIVE, or expired.
-    Unwanted(String),
+    Unwanted(Reason),
     /// Not sent, and it never can be: unusable secret or callback uri.
-    Unsendable(String),
+    Unsendable(Reason),
     /// The subscription could not be read; nothing was sent.
-    StoreUnavailable(String),
+    StoreUnavailable(Reason),
     /// The callback answered 2xx.
     Succeeded,
     /// The callback answered `410 Gone`; the subscription is now BLACKLISTED.
     Gone,
     /// No answer, a forbidden address or a status other than 2xx and 410.
     Failed {
-        /// The failing step (`CONNECT_FAILED`, ...) or `status <n>`.
-        reason: String,
+        /// The failing step (`CONNECT_FAILED`, ...) or the status.
+        failure: Failure,
         /// The `Retry-After` of a 429 or 503 answer.
         retry_after: Option<String>,
         /// The subscription after the failure was recorded on it.
@@ -51,15 +53,15 @@ pub enum Verdict {
         /// When it is due again (epoch ms).
         at: i64,
         /// Why it failed, for logs.
-        reason: String,
+        reason: Reason,
     },
     /// Given up (schedule exhausted, or unsendable): keep it as a dead letter.
-    Dead(String),
+    Dead(Reason),
     /// Its subscription was blacklisted by this failure: keep it as a dead letter.
-    Blacklist(String),
+    Blacklist(Reason),
     /// Not sent and never will be (subscription deleted, inactive, expired,
     /// or the callback answered 410): remove it.
-    Drop(String),
+    Drop(Reason),
     /// Not attempted: its subscription's calls are at their cap, its
     /// breaker is open, or it is not due yet. Due again at `at` (epoch ms),
     /// with no attempt counted and nothing recorded.
@@ -67,7 +69,7 @@ pub enum Verdict {
         /// When it is due again (epoch ms).
         at: i64,
         /// Why it was not attempted, for logs.
-        reason: String,
+        reason: Reason,
     },
     /// Not attempted, its subscription's breaker open: parked until the
     /// breaker closes (or, where parking is a deferral, due again at `at`).
@@ -75,13 +77,13 @@ pub enum Verdict {
         /// When it is due again where parking is a deferral (epoch ms).
         at: i64,
         /// Why it was parked, for logs.
-        reason: String,
+        reason: Reason,
     },
 }
 
 impl Verdict {
     /// The reason, for logs; none for a delivery.
-    pub fn reason(&self) -> Option<&str> {
+    pub fn reason(&self) -> Option<&Reason> {
         match self {
             Verdict::Delivered => None,
             Verdict::Retry { reason, .. }
@@ -90,6 +92,20 @@ impl Verdict {
             | Verdict::Dead(reason)
             | Verdict::Blacklist(reason)
             | Verdict::Drop(reason) => Some(reason),
+        }
+    }
+
+    /// The verdict's name as metrics label it (`outcome`): its variant,
+    /// lowercase. No wildcard: a new verdict is a new arm here.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Verdict::Delivered => "delivered",
+            Verdict::Retry { .. } => "retry",
+            Verdict::Dead(_) => "dead",
+            Verdict::Blacklist(_) => "blacklist",
+            Verdict::Drop(_) => "drop",
+            Verdict::Defer { .. } => "deferred",
+            Verdict::Park { .. } => "parked",
         }
     }
 }
@@ -112,9 +128,7 @@ pub fn decide(
         Attempt::Succeeded => Verdict::Delivered,
         Attempt::Unwanted(reason) => Verdict::Drop(reason.clone()),
         Attempt::Unsendable(reason) => Verdict::Dead(reason.clone()),
-        Attempt::Gone => {
-            Verdict::Drop("the callback answered 410 Gone: subscription blacklisted".into())
-        }
+        Attempt::Gone => Verdict::Drop(Reason::Gone),
         Attempt::StoreUnavailable(reason) => {
             let base = schedule.first().copied().unwrap_or(STORE_RETRY);
             Verdict::Retry {
@@ -123,17 +137,18 @@ pub fn decide(
             }
         }
         Attempt::Failed {
-            reason,
+            failure,
             retry_after,
             subscription,
         } => match subscription {
-            AfterFailure::Blacklisted => {
-                Verdict::Blacklist(format!("{reason}; the subscription is now BLACKLISTED"))
-            }
-            AfterFailure::Deleted => Verdict::Drop("the subscription was deleted".into()),
+            AfterFailure::Blacklisted => Verdict::Blacklist(Reason::Blacklisted(*failure)),
+            AfterFailure::Deleted => Verdict::Drop(Reason::Deleted),
             AfterFailure::Deliverable => {
                 let Some(base) = schedule.get(number.saturating_sub(1) as usize) else {
-                    return Verdict::Dead(format!("{reason}; gave up after {number} attempts"));
+                    return Verdict::Dead(Reason::GaveUp {
+                        failure: *failure,
+                        attempts: number,
+                    });
                 };
                 let delay = match retry_after
                     .as_deref()
@@ -144,7 +159,7 @@ pub fn decide(
                 };
                 Verdict::Retry {
                     at: now + millis(delay),
-                    reason: reason.clone(),
+                    reason: Reason::Failed(*failure),
                 }
             }
         },
@@ -184,6 +199,7 @@ pub fn parse_retry_after(value: &str, now: i64) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::SubscriptionStatus;
 
     const NOW: i64 = 1_700_000_000_000;
     const S: i64 = 1000;
@@ -194,17 +210,26 @@ mod tests {
 
     fn failed(retry_after: Option<&str>, subscription: AfterFailure) -> Attempt {
         Attempt::Failed {
-            reason: "status 500".into(),
+            failure: Failure::Status(500),
             retry_after: retry_after.map(str::to_owned),
             subscription,
         }
     }
 
-    fn retry(at: i64, reason: &str) -> Verdict {
-        Verdict::Retry {
-            at,
-            reason: reason.into(),
-        }
+    fn retry(at: i64, reason: Reason) -> Verdict {
+        Verdict::Retry { at, reason }
+    }
+
+    /// What `failed` failed with.
+    fn status_500() -> Reason {
+        Reason::Failed(Failure::Status(500))
+    }
+
+    fn gave_up(attempts: u32) -> Verdict {
+        Verdict::Dead(Reason::GaveUp {
+            failure: Failure::Status(500),
+            attempts,
+        })
     }
 
     /// The whole decision, one row per case: attempt, attempt number,
@@ -216,112 +241,97 @@ mod tests {
             (Attempt::Succeeded, 1, 0.5, Verdict::Delivered),
             (Attempt::Succeeded, 4, 0.5, Verdict::Delivered),
             (
-                Attempt::Unwanted("the subscription is EXPIRED".into()),
+                Attempt::Unwanted(Reason::NotActive(SubscriptionStatus::Expired)),
                 1,
                 0.5,
-                Verdict::Drop("the subscription is EXPIRED".into()),
+                Verdict::Drop(Reason::NotActive(SubscriptionStatus::Expired)),
             ),
             (
-                Attempt::Unsendable("bad secret".into()),
+                Attempt::Unsendable(Reason::SecretUnusable),
                 1,
                 0.5,
-                Verdict::Dead("bad secret".into()),
+                Verdict::Dead(Reason::SecretUnusable),
             ),
-            (
-                Attempt::Gone,
-                2,
-                0.5,
-                Verdict::Drop("the callback answered 410 Gone: subscription blacklisted".into()),
-            ),
+            (Attempt::Gone, 2, 0.5, Verdict::Drop(Reason::Gone)),
             // Store down: the first delay of the schedule, jittered.
             (
-                Attempt::StoreUnavailable("store down".into()),
+                Attempt::StoreUnavailable(Reason::StoreUnavailable("down".into())),
                 7,
                 0.5,
-                retry(NOW + 5 * S, "store down"),
+                retry(NOW + 5 * S, Reason::StoreUnavailable("down".into())),
             ),
             // Failures walk the schedule, with ±20 % jitter.
             (
                 failed(None, Deliverable),
                 1,
                 0.5,
-                retry(NOW + 5 * S, "status 500"),
+                retry(NOW + 5 * S, status_500()),
             ),
             (
                 failed(None, Deliverable),
                 1,
                 0.0,
-                retry(NOW + 4 * S, "status 500"),
+                retry(NOW + 4 * S, status_500()),
             ),
             (
                 failed(None, Deliverable),
                 1,
                 1.0,
-                retry(NOW + 6 * S, "status 500"),
+                retry(NOW + 6 * S, status_500()),
             ),
             (
                 failed(None, Deliverable),
                 2,
                 0.5,
-                retry(NOW + 60 * S, "status 500"),
+                retry(NOW + 60 * S, status_500()),
             ),
             (
                 failed(None, Deliverable),
                 3,
                 0.5,
-                retry(NOW + 300 * S, "status 500"),
+                retry(NOW + 300 * S, status_500()),
             ),
             // Past the schedule: dead.
-            (
-                failed(None, Deliverable),
-                4,
-                0.5,
-                Verdict::Dead("status 500; gave up after 4 attempts".into()),
-            ),
+            (failed(None, Deliverable), 4, 0.5, gave_up(4)),
             // Retry-After is honoured within the schedule's bounds, not jittered.
             (
                 failed(Some("30"), Deliverable),
                 1,
                 0.0,
-                retry(NOW + 30 * S, "status 500"),
+                retry(NOW + 30 * S, status_500()),
             ),
             (
                 failed(Some("1"), Deliverable),
                 2,
                 0.0,
-                retry(NOW + 5 * S, "status 500"),
+                retry(NOW + 5 * S, status_500()),
             ),
             (
                 failed(Some("86400"), Deliverable),
                 1,
                 0.0,
-                retry(NOW + 300 * S, "status 500"),
+                retry(NOW + 300 * S, status_500()),
             ),
             (
                 failed(Some("soon"), Deliverable),
                 2,
                 0.5,
-                retry(NOW + 60 * S, "status 500"),
+                retry(NOW + 60 * S, status_500()),
             ),
             // ... but never past the end of the schedule.
-            (
-                failed(Some("30"), Deliverable),
-                4,
-                0.5,
-                Verdict::Dead("status 500; gave up after 4 attempts".into()),
-            ),
+            (failed(Some("30"), Deliverable), 4, 0.5, gave_up(4)),
             // The failure blacklisted the subscription, or it was deleted.
             (
                 failed(None, Blacklisted),
                 1,
                 0.5,
-                Verdict::Blacklist("status 500; the subscription is now BLACKLISTED".into()),
+                Verdict::Blacklist(Reason::Blacklisted(Failure::Status(500))),
             ),
             (
                 failed(None, Deleted),
                 1,
                 0.5,
-                Verdict::Drop("the subscription was deleted".into()),
+                Verdict::Drop(Reason::Deleted),
             ),
         ];
         for (attempt, number, random, expected) in rows {
@@ -337,11 +347,17 @@ mod tests {
     fn an_empty_schedule_gives_up_at_once_and_store_failures_wait_five_seconds() {
         assert_eq!(
             decide(&failed(None, AfterFailure::Deliverable), 1, NOW, &[], 0.5),
-            Verdict::Dead("status 500; gave up after 1 attempts".into())
+            gave_up(1)
         );
         assert_eq!(
-            decide(&Attempt::StoreUnavailable("x".into()), 1, NOW, &[], 0.5),
-            retry(NOW + 5 * S, "x")
+            decide(
+                &Attempt::StoreUnavailable(Reason::StoreUnavailable("x".into())),
+                1,
+                NOW,
+                &[],
+                0.5
+            ),
+            retry(NOW + 5 * S, Reason::StoreUnavailable("x".into()))
         );
     }
 

@@ -1,347 +1,160 @@
 //! Delivering one notification, the same way on every runtime (SQLite
 //! workers, the SQS poller of `webhooks-local --backend aws`, the
-//! `deliver-notifications` Lambda): [`deliver`] runs the steps
+//! `deliver-notifications` Lambda). [`deliver`] takes a leased job through
+//! its steps, in this order, each in its own file:
 //!
-//! 0. [`admit`]: tenant isolation. A job that is not due yet, whose
-//!    subscription has its cap of calls in flight ([`in_flight`]), or whose
-//!    circuit breaker is open ([`breaker`]) is deferred: not attempted,
-//!    nothing recorded, no attempt counted;
-//! 1. [`prepare`]: read the subscription, check it is deliverable, its key
-//!    and its callback target (the address policy), and ask its breaker
-//!    ([`gate`]: closed, or this attempt is the half-open probe);
-//! 2. post: sign and POST ([`CallbackClient::post`](crate::callback::CallbackClient::post));
-//! 3. [`record`]: the subscription's failure bookkeeping (streak, blacklist);
-//! 4. [`decide`]: a pure function from what happened to a [`Verdict`];
-//! 5. [`remember`]: the attempt and the notification's new state in the
-//!    delivery history (`outcome.rs`);
-//! 6. [`settle`]: complete, retry later or dead-letter the queue's lease;
-//! 7. tell: what the subscription's organization is told about it
-//!    (`notices.rs`, [`crate::notice`]): failing, recovered, disabled, a
-//!    notification exhausted. Only failures and the first success after
-//!    them get here with something to say; a healthy delivery costs nothing.
+//! 1. [`admit`]: tenant isolation before anything is read. A job that is not
+//!    due yet, whose subscription's breaker this process saw open lately, or
+//!    whose subscription has its cap of calls in flight is held (deferred,
+//!    or parked): not attempted, nothing recorded, no attempt counted;
+//! 2. [`prepare`]: the subscription (deliverable?), its signing keys and its
+//!    callback target under the address policy;
+//! 3. [`admit::gate`]: its circuit breaker as stored lets the attempt
+//!    through, or makes it the half-open probe, or holds it;
+//! 4. [`prepare::post`]: sign and POST;
+//! 5. [`record`]: the subscription's failure bookkeeping (streak, blacklist)
+//!    and its breaker's health after the attempt (which may unpark);
+//! 6. [`decide`]: a pure function from what the attempt found to a [`Verdict`];
+//! 7. [`settle::remember`]: the attempt and the notification's new state in
+//!    the delivery history ([`outcome`]);
+//! 8. [`settle`]: complete, retry later or dead-letter the queue's lease;
+//! 9. tell (`tell.rs`): what the subscription's organization is told about it
+//!    ([`crate::notice`]): failing, recovered, disabled, a notification
+//!    exhausted. Only failures and the first success after them get here
+//!    with something to say; a healthy delivery costs nothing.
+//!
+//! A held job is settled at once ([`settle::settle_held`]); [`parking`]
+//! holds it while its breaker is open and puts the held jobs back when the
+//! breaker closes. The state and rules the steps apply (breaker, streak,
+//! cap) are [`crate::health`]'s; why a job was not delivered is a typed
+//! [`Reason`].
 //!
 //! The history is written before the lease is settled: if it cannot be, the
 //! lease is left to run out and the notification is attempted again, so a
 //! crash or a store failure can duplicate an attempt but never lose an
 //! outcome. Runtimes only lease jobs and call [`deliver`].
 
-pub mod breaker;
+pub mod admit;
 pub mod decide;
-pub mod health_cache;
-pub mod in_flight;
-pub mod isolation;
-mod notices;
 pub mod outcome;
-pub mod streak;
+pub mod parking;
+pub mod prepare;
+pub mod reason;
+pub mod record;
+pub mod settle;
+mod tell;
 pub mod worker;
 
-use std::time::Duration;
-
 pub use decide::{decide, AfterFailure, Attempt, Verdict};
-pub use isolation::{admit, gate};
+pub use reason::Reason;
 pub use worker::run_workers;
 
-use isolation::{remember_health, settled_held};
-
 use crate::app::App;
-use crate::callback::post::{Posted, SignedNotification};
-use crate::callback::{CallFailure, CallbackTarget, UriProblem};
-use crate::model::SubscriptionStatus;
-use crate::queue::{DeliveryJob, DeliveryQueue, Lease, Outbox, QueueError, StoreOrQueueError};
-use crate::signature::{signature_header, SigningKey};
-use crate::store::{DeliveryRecord, StoredSubscription};
-use crate::telemetry::trace::TraceParent;
+use crate::history::{NotificationStatus, Trigger};
+use crate::queue::{DeliveryJob, DeliveryQueue, Lease, Outbox, StoreOrQueueError};
+use crate::telemetry::trace;
 
-/// Attempts one delivery, records it and settles the lease with the verdict.
+/// Takes one leased job through the pipeline, records it and settles the
+/// lease with the verdict.
 pub async fn deliver(
     app: &App,
     queue: &dyn DeliveryQueue,
     outbox: &dyn Outbox,
     lease: &Lease,
 ) -> Result<Verdict, StoreOrQueueError> {
-    let now = app.clock.now_ms();
-    let random = u32::from_le_bytes(crate::secret::random_bytes::<4>()) as f64 / u32::MAX as f64;
-    let _slot = match admit(app, queue, lease, now, random).await {
+    let run = Run::new(app, queue, lease);
+    // 1. Admit: due, no breaker remembered open, a slot within the cap.
+    let _slot = match admit::admit(&run).await {
         Ok(slot) => slot,
-        Err(verdict) => return Ok(settled_held(app, queue, lease, verdict, now).await?),
+        Err(held) => return Ok(settle::settle_held(&run, held).await?),
     };
-    if superseded(app, lease).await {
-        let verdict = Verdict::Drop("delivered meanwhile (a resend)".into());
-        return Ok(settled(queue, lease, verdict, now).await?);
+    if superseded(&run).await {
+        return Ok(settle::settled(&run, Verdict::Drop(Reason::Superseded)).await?);
     }
-    let mut span = crate::telemetry::trace::attempt_span(&lease.job, lease.attempt);
-    let (attempt, made, sent) = match prepare(app, &lease.job, now).await {
+    let mut span = trace::attempt_span(lease.job.traceparent.as_deref(), lease.attempt);
+    // 2. Prepare: the subscription, its keys and target, or why not sent.
+    let mut attempted = match prepare::prepare(&run).await {
+        Err(unsent) => record::Attempted::unsent(unsent),
         Ok(ready) => {
-            let health = match gate(app, queue, &ready.subscription, lease, now, random).await {
+            // 3. Gate: the breaker as stored lets it through, or holds it.
+            let health = match admit::gate(&run, &ready.subscription).await {
                 Ok(health) => health,
-                Err(verdict) => return Ok(settled_held(app, queue, lease, verdict, now).await?),
+                Err(held) => return Ok(settle::settle_held(&run, held).await?),
             };
-            let posted = post(app, &ready, &lease.job, now, span.context()).await;
-            let made = outcome::attempt_record(&posted, outcome::trigger(lease), now);
-            let signal = isolation::signal(&posted);
-            let attempt = record(app, &ready.subscription, &posted, now).await;
-            let ended = app.clock.now_ms();
-            let health =
-                remember_health(app, queue, &ready.subscription, health, &signal, ended).await;
-            (attempt, Some(made), Some((ready.subscription, health)))
+            // 4. Post, then 5. record what it leaves on the subscription.
+            let posted = prepare::post(&run, &ready, span.context()).await;
+            record::record(&run, ready.subscription, health, posted).await
         }
-        Err(not_sent) => (not_sent, None, None),
     };
+    // 6. Decide the notification's fate.
     let verdict = decide(
-        &attempt,
+        &attempted.attempt,
         lease.attempt,
-        now,
+        run.now,
         &app.config.retry_schedule,
-        random,
+        run.random,
     );
-    let call_ms = made.as_ref().map(|m| m.duration_ms);
-    crate::telemetry::metrics::delivery_attempt(&verdict, call_ms, lease.job.created_at, now);
-    span.set(
-        "webhooks.outcome",
-        crate::telemetry::metrics::outcome(&verdict),
-    );
-    let told = sent.map(|(subject, health)| notices::Told {
-        subject,
-        health,
-        made: made.clone(),
-    });
-    remember(app, &lease.job, &attempt, made, &verdict).await?;
-    settle(queue, lease, &verdict, now).await?;
+    settle::count(&run, &verdict, attempted.call_ms());
+    span.set("webhooks.outcome", verdict.label());
+    // 7. Remember it in the history, 8. settle the lease, 9. tell.
+    let told = attempted.told();
+    settle::remember(&run, &attempted.attempt, attempted.made, &verdict).await?;
+    settle::settle(&run, &verdict).await?;
     if let Some(told) = told {
-        told.tell(app, outbox, &lease.job, &attempt, &verdict).await;
+        told.tell(app, outbox, &lease.job, &attempted.attempt, &verdict)
+            .await;
     }
     Ok(verdict)
 }
 
-async fn settled(
-    queue: &dyn DeliveryQueue,
-    lease: &Lease,
-    verdict: Verdict,
-    now: i64,
-) -> Result<Verdict, QueueError> {
-    settle(queue, lease, &verdict, now).await?;
-    Ok(verdict)
+/// One job on its way through the pipeline: what every step reads.
+pub struct Run<'a> {
+    /// The service's state: configuration, store, history, callbacks, clock.
+    pub app: &'a App,
+    /// The queue the job was leased from, where it is settled.
+    pub queue: &'a dyn DeliveryQueue,
+    /// The job and its attempt number.
+    pub lease: &'a Lease,
+    /// When the delivery started (epoch ms).
+    pub now: i64,
+    /// One draw in `[0, 1]`, spreading this job's waits and retry.
+    pub random: f64,
+}
+
+impl<'a> Run<'a> {
+    /// A delivery of `lease` starting now, with a fresh draw.
+    pub fn new(app: &'a App, queue: &'a dyn DeliveryQueue, lease: &'a Lease) -> Self {
+        let random =
+            u32::from_le_bytes(crate::secret::random_bytes::<4>()) as f64 / u32::MAX as f64;
+        Run {
+            now: app.clock.now_ms(),
+            app,
+            queue,
+            lease,
+            random,
+        }
+    }
+
+    /// The job being delivered.
+    pub fn job(&self) -> &'a DeliveryJob {
+        &self.lease.job
+    }
+
+    /// A person's resend or recover (its first attempt), not the schedule.
+    pub fn manual(&self) -> bool {
+        outcome::trigger(self.lease) == Trigger::Manual
+    }
 }
 
 /// A scheduled retry of a notification that a resend delivered meanwhile
 /// (SQS keeps the old message; the SQLite queue replaces it).
-async fn superseded(app: &App, lease: &Lease) -> bool {
-    if lease.attempt < 2 {
+async fn superseded(run: &Run<'_>) -> bool {
+    if run.lease.attempt < 2 {
         return false;
     }
-    let job = &lease.job;
+    let job = run.job();
     matches!(
-        app.history.get(&job.org_id, &job.subscription_id, &job.id).await,
-        Ok(Some(d)) if d.summary.status == crate::history::NotificationStatus::Delivered
+        run.app.history.get(&job.org_id, &job.subscription_id, &job.id).await,
+        Ok(Some(d)) if d.summary.status == NotificationStatus::Delivered
     )
-}
-
-/// Step 5: the attempt and the notification's new state, in the history.
-pub async fn remember(
-    app: &App,
-    job: &DeliveryJob,
-    attempt: &Attempt,
-    made: Option<crate::history::AttemptRecord>,
-    verdict: &Verdict,
-) -> Result<(), StoreOrQueueError> {
-    let Some(outcome) = outcome::of(attempt, made, verdict) else {
-        return Ok(());
-    };
-    app.history
-        .record_outcome(job, &outcome)
-        .await
-        .map_err(|e| {
-            crate::telemetry::metrics::store_error(&e);
-            StoreOrQueueError::Store(e)
-        })
-}
-
-/// A notification ready to be sent.
-pub struct Ready {
-    /// The subscription the notification goes to, as stored.
-    pub subscription: StoredSubscription,
-    /// The current secret's key first, then those of the replaced secrets
-    /// still in their grace period: the notification is signed with each.
-    pub keys: Vec<SigningKey>,
-    /// The checked callback, or why the policy refused it (a failed attempt).
-    pub target: Result<CallbackTarget, CallFailure>,
-}
-
-/// Step 1: what sending needs, or why it is not sent.
-pub async fn prepare(app: &App, job: &DeliveryJob, now: i64) -> Result<Ready, Attempt> {
-    let subscription = match app
-        .store
-        .get_subscription(&job.org_id, &job.subscription_id)
-        .await
-    {
-        Ok(Some(sub)) => sub,
-        Ok(None) => return Err(Attempt::Unwanted("the subscription was deleted".into())),
-        Err(e) => {
-            crate::telemetry::metrics::store_error(&e);
-            return Err(Attempt::StoreUnavailable(format!("store unavailable: {e}")));
-        }
-    };
-    if subscription.status != SubscriptionStatus::Active {
-        return Err(Attempt::Unwanted(format!(
-            "the subscription is {}",
-            subscription.status.as_str()
-        )));
-    }
-    if subscription.expires_at <= now {
-        return Err(Attempt::Unwanted("the subscription has expired".into()));
-    }
-    let Ok(key) = SigningKey::from_secret(&subscription.secret) else {
-        return Err(Attempt::Unsendable(
-            "the subscription's signing secret is unusable".into(),
-        ));
-    };
-    // A replaced secret that cannot be decoded is left out (it could not
-    // have been verified either); the current one always signs.
-    let keys = std::iter::once(key)
-        .chain(
-            subscription
-                .signing_secrets(now)
-                .skip(1)
-                .filter_map(|secret| SigningKey::from_secret(secret).ok()),
-        )
-        .collect();
-    let target = match app.callbacks.policy.check_uri(&subscription.uri) {
-        Ok(target) => Ok(target),
-        Err(UriProblem::Forbidden(_)) => Err(CallFailure::AddressForbidden),
-        Err(UriProblem::Invalid(m)) => {
-            return Err(Attempt::Unsendable(format!(
-                "the callback uri is invalid: {m}"
-            )))
-        }
-    };
-    Ok(Ready {
-        subscription,
-        keys,
-        target,
-    })
-}
-
-/// Step 2: sign and POST (a refused target is a failed attempt, not a call).
-async fn post(app: &App, ready: &Ready, job: &DeliveryJob, now: i64, trace: TraceParent) -> Posted {
-    let target = match &ready.target {
-        Ok(target) => target,
-        Err(failure) => {
-            return Posted::Failed {
-                failure: *failure,
-                elapsed: Duration::ZERO,
-            }
-        }
-    };
-    let timestamp = now / 1000;
-    let notification = SignedNotification {
-        id: job.id.as_str(),
-        timestamp,
-        signature: signature_header(&ready.keys, job.id.as_str(), timestamp, job.body.as_bytes()),
-        body: &job.body,
-        traceparent: Some(trace.header()),
-    };
-    app.callbacks
-        .post(target, notification, app.config.delivery_timeout)
-        .await
-}
-
-/// Step 3: the subscription's bookkeeping for what the POST produced. A 2xx
-/// ends a failure streak; a 410 blacklists; another failure starts or
-/// extends the streak, which blacklists once older than the configured time.
-pub async fn record(
-    app: &App,
-    subscription: &StoredSubscription,
-    posted: &Posted,
-    now: i64,
-) -> Attempt {
-    let (reason, retry_after) = match posted {
-        Posted::Answered { status, .. } if (200..300).contains(status) => {
-            if subscription.failing_since.is_some() {
-                let _ = app
-                    .store
-                    .record_delivery(
-                        &subscription.org_id,
-                        &subscription.id,
-                        DeliveryRecord::Succeeded,
-                    )
-                    .await;
-            }
-            return Attempt::Succeeded;
-        }
-        Posted::Answered { status: 410, .. } => {
-            let _ = app
-                .store
-                .record_delivery(&subscription.org_id, &subscription.id, DeliveryRecord::Gone)
-                .await;
-            return Attempt::Gone;
-        }
-        Posted::Answered {
-            status,
-            retry_after,
-            ..
-        } => {
-            let hint = matches!(status, 429 | 503)
-                .then(|| retry_after.clone())
-                .flatten();
-            (format!("status {status}"), hint)
-        }
-        Posted::Failed { failure, .. } => (failure.code().as_str().to_owned(), None),
-    };
-    let failed = DeliveryRecord::Failed {
-        now,
-        blacklist_after_ms: crate::clock::millis(app.config.blacklist_after),
-    };
-    let after = app
-        .store
-        .record_delivery(&subscription.org_id, &subscription.id, failed)
-        .await;
-    Attempt::Failed {
-        reason,
-        retry_after,
-        subscription: match after {
-            Ok(Some(SubscriptionStatus::Blacklisted)) => AfterFailure::Blacklisted,
-            Ok(None) => AfterFailure::Deleted,
-            // Unknown (the store did not answer) counts as deliverable: retry.
-            _ => AfterFailure::Deliverable,
-        },
-    }
-}
-
-/// Step 6: applies the verdict to the lease.
-pub async fn settle(
-    queue: &dyn DeliveryQueue,
-    lease: &Lease,
-    verdict: &Verdict,
-    now: i64,
-) -> Result<(), QueueError> {
-    let job = &lease.job;
-    match verdict {
-        Verdict::Delivered => {
-            tracing::debug!(notification = %job.id, subscription_id = %job.subscription_id, attempt = lease.attempt, "delivered");
-            queue.complete(lease).await
-        }
-        Verdict::Drop(reason) => {
-            tracing::info!(notification = %job.id, subscription_id = %job.subscription_id, org_id = %job.org_id, %reason, "notification dropped");
-            queue.complete(lease).await
-        }
-        Verdict::Retry { at, reason } => {
-            let delay = Duration::from_millis(u64::try_from(at - now).unwrap_or(0));
-            tracing::info!(notification = %job.id, subscription_id = %job.subscription_id, org_id = %job.org_id, attempt = lease.attempt, delay_ms = delay.as_millis() as u64, %reason, "delivery failed, will retry");
-            queue.retry_after(lease, delay).await
-        }
-        Verdict::Defer { at, reason } => {
-            let delay = Duration::from_millis(u64::try_from(at - now).unwrap_or(0));
-            tracing::debug!(notification = %job.id, subscription_id = %job.subscription_id, delay_ms = delay.as_millis() as u64, %reason, "deferred");
-            queue.defer(lease, delay).await
-        }
-        Verdict::Park { at, reason } => {
-            let delay = Duration::from_millis(u64::try_from(at - now).unwrap_or(0));
-            tracing::debug!(notification = %job.id, subscription_id = %job.subscription_id, %reason, "parked");
-            queue.park(lease, delay).await
-        }
-        Verdict::Dead(reason) | Verdict::Blacklist(reason) => {
-            tracing::warn!(notification = %job.id, subscription_id = %job.subscription_id, org_id = %job.org_id, attempt = lease.attempt, %reason, "notification dead-lettered");
-            queue.dead_letter(lease, reason).await
-        }
-    }
 }

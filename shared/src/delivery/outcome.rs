@@ -86,7 +86,9 @@ pub fn of(attempt: &Attempt, made: Option<AttemptRecord>, verdict: &Verdict) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::callback::CallFailure;
+    use crate::delivery::Reason;
+    use crate::failure::{CallFailure, Failure};
+    use crate::model::SubscriptionStatus;
 
     fn answered(status: u16, body: &str) -> Posted {
         Posted::Answered {
@@ -122,7 +124,7 @@ mod tests {
     fn verdicts_become_states() {
         let made = || Some(attempt_record(&answered(500, ""), Trigger::Scheduled, 1));
         let failed = Attempt::Failed {
-            reason: "status 500".into(),
+            failure: Failure::Status(500),
             retry_after: None,
             subscription: super::super::AfterFailure::Deliverable,
         };
@@ -131,7 +133,7 @@ mod tests {
             made(),
             &Verdict::Retry {
                 at: 9,
-                reason: "x".into(),
+                reason: Reason::Failed(Failure::Status(500)),
             },
         )
         .unwrap();
@@ -139,22 +141,27 @@ mod tests {
             (retry.status, retry.next_attempt_at),
             (NotificationStatus::Pending, Some(9))
         );
-        let dead = of(&failed, made(), &Verdict::Dead("x".into())).unwrap();
+        let gave_up = Reason::GaveUp {
+            failure: Failure::Status(500),
+            attempts: 4,
+        };
+        let dead = of(&failed, made(), &Verdict::Dead(gave_up)).unwrap();
         assert_eq!((dead.status, dead.code), (NotificationStatus::Failed, None));
-        let unwanted = Attempt::Unwanted("the subscription is BLACKLISTED".into());
-        let dropped = of(&unwanted, None, &Verdict::Drop("x".into())).unwrap();
+        let blacklisted = Reason::NotActive(SubscriptionStatus::Blacklisted);
+        let unwanted = Attempt::Unwanted(blacklisted.clone());
+        let dropped = of(&unwanted, None, &Verdict::Drop(blacklisted)).unwrap();
         assert_eq!(dropped.status, NotificationStatus::Failed);
         assert_eq!(dropped.code.as_deref(), Some(NOT_ACTIVE));
         assert!(dropped.attempt.is_none());
-        let gone = of(&Attempt::Gone, made(), &Verdict::Drop("410".into())).unwrap();
+        let gone = of(&Attempt::Gone, made(), &Verdict::Drop(Reason::Gone)).unwrap();
         assert_eq!(gone.status, NotificationStatus::Failed);
         assert_eq!(
             of(
-                &Attempt::StoreUnavailable("x".into()),
+                &Attempt::StoreUnavailable(Reason::StoreUnavailable("x".into())),
                 None,
                 &Verdict::Retry {
                     at: 1,
-                    reason: "x".into()
+                    reason: Reason::StoreUnavailable("x".into())
                 }
             ),
             None

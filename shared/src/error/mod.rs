@@ -1,12 +1,12 @@
 //! One error type for the whole API, rendered in one place as RFC 9457
 //! `application/problem+json` with a stable upper-snake-case `code`
-//! ([`ErrorCode`]). How a store or queue failure is answered: [`ports`].
+//! ([`ErrorCode`]). It knows no port: how a store or queue failure is
+//! answered is the API's ([`crate::api::problem`]).
 
 use http::StatusCode;
 use serde::Serialize;
 
 mod code;
-pub mod ports;
 
 pub use code::ErrorCode;
 

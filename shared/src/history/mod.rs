@@ -2,7 +2,7 @@
 //! enqueues it (`PENDING`) to its end (`DELIVERED` or `FAILED`), and every
 //! attempt made to deliver it. Written by ingestion (the outbox) and by the
 //! delivery pipeline (`delivery::deliver`), read by the history endpoints
-//! (`deliveries.rs`).
+//! ([`crate::api::notifications`]).
 //!
 //! Adapters: [`crate::sqlite`] (table `notifications`, attempts inline)
 //! and [`crate::aws::dynamodb`] (items in the messages table). Both pass the

@@ -2,14 +2,14 @@
 //! queue) can share its commit: each event fanned out to its notifications'
 //! jobs, then the fanned-out events committed together through the outbox.
 
+use super::jobs::{commit_all, job_for};
 use super::{render, Event, Ingested};
+use crate::api::problem::{store_or_queue_problem, store_problem};
 use crate::app::App;
-use crate::error::ports::{store_or_queue_problem, store_problem};
 use crate::error::ApiError;
 use crate::ids::OrgId;
-use crate::model::SubscriptionStatus;
-use crate::notification::{commit_all, job_for};
 use crate::queue::{DeliveryJob, EventCommit, Outbox};
+use crate::store::rules::is_deliverable;
 
 /// An event and the jobs of its notifications, ready to commit.
 #[derive(Debug, Clone)]
@@ -18,7 +18,7 @@ pub struct FannedOut {
     jobs: Vec<DeliveryJob>,
 }
 
-/// The event's notifications: one job per active subscription of its
+/// The event's notifications: one job per deliverable subscription of its
 /// organization to its filter, rendered now (in the caller's trace).
 pub async fn fan_out(app: &App, event: Event) -> Result<FannedOut, ApiError> {
     let now = app.now_ms();
@@ -30,7 +30,7 @@ pub async fn fan_out(app: &App, event: Event) -> Result<FannedOut, ApiError> {
         .map_err(store_problem)?;
     let jobs: Vec<DeliveryJob> = subscriptions
         .iter()
-        .filter(|s| s.status == SubscriptionStatus::Active && s.expires_at > now)
+        .filter(|s| is_deliverable(s, now))
         .filter(|s| s.org_id == event.organization_id)
         .map(|s| {
             job_for(&event.id, s, now, |uuid| {

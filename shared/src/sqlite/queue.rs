@@ -334,17 +334,4 @@ impl SqliteDb {
         })
         .await
     }
-
-    /// When the next job is due (epoch ms), if any.
-    pub async fn next_due(&self) -> Result<Option<i64>, StoreError> {
-        self.with(|conn| {
-            conn.query_row(
-                "SELECT min(due_at) FROM notifications WHERE due_at IS NOT NULL",
-                [],
-                |r| r.get(0),
-            )
-            .map_err(failure)
-        })
-        .await
-    }
 }

@@ -140,7 +140,7 @@ CREATE TRIGGER subscription_uncounted AFTER DELETE ON subscriptions BEGIN
 END;
 "#,
     r#"
--- Tenant isolation. Each subscription's circuit breaker (delivery/breaker.rs,
+-- Tenant isolation. Each subscription's circuit breaker (health/breaker.rs,
 -- JSON) and its compare-and-set revision.
 ALTER TABLE subscriptions ADD COLUMN health TEXT;
 ALTER TABLE subscriptions ADD COLUMN health_rev INTEGER NOT NULL DEFAULT 0;

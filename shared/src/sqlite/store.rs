@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension, Row, TransactionBehavior};
 
 use super::{failure, unreadable, SqliteDb};
-use crate::delivery::breaker::Health;
+use crate::health::Health;
 use crate::ids::{OrgId, SubscriptionId};
 use crate::model::{Message, Page, SubscriptionStatus};
 use crate::page::PageRequest;

@@ -9,7 +9,7 @@ pub mod rules;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::delivery::breaker::Health;
+use crate::health::Health;
 use crate::ids::{OrgId, SubscriptionId};
 use crate::model::{Message, Page, SubscriptionStatus};
 use crate::page::PageRequest;
@@ -43,7 +43,7 @@ pub struct StoredSubscription {
     pub previous_secrets: Vec<PreviousSecret>,
     /// Start of the current run of failed deliveries (epoch ms), if any.
     pub failing_since: Option<i64>,
-    /// Its circuit breaker ([`crate::delivery::breaker`]); cleared when the
+    /// Its circuit breaker ([`crate::health::breaker`]); cleared when the
     /// subscription is re-posted.
     pub health: Health,
 }
@@ -244,6 +244,19 @@ impl StoreError {
     /// Whether the same call may succeed later.
     pub fn is_unavailable(&self) -> bool {
         matches!(self, StoreError::Unavailable(_) | StoreError::Conflict(_))
+    }
+
+    /// What kind of failure it is, as metrics label it (`kind`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StoreError::LimitReached(_) => "limit_reached",
+            StoreError::TooManySecrets(_) => "too_many_secrets",
+            StoreError::SecretReused => "secret_reused",
+            StoreError::Backend(_) => "backend",
+            StoreError::Unavailable(_) => "unavailable",
+            StoreError::Conflict(_) => "conflict",
+            StoreError::Corrupt { .. } => "corrupt",
+        }
     }
 }
 

@@ -3,6 +3,9 @@
 //! none re-states them in its own language (SQL, DynamoDB expressions).
 //!
 //! - [`visible_status`]: the status a client sees at `now`.
+//! - [`is_deliverable`]: whether notifications go to it at `now`: asked
+//!   by ingestion's fan-out, operational notices and reminders, the
+//!   delivery pipeline, and resend and recover, and answered only here.
 //! - [`after_delivery`]: the failure streak and the blacklist after a
 //!   delivery attempt.
 
@@ -13,6 +16,12 @@ use crate::model::SubscriptionStatus;
 /// expiry is `EXPIRED`.
 pub fn visible_status(s: &StoredSubscription, now: i64) -> SubscriptionStatus {
     status_at(s.status, s.expires_at, now)
+}
+
+/// Whether notifications go to `s` at `now`: it is active and has not
+/// expired (its [`visible_status`] is `ACTIVE`).
+pub fn is_deliverable(s: &StoredSubscription, now: i64) -> bool {
+    visible_status(s, now) == SubscriptionStatus::Active
 }
 
 /// [`visible_status`] from the two stored values it depends on.

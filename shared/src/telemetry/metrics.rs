@@ -22,63 +22,6 @@
 
 use std::time::Duration;
 
-use crate::delivery::decide::Verdict;
-pub use crate::queue::Backlog;
-use crate::routes::Endpoint;
-use crate::store::StoreError;
-
-/// The `outcome` label of a delivery attempt: the [`Verdict`]'s variant,
-/// lowercase. No wildcard: a new verdict is a new arm here.
-pub fn outcome(verdict: &Verdict) -> &'static str {
-    match verdict {
-        Verdict::Delivered => "delivered",
-        Verdict::Retry { .. } => "retry",
-        Verdict::Dead(_) => "dead",
-        Verdict::Blacklist(_) => "blacklist",
-        Verdict::Drop(_) => "drop",
-        Verdict::Defer { .. } => "deferred",
-        Verdict::Park { .. } => "parked",
-    }
-}
-
-/// The `route` label of an API endpoint.
-pub fn route(endpoint: Endpoint) -> &'static str {
-    match endpoint {
-        Endpoint::CreateSubscription => "create_subscription",
-        Endpoint::ListSubscriptions => "list_subscriptions",
-        Endpoint::GetSubscription => "get_subscription",
-        Endpoint::DeleteSubscription => "delete_subscription",
-        Endpoint::GetSubscriptionSecret => "get_subscription_secret",
-        Endpoint::RotateSubscriptionSecret => "rotate_subscription_secret",
-        Endpoint::GetMessage => "get_message",
-        Endpoint::ListNotifications => "list_notifications",
-        Endpoint::GetNotification => "get_notification",
-        Endpoint::ResendNotification => "resend_notification",
-        Endpoint::RecoverNotifications => "recover_notifications",
-        Endpoint::GetDeliveryStats => "get_delivery_stats",
-        Endpoint::IngestEvent => "ingest_event",
-    }
-}
-
-/// The `route` label of an API request, resolved from its method and path
-/// (`unmatched` when no endpoint fits).
-pub fn route_of(method: &http::Method, path: &str) -> &'static str {
-    crate::routes::Route::resolve(method, path).map_or("unmatched", |r| route(r.endpoint()))
-}
-
-/// The `kind` label of a store error.
-pub fn store_error_kind(e: &StoreError) -> &'static str {
-    match e {
-        StoreError::LimitReached(_) => "limit_reached",
-        StoreError::TooManySecrets(_) => "too_many_secrets",
-        StoreError::SecretReused => "secret_reused",
-        StoreError::Backend(_) => "backend",
-        StoreError::Unavailable(_) => "unavailable",
-        StoreError::Conflict(_) => "conflict",
-        StoreError::Corrupt { .. } => "corrupt",
-    }
-}
-
 #[cfg(feature = "metrics")]
 mod registry;
 #[cfg(feature = "metrics")]
@@ -98,8 +41,9 @@ macro_rules! with_metrics {
     (|$m:ident| $body:expr) => {};
 }
 
-/// One API request answered: its route label (see [`route`], or `console`,
-/// `openapi`, `unmatched`), status and duration.
+/// One API request answered: its route label (an endpoint's
+/// [`label`](crate::routes::Endpoint::label), or `console`, `openapi`,
+/// `unmatched`), status and duration.
 #[allow(unused_variables)]
 pub fn http_request(route: &'static str, status: u16, elapsed: Duration) {
     with_metrics!(|m| m.http_request(route, status, elapsed));
@@ -114,36 +58,18 @@ pub fn event_ingested(notifications: usize, duplicate: bool) {
     });
 }
 
-/// One delivery attempt decided: its verdict, the callback call's duration
-/// in ms (None when nothing was sent), the notification's creation (epoch
-/// ms) and the attempt's start: a delivery's lag runs from the creation to
-/// the answer (start + call).
+/// One delivery attempt decided: its verdict's `outcome` label, the
+/// callback call's duration (None when nothing was sent) and, for a
+/// delivery, its lag from the notification's creation to the answer.
 #[allow(unused_variables)]
-pub fn delivery_attempt(verdict: &Verdict, call_ms: Option<u64>, created_at: i64, started: i64) {
-    with_metrics!(|m| m.delivery_attempt(
-        outcome(verdict),
-        call_ms.map(Duration::from_millis),
-        lag(verdict, call_ms, created_at, started)
-    ));
+pub fn delivery_attempt(outcome: &'static str, call: Option<Duration>, lag: Option<Duration>) {
+    with_metrics!(|m| m.delivery_attempt(outcome, call, lag));
 }
 
-/// A delivery's lag: from the notification's creation to the 2xx answer
-/// (None for any other verdict, or when nothing was sent).
-pub fn lag(
-    verdict: &Verdict,
-    call_ms: Option<u64>,
-    created_at: i64,
-    started: i64,
-) -> Option<Duration> {
-    let answered = started.saturating_add(i64::try_from(call_ms?).ok()?);
-    (matches!(verdict, Verdict::Delivered) && created_at > 0)
-        .then(|| Duration::from_millis(u64::try_from(answered - created_at).unwrap_or(0)))
-}
-
-/// A store (or history) operation failed.
+/// A store (or history) operation failed: the error's `kind` label.
 #[allow(unused_variables)]
-pub fn store_error(e: &StoreError) {
-    with_metrics!(|m| m.store_error(store_error_kind(e)));
+pub fn store_error(kind: &'static str) {
+    with_metrics!(|m| m.store_error(kind));
 }
 
 /// Circuit breakers open or half-open, counted when `/metrics` is scraped.
@@ -152,8 +78,9 @@ pub fn breakers_open(open: usize) {
     with_metrics!(|m| m.breakers_open(open));
 }
 
-/// The queue's backlog, read when `/metrics` is scraped.
+/// The queue's backlog, read when `/metrics` is scraped: jobs due now and
+/// not leased, and how long the oldest of them has been due.
 #[allow(unused_variables)]
-pub fn queue_backlog(backlog: Backlog) {
-    with_metrics!(|m| m.queue_backlog(backlog));
+pub fn queue_backlog(due: u64, oldest_due_age: Duration) {
+    with_metrics!(|m| m.queue_backlog(due, oldest_due_age));
 }

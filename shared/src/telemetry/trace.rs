@@ -161,10 +161,11 @@ pub enum Kind {
     Client,
 }
 
-/// The span of one delivery attempt of `job`: a child of the ingestion's
-/// context the job carries (a new trace without one).
-pub fn attempt_span(job: &crate::queue::DeliveryJob, attempt: u32) -> Span {
-    let parent = job.traceparent.as_deref().and_then(TraceParent::parse);
+/// The span of delivery attempt number `attempt` of a job: a child of the
+/// ingestion's context the job carries, its `traceparent` (a new trace
+/// without one).
+pub fn attempt_span(traceparent: Option<&str>, attempt: u32) -> Span {
+    let parent = traceparent.and_then(TraceParent::parse);
     let mut span = start("delivery attempt", Kind::Consumer, parent);
     span.set("webhooks.attempt", i64::from(attempt));
     span

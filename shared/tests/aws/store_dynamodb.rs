@@ -366,9 +366,9 @@ async fn messages_and_event_records_are_keyed_by_their_own_id() {
 /// retention is still in the table, and the endpoint answers 404 anyway.
 #[tokio::test]
 async fn a_message_past_its_retention_is_404_while_dynamodb_still_holds_it() {
+    use webhook_core::api::messages::get_message;
     use webhook_core::auth::Caller;
     use webhook_core::clock::ManualClock;
-    use webhook_core::message::get_message;
     use webhook_core::store::Store;
     use webhook_core::{App, Config, Profile};
 

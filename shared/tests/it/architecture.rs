@@ -1,35 +1,214 @@
-//! The shape ARCHITECTURE.md promises, checked on the source: no module of
-//! `shared/src` is over about 500 lines, and no two modules import each
-//! other, directly or through others (a module's own `mod` declarations are
-//! not imports; `use`, `pub use` and qualified paths are).
+//! The layers of the code, checked on the source. Every module of
+//! `shared/src` (each folder, or file at its root), the `webhooks-local`
+//! binary (`local/src`) and the Lambda functions (`functions/`) stands in
+//! one layer of [`LAYERS`], and:
+//!
+//! - a module imports only from its own layer and the layers below it;
+//! - no two modules, and no two of those folders, import each other,
+//!   directly or through others (a cycle between folders, such as
+//!   `store/` -> `delivery/` -> `store/`, is one even when no two files are);
+//! - the adapters ([`ADAPTERS`]) are named only by themselves and by the
+//!   modules that build or wrap them ([`ADAPTER_USERS`]): a runtime reaches
+//!   them through `services`;
+//! - no file is over [`SIZE_ALARM`] lines (an alarm, not a rule to split
+//!   by: a file that long is worth a look for the concepts it holds).
+//!
+//! Imports are `use`, `pub use` and qualified paths (`crate::`, `super::`,
+//! `self::`, `webhook_core::`, brace lists too); a module's own `mod`
+//! declarations, comments (doc links) and `#[cfg(test)]` modules are not.
+//! The check runs on an in-memory copy of the sources, so the self-tests
+//! below can plant a bad import in it and see it reported.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-const MAX_LINES: usize = 520;
+/// One layer: its name, what it holds, and its modules (the first
+/// component of a module path: a folder or a file of `shared/src`, or
+/// `local` / `functions` for the runtimes).
+struct Layer {
+    name: &'static str,
+    holds: &'static str,
+    modules: &'static [&'static str],
+}
 
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+/// The layers, lowest first: a module may import from its own layer (when
+/// that makes no cycle) and from every layer before it.
+const LAYERS: &[Layer] = &[
+    Layer {
+        name: "foundation",
+        holds: "vocabulary every layer shares: ids, wire types, the clock, the API's error type, \
+                why a call failed, secrets and signatures, the filter grammar, paging, call bounds, \
+                notification payloads, metrics and traces (handed labels)",
+        modules: &[
+            "ids",
+            "model",
+            "clock",
+            "error",
+            "failure",
+            "secret",
+            "signature",
+            "filter",
+            "page",
+            "call_bounds",
+            "notification",
+            "telemetry",
+        ],
+    },
+    Layer {
+        name: "domain",
+        holds: "state and rules with no port: a subscription's health (breaker, failure streak, \
+                calls in flight), the typed configuration, callers and their credentials",
+        modules: &["health", "config", "auth"],
+    },
+    Layer {
+        name: "ports",
+        holds: "the traits adapters implement and their types (store with its business rules, \
+                delivery queue and outbox, delivery history) and the outbound calls to callbacks",
+        modules: &["store", "queue", "history", "callback"],
+    },
+    Layer {
+        name: "app",
+        holds: "what every handler and worker is given: configuration, ports, callbacks, clock",
+        modules: &["app"],
+    },
+    Layer {
+        name: "use cases",
+        holds: "what the service does: the API's handlers, ingestion, the delivery pipeline, \
+                operational notices and reminders, retention",
+        modules: &[
+            "api",
+            "ingest",
+            "delivery",
+            "notice",
+            "reminders",
+            "retention",
+        ],
+    },
+    Layer {
+        name: "adapters",
+        holds: "the ports on SQLite, and on DynamoDB and SQS",
+        modules: &["sqlite", "aws"],
+    },
+    Layer {
+        name: "assembly",
+        holds: "builds the adapters of a backend and the App, for every runtime",
+        modules: &["services"],
+    },
+    Layer {
+        name: "edges",
+        holds: "the service's faces: the endpoint table, HTTP dispatch and rendering, the web \
+                console, the Lambda events",
+        modules: &["routes", "list_json", "http", "console", "lambda"],
+    },
+    Layer {
+        name: "runtimes",
+        holds: "the binaries: webhooks-local and the Lambda functions",
+        modules: &["local", "functions"],
+    },
+];
+
+/// The adapters: named only by themselves and by [`ADAPTER_USERS`].
+const ADAPTERS: &[&str] = &["sqlite", "aws"];
+
+/// What may name an adapter: `services` builds them; `lambda` is the AWS
+/// runtime's face, whose events are SQS's and API Gateway's.
+const ADAPTER_USERS: &[&str] = &["services", "lambda"];
+
+/// A file this long is worth a look (not a bound to split files by).
+const SIZE_ALARM: usize = 800;
+
+/// A module path: `["delivery", "admit"]`, `["local", "serve"]`,
+/// `["functions", "ingest-events"]`; a folder's `mod.rs` is the folder.
+type Module = Vec<String>;
+
+/// The sources, in memory: each module with its text.
+#[derive(Clone)]
+struct Tree {
+    files: BTreeMap<Module, String>,
+}
+
+fn workspace() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
-            sources(&path, out);
+            rust_files(&path, out);
         } else if path.extension().is_some_and(|e| e == "rs") {
             out.push(path);
         }
     }
 }
 
-/// `sqlite/queue.rs` → `["sqlite", "queue"]`; `sqlite/mod.rs`, `lib.rs` → its folder.
-fn module_of(root: &Path, file: &Path) -> Vec<String> {
+/// `sqlite/queue.rs` under `root` → `prefix + ["sqlite", "queue"]`;
+/// `mod.rs`, `lib.rs` and `main.rs` stand for their folder.
+fn module_of(prefix: &[&str], root: &Path, file: &Path) -> Module {
     let rel = file.strip_prefix(root).unwrap().with_extension("");
-    let mut parts: Vec<String> = rel
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
+    let mut parts: Module = prefix.iter().map(|p| p.to_string()).collect();
+    parts.extend(
+        rel.components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
         parts.pop();
     }
     parts
+}
+
+impl Tree {
+    /// Every source of `shared/src`, `local/src` and `functions/*/src`;
+    /// unit-test files (`tests.rs`) are tests, not modules.
+    fn read() -> Tree {
+        let mut files = BTreeMap::new();
+        let mut add = |prefix: &[&str], root: &Path| {
+            let mut found = Vec::new();
+            rust_files(root, &mut found);
+            for file in found {
+                if file.file_name().is_some_and(|n| n == "tests.rs") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&file).unwrap();
+                files.insert(module_of(prefix, root, &file), text);
+            }
+        };
+        let ws = workspace();
+        add(&[], &ws.join("shared/src"));
+        add(&["local"], &ws.join("local/src"));
+        for entry in std::fs::read_dir(ws.join("functions")).unwrap() {
+            let dir = entry.unwrap().path();
+            let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+            add(&["functions", &name], &dir.join("src"));
+        }
+        Tree { files }
+    }
+
+    /// The same tree with `line` added to the module `module`.
+    fn with_line(&self, module: &[&str], line: &str) -> Tree {
+        let mut tree = self.clone();
+        let key: Module = module.iter().map(|m| m.to_string()).collect();
+        let text = tree.files.get_mut(&key).expect("a module of the tree");
+        text.insert_str(0, &format!("{line}\n"));
+        tree
+    }
+}
+
+/// The crate a module belongs to: `shared` (webhook-core), `local`, or a function.
+fn crate_of(module: &[String]) -> Module {
+    match module.first().map(String::as_str) {
+        Some("local") => module[..1].to_vec(),
+        Some("functions") => module[..2.min(module.len())].to_vec(),
+        _ => Vec::new(),
+    }
+}
+
+/// The layer's module a module is part of: its first component.
+fn unit_of(module: &[String]) -> &str {
+    module.first().map_or("", String::as_str)
 }
 
 /// The code of a file without comments (doc links are no imports) and
@@ -44,95 +223,140 @@ fn code_without_tests(text: &str) -> String {
         .join("\n")
 }
 
-/// Every module path this file refers to, resolved against the known modules.
-fn references(
-    module: &[String],
-    code: &str,
-    known: &BTreeSet<Vec<String>>,
-) -> BTreeSet<Vec<String>> {
+fn ident_len(s: &str) -> usize {
+    s.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(s.len())
+}
+
+/// The paths of a use tree or qualified path starting at `s` (after its
+/// prefix): `a::b::{c, d::{e, f}}` gives `a::b::c`, `a::b::d::e`,
+/// `a::b::d::f`; a leading `super::` steps up from `base`.
+fn use_paths(s: &str, base: &Module, out: &mut Vec<Module>) -> usize {
+    let mut path = base.clone();
+    let mut at = 0;
+    loop {
+        let rest = &s[at..];
+        if let Some(r) = rest.strip_prefix("super::") {
+            path.pop();
+            at += rest.len() - r.len();
+            continue;
+        }
+        if rest.starts_with('{') {
+            at += 1;
+            loop {
+                let inner = s[at..].trim_start();
+                at = s.len() - inner.len();
+                if let Some(r) = inner.strip_prefix('}') {
+                    at = s.len() - r.len();
+                    return at;
+                }
+                if let Some(r) = inner.strip_prefix(',') {
+                    at = s.len() - r.len();
+                    continue;
+                }
+                let used = use_paths(&s[at..], &path, out);
+                if used == 0 {
+                    return at; // not a use tree after all
+                }
+                at += used;
+            }
+        }
+        if rest.starts_with('*') {
+            at += 1; // a glob: the path up to it
+            break;
+        }
+        let len = ident_len(rest);
+        if len == 0 {
+            if at == 0 {
+                return 0; // no path here
+            }
+            break;
+        }
+        if &rest[..len] != "self" {
+            path.push(rest[..len].to_owned());
+        }
+        at += len;
+        match s[at..].strip_prefix("::") {
+            Some(_) => at += 2,
+            None => break,
+        }
+    }
+    out.push(path);
+    at
+}
+
+/// Root re-exports of webhook-core (`pub use config::{Config, Profile};`
+/// in lib.rs): the name and the module it comes from.
+fn root_exports(tree: &Tree) -> BTreeMap<String, Module> {
+    let mut exports = BTreeMap::new();
+    let lib = &tree.files[&Module::new()];
+    for line in code_without_tests(lib).lines() {
+        if let Some(rest) = line.trim().strip_prefix("pub use ") {
+            let mut paths = Vec::new();
+            use_paths(rest, &Module::new(), &mut paths);
+            for path in paths {
+                if let (Some(module), Some(name)) = (path.first(), path.last()) {
+                    exports.insert(name.clone(), vec![module.clone()]);
+                }
+            }
+        }
+    }
+    exports
+}
+
+/// Every module `module` imports.
+fn imports(tree: &Tree, module: &Module, exports: &BTreeMap<String, Module>) -> BTreeSet<Module> {
+    let code = code_without_tests(&tree.files[module]);
+    let own = crate_of(module);
     let mut found = BTreeSet::new();
-    let bytes = code.as_bytes();
-    for start in ["crate::", "super::", "self::"] {
-        let mut at = 0;
-        while let Some(i) = code[at..].find(start) {
-            let i = at + i;
-            at = i + start.len();
-            if i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_') {
+    for prefix in ["crate::", "super::", "self::", "webhook_core::"] {
+        let mut from = 0;
+        while let Some(i) = code[from..].find(prefix) {
+            let i = from + i;
+            from = i + prefix.len();
+            let before = code[..i].chars().next_back();
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
                 continue;
             }
-            // The path: identifiers joined by `::` (a `{` list counts by its prefix).
-            let mut path: Vec<String> = match start {
-                "crate::" => vec![],
-                "super::" => module[..module.len().saturating_sub(1)].to_vec(),
-                _ => module.to_vec(),
+            let (base, rest) = match prefix {
+                "crate::" => (own.clone(), &code[from..]),
+                "webhook_core::" => (Module::new(), &code[from..]),
+                "self::" => (module.clone(), &code[from..]),
+                _ => (module.clone(), &code[i..]), // `super::` is stepped by use_paths
             };
-            let mut rest = &code[at..];
-            loop {
-                while let Some(r) = rest.strip_prefix("super::") {
+            let mut paths = Vec::new();
+            use_paths(rest, &base, &mut paths);
+            for mut path in paths {
+                // A root re-export (`webhook_core::Config`) is its module's.
+                if path.len() == 1 {
+                    if let Some(m) = exports.get(&path[0]) {
+                        path = m.clone();
+                    }
+                }
+                while !path.is_empty() && !tree.files.contains_key(&path) {
                     path.pop();
-                    rest = r;
                 }
-                let len = rest
-                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                    .unwrap_or(rest.len());
-                if len == 0 {
-                    break;
+                let crate_root = path == own;
+                if !path.is_empty() && !crate_root && !module.starts_with(&path) {
+                    found.insert(path);
                 }
-                path.push(rest[..len].to_owned());
-                rest = &rest[len..];
-                match rest.strip_prefix("::") {
-                    Some(r) => rest = r,
-                    None => break,
-                }
-            }
-            // The longest known module on the path.
-            while !path.is_empty() && !known.contains(&path) {
-                path.pop();
-            }
-            if !path.is_empty() && path != module && !module.starts_with(&path) {
-                found.insert(path);
             }
         }
     }
     found
 }
 
-#[test]
-fn modules_are_small_and_import_no_cycle() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    sources(&root, &mut files);
-    let known: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(&root, f)).collect();
-    let mut too_long = Vec::new();
-    let mut graph: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
-    for file in &files {
-        let text = std::fs::read_to_string(file).unwrap();
-        let lines = text.lines().count();
-        if lines > MAX_LINES {
-            too_long.push(format!("{} ({lines} lines)", file.display()));
-        }
-        let module = module_of(&root, file);
-        let refs = references(&module, &code_without_tests(&text), &known);
-        graph.entry(module).or_default().extend(refs);
-    }
-    assert!(
-        too_long.is_empty(),
-        "modules over {MAX_LINES} lines: {too_long:?}"
-    );
-    assert!(
-        graph.len() > 30 && graph.values().map(BTreeSet::len).sum::<usize>() > 60,
-        "the scan found too little to mean anything: {graph:?}"
-    );
-    // A cycle is a path from a module back to itself; report the first found.
+/// A cycle in `graph`, as its nodes in order, if there is one.
+fn cycle<N: Ord + Clone>(graph: &BTreeMap<N, BTreeSet<N>>) -> Option<Vec<N>> {
     for start in graph.keys() {
         let mut stack = vec![(start.clone(), vec![start.clone()])];
         let mut seen = BTreeSet::new();
         while let Some((node, trail)) = stack.pop() {
             for next in graph.get(&node).into_iter().flatten() {
                 if next == start {
-                    let names: Vec<String> =
-                        trail.iter().chain([next]).map(|m| m.join("::")).collect();
-                    panic!("import cycle: {}", names.join(" -> "));
+                    let mut names = trail.clone();
+                    names.push(next.clone());
+                    return Some(names);
                 }
                 if seen.insert(next.clone()) {
                     let mut t = trail.clone();
@@ -142,13 +366,197 @@ fn modules_are_small_and_import_no_cycle() {
             }
         }
     }
+    None
+}
+
+/// The table as markdown (ARCHITECTURE.md shows the same), lowest layer last.
+fn table() -> String {
+    let mut out = String::from("| layer | modules | holds |\n|---|---|---|\n");
+    for layer in LAYERS.iter().rev() {
+        let modules: Vec<String> = layer.modules.iter().map(|m| format!("`{m}`")).collect();
+        out.push_str(&format!(
+            "| {} | {} | {} |\n",
+            layer.name,
+            modules.join(", "),
+            layer.holds
+        ));
+    }
+    out
+}
+
+fn layer_of(unit: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.modules.contains(&unit))
+}
+
+/// What is wrong with `tree`, one line each; empty when it keeps the table.
+fn check(tree: &Tree) -> Vec<String> {
+    let mut wrong = Vec::new();
+    let exports = root_exports(tree);
+    // Every module in one layer, and the table naming only modules there are.
+    let units: BTreeSet<&str> = tree
+        .files
+        .keys()
+        .filter(|m| !m.is_empty())
+        .map(|m| unit_of(m))
+        .collect();
+    for unit in &units {
+        let placed = LAYERS.iter().filter(|l| l.modules.contains(unit)).count();
+        if placed != 1 {
+            wrong.push(format!(
+                "`{unit}` is in {placed} layers of the table, not one; the layers:\n{}",
+                table()
+            ));
+        }
+    }
+    for layer in LAYERS {
+        for unit in layer.modules {
+            if !units.contains(unit) {
+                wrong.push(format!(
+                    "the table's `{unit}` ({}) is no module",
+                    layer.name
+                ));
+            }
+        }
+    }
+    let mut graph: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
+    let mut folders: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (module, text) in &tree.files {
+        let lines = text.lines().count();
+        if lines > SIZE_ALARM {
+            wrong.push(format!(
+                "{} has {lines} lines: more than {SIZE_ALARM}, worth splitting by what it holds",
+                module.join("/")
+            ));
+        }
+        let from = unit_of(module);
+        for to in imports(tree, module, &exports) {
+            let into = unit_of(&to).to_owned();
+            if into != from && !module.is_empty() {
+                folders
+                    .entry(from.to_owned())
+                    .or_default()
+                    .insert(into.clone());
+                if let (Some(a), Some(b)) = (layer_of(from), layer_of(&into)) {
+                    if b > a {
+                        wrong.push(format!(
+                            "upward import: {} ({}) -> {} ({})",
+                            module.join("::"),
+                            LAYERS[a].name,
+                            to.join("::"),
+                            LAYERS[b].name
+                        ));
+                    }
+                }
+                if ADAPTERS.contains(&into.as_str()) && !ADAPTER_USERS.contains(&from) {
+                    wrong.push(format!(
+                        "{} names the adapter {}: only {ADAPTER_USERS:?} may",
+                        module.join("::"),
+                        to.join("::")
+                    ));
+                }
+            }
+            graph.entry(module.clone()).or_default().insert(to);
+        }
+    }
+    if let Some(c) = cycle(&graph) {
+        let names: Vec<String> = c.iter().map(|m| m.join("::")).collect();
+        wrong.push(format!(
+            "import cycle between modules: {}",
+            names.join(" -> ")
+        ));
+    }
+    if let Some(c) = cycle(&folders) {
+        wrong.push(format!("import cycle between folders: {}", c.join(" -> ")));
+    }
+    let edges: usize = graph.values().map(BTreeSet::len).sum();
+    if graph.len() < 60 || edges < 200 {
+        wrong.push(format!(
+            "the scan found too little to mean anything: {} modules, {edges} imports",
+            graph.len()
+        ));
+    }
+    wrong
 }
 
 #[test]
-fn the_scanner_sees_a_cycle_when_there_is_one() {
-    let known: BTreeSet<Vec<String>> = [vec!["a".to_owned()], vec!["b".to_owned()]].into();
-    let a = references(&["a".into()], "use crate::b::Thing;", &known);
-    let b = references(&["b".into()], "fn f() { super::a::g() }", &known);
-    assert_eq!(a, [vec!["b".to_owned()]].into());
-    assert_eq!(b, [vec!["a".to_owned()]].into());
+fn every_import_runs_down_the_layer_table_and_none_makes_a_cycle() {
+    let wrong = check(&Tree::read());
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn a_planted_upward_import_is_reported() {
+    let tree = Tree::read();
+    let wrong = check(&tree.with_line(&["store"], "use crate::http::serve;"));
+    assert!(
+        wrong
+            .iter()
+            .any(|w| w == "upward import: store (ports) -> http (edges)"),
+        "{wrong:?}"
+    );
+    // In a brace list, through `super::`, and from a runtime, too.
+    let wrong = check(&tree.with_line(&["health", "cache"], "use super::super::{ids, app::App};"));
+    assert!(
+        wrong
+            .iter()
+            .any(|w| w == "upward import: health::cache (domain) -> app (app)"),
+        "{wrong:?}"
+    );
+    let wrong = check(&tree.with_line(&["queue"], "fn f(v: crate::delivery::Verdict) {}"));
+    assert!(
+        wrong
+            .iter()
+            .any(|w| w == "upward import: queue (ports) -> delivery (use cases)"),
+        "{wrong:?}"
+    );
+}
+
+#[test]
+fn a_planted_cycle_between_folders_is_reported() {
+    // `queue` imports `store`; `store/order.rs` importing `queue` makes no
+    // cycle between two files, but one between the two folders.
+    let tree = Tree::read().with_line(&["store", "order"], "use crate::queue::Lease;");
+    let wrong = check(&tree);
+    assert!(
+        wrong
+            .iter()
+            .any(|w| w.starts_with("import cycle between folders:")
+                && w.contains("queue")
+                && w.contains("store")),
+        "{wrong:?}"
+    );
+}
+
+#[test]
+fn a_runtime_naming_an_adapter_is_reported() {
+    let tree = Tree::read().with_line(
+        &["local", "serve"],
+        "use webhook_core::aws::dynamodb::Tables;",
+    );
+    let wrong = check(&tree);
+    assert!(
+        wrong
+            .iter()
+            .any(|w| w.starts_with("local::serve names the adapter aws::dynamodb")),
+        "{wrong:?}"
+    );
+}
+
+#[test]
+fn use_trees_are_read_whole() {
+    let mut paths = Vec::new();
+    let base = vec!["m".to_owned(), "n".to_owned()];
+    use_paths("a::{b, c::{d, self}, e::*};", &base, &mut paths);
+    use_paths("super::super::x::y(1)", &base, &mut paths);
+    let paths: Vec<String> = paths.iter().map(|p| p.join("::")).collect();
+    assert_eq!(
+        paths,
+        [
+            "m::n::a::b",
+            "m::n::a::c::d",
+            "m::n::a::c",
+            "m::n::a::e",
+            "x::y"
+        ]
+    );
 }

@@ -5,14 +5,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use webhook_core::api::subscriptions::render;
 use webhook_core::clock::{Clock, ManualClock};
-use webhook_core::delivery::{self, Verdict};
+use webhook_core::delivery::{self, Reason, Verdict};
+use webhook_core::failure::CallFailure;
 use webhook_core::ids::{OrgId, SubscriptionId};
 use webhook_core::model::SubscriptionStatus;
 use webhook_core::queue::{DeliveryJob, DeliveryQueue, Lease};
 use webhook_core::sqlite::SqliteDb;
 use webhook_core::store::{Store, Upsert};
-use webhook_core::subscription::render;
 use webhook_core::{App, Config, Profile};
 
 const ORG: &str = "org-1";
@@ -113,7 +114,7 @@ async fn a_retry_is_due_exactly_when_the_schedule_says() {
     let Verdict::Retry { at, reason } = verdict else {
         panic!("{verdict:?}")
     };
-    assert_eq!(reason, "CONNECT_FAILED");
+    assert_eq!(reason.to_string(), "CONNECT_FAILED");
     // One minute, ±20 % jitter.
     assert!((T0 + 48_000..=T0 + 72_000).contains(&at), "{}", at - T0);
 
@@ -148,7 +149,7 @@ async fn a_failure_streak_longer_than_the_limit_blacklists() {
     w.clock.advance(HOUR);
     assert_eq!(
         attempt(&w, &id, 3).await,
-        Verdict::Blacklist("CONNECT_FAILED; the subscription is now BLACKLISTED".into())
+        Verdict::Blacklist(Reason::Blacklisted(CallFailure::ConnectFailed.into()))
     );
     let sub = w.db.get_subscription(&org(), &id).await.unwrap().unwrap();
     assert_eq!(sub.status, SubscriptionStatus::Blacklisted);
@@ -157,7 +158,7 @@ async fn a_failure_streak_longer_than_the_limit_blacklists() {
     // Later notifications of a blacklisted subscription are dropped unsent.
     assert_eq!(
         attempt(&w, &id, 1).await,
-        Verdict::Drop("the subscription is BLACKLISTED".into())
+        Verdict::Drop(Reason::NotActive(SubscriptionStatus::Blacklisted))
     );
 }
 
@@ -184,7 +185,7 @@ async fn an_expired_subscription_is_shown_expired_and_not_delivered() {
         delivery::deliver(&w.app, w.db.as_ref(), w.db.as_ref(), &lease)
             .await
             .unwrap(),
-        Verdict::Drop("the subscription has expired".into())
+        Verdict::Drop(Reason::Expired)
     );
     assert_eq!(
         w.db.queue_stats().await.unwrap().pending,
@@ -198,8 +199,8 @@ async fn an_expired_subscription_is_shown_expired_and_not_delivered() {
 /// longer shown, and the purge deletes it.
 #[tokio::test]
 async fn history_is_kept_for_the_retention_then_purged() {
+    use webhook_core::api::notifications;
     use webhook_core::auth::Caller;
-    use webhook_core::deliveries;
     use webhook_core::ingest::{self, EventEnvelope};
     use webhook_core::retention::purge_once;
 
@@ -228,7 +229,7 @@ async fn history_is_kept_for_the_retention_then_purged() {
         .await
         .unwrap();
     assert!(matches!(verdict, Verdict::Retry { .. }), "{verdict:?}");
-    let detail = deliveries::get_notification(&w.app, &caller, &sub, &uuid.as_str().into())
+    let detail = notifications::get_notification(&w.app, &caller, &sub, &uuid.as_str().into())
         .await
         .unwrap();
     assert_eq!(detail.notification.attempts.len(), 1);
@@ -254,7 +255,7 @@ async fn history_is_kept_for_the_retention_then_purged() {
     // Past 30 days: not shown even before the purge, then deleted.
     w.clock.advance(2 * 24 * HOUR);
     assert_eq!(list(&w, &caller, &sub).await.total_elements, 0);
-    let gone = deliveries::get_notification(&w.app, &caller, &sub, &uuid.as_str().into()).await;
+    let gone = notifications::get_notification(&w.app, &caller, &sub, &uuid.as_str().into()).await;
     assert_eq!(gone.unwrap_err().code, "NOTIFICATION_NOT_FOUND");
     assert_eq!(purge_once(&w.app).await.notifications, 1);
     use webhook_core::history::DeliveryHistory;
@@ -267,9 +268,9 @@ async fn history_is_kept_for_the_retention_then_purged() {
 /// the purge (the history's, one schedule) deletes its row.
 #[tokio::test]
 async fn messages_are_kept_for_the_retention_then_purged() {
+    use webhook_core::api::messages::get_message;
     use webhook_core::auth::Caller;
     use webhook_core::ingest::{self, EventEnvelope};
-    use webhook_core::message::get_message;
     use webhook_core::retention::purge_once;
 
     let w = world();
@@ -325,8 +326,8 @@ async fn list(
     w: &World,
     caller: &webhook_core::auth::Caller,
     sub: &SubscriptionId,
-) -> webhook_core::model::Page<webhook_core::deliveries::NotificationView> {
-    webhook_core::deliveries::list_notifications(&w.app, caller, sub, None)
+) -> webhook_core::model::Page<webhook_core::api::notifications::NotificationView> {
+    webhook_core::api::notifications::list_notifications(&w.app, caller, sub, None)
         .await
         .unwrap()
 }

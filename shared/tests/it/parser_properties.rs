@@ -10,6 +10,7 @@ use base64::Engine;
 use http::{Method, StatusCode};
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
+use webhook_core::api::subscriptions::SORTABLE;
 use webhook_core::auth::jwt::{mint_hs256, Verifier, ALL_SCOPES, MAX_TOKEN_LEN};
 use webhook_core::config::JwtConfig;
 use webhook_core::delivery::decide::{parse_retry_after, MAX_RETRY_AFTER};
@@ -18,7 +19,6 @@ use webhook_core::ingest::EventEnvelope;
 use webhook_core::model::SubscriptionRequest;
 use webhook_core::page::{PageRequest, MAX_SIZE};
 use webhook_core::routes::Route;
-use webhook_core::subscription::SORTABLE;
 
 // ---------------------------------------------------------------------------------------
 // Event envelope

@@ -1,6 +1,6 @@
 //! SSRF: a client chooses the address the service calls, so it must never make the service
 //! call anything but public addresses (docs/decisions/callback-address-policy.md). For the handshake
-//! (`subscription::create_subscription`) and for deliveries (`delivery::deliver`), with the
+//! (`subscriptions::create_subscription`) and for deliveries (`delivery::deliver`), with the
 //! real policy, resolver, HTTP client and SQLite store:
 //!
 //! - every forbidden range as a literal, in every spelling (decimal, hex, octal, short IPv4,
@@ -70,6 +70,7 @@ mod isolated {
     use std::time::Duration;
 
     use http::StatusCode;
+    use webhook_core::api::subscriptions;
     use webhook_core::auth::jwt::ALL_SCOPES;
     use webhook_core::delivery::{self, Verdict};
     use webhook_core::ids::OrgId;
@@ -77,7 +78,7 @@ mod isolated {
     use webhook_core::page::{PageRequest, MAX_SIZE};
     use webhook_core::queue::{DeliveryJob, DeliveryQueue, Lease};
     use webhook_core::store::{Store, Upsert};
-    use webhook_core::{subscription, ApiError, App, Caller};
+    use webhook_core::{ApiError, App, Caller};
 
     use super::security::{config, require_isolated, Behaviour, FakeDns, Peer, TestApp};
     use super::*;
@@ -99,7 +100,7 @@ mod isolated {
             event_filters: Some(vec![FILTER.to_owned()]),
             expires_date_in_millies: None,
         };
-        subscription::create_subscription(app, &caller(), request)
+        subscriptions::create_subscription(app, &caller(), request)
             .await
             .map(|_| ())
     }
@@ -334,7 +335,9 @@ mod isolated {
                 .await
                 .unwrap()
             {
-                Verdict::Retry { reason, .. } => assert_eq!(reason, "ADDRESS_FORBIDDEN"),
+                Verdict::Retry { reason, .. } => {
+                    assert_eq!(reason.to_string(), "ADDRESS_FORBIDDEN")
+                }
                 other => panic!("delivery after rebinding: {other:?}"),
             }
         }
@@ -393,7 +396,7 @@ mod isolated {
             .await
             .unwrap()
         {
-            Verdict::Retry { reason, .. } => assert_eq!(reason, "status 307"),
+            Verdict::Retry { reason, .. } => assert_eq!(reason.to_string(), "status 307"),
             other => panic!("{other:?}"),
         }
         assert_eq!(redirector.connections(), 1);
@@ -476,7 +479,7 @@ mod isolated {
                 .unwrap()
             {
                 Verdict::Retry { reason, .. } => {
-                    assert_eq!(reason, "ADDRESS_FORBIDDEN", "{uri}")
+                    assert_eq!(reason.to_string(), "ADDRESS_FORBIDDEN", "{uri}")
                 }
                 other => panic!("{uri}: {other:?}"),
             }

@@ -6,7 +6,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::keys::{expiry_key, filter_pk, key, org_pk, sub_sk};
 use super::Item;
-use crate::delivery::breaker::Health;
+use crate::health::Health;
 use crate::ids::{OrgId, SubscriptionId};
 use crate::model::SubscriptionStatus;
 use crate::store::{DisabledEntry, PreviousSecret, StoreError, StoredSubscription};

@@ -10,7 +10,7 @@ use super::codec::{health_json, n, parse_subscription, previous_secrets, s, HEAL
 use super::keys::{created_sk, expiry_key, filter_pk, key, org_pk, sub_sk, uri_sk, COUNTER_SK};
 use super::write::{delete, distinct, Attempt, Condition, Transaction};
 use super::{backend_build, DynamoStore};
-use crate::delivery::breaker::Health;
+use crate::health::Health;
 use crate::ids::{OrgId, SubscriptionId};
 use crate::model::{Message, Page, SubscriptionStatus};
 use crate::page::PageRequest;

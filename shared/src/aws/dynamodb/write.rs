@@ -169,7 +169,7 @@ impl DynamoStore {
             updated_at: u.now,
             failing_since: None,
             // Re-posting (after a successful handshake) closes the breaker.
-            health: crate::delivery::breaker::Health {
+            health: crate::health::Health {
                 rev: current.health.rev + 1,
                 ..Default::default()
             },

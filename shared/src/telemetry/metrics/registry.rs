@@ -12,8 +12,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use super::Backlog;
-
 /// The content type of [`render`]'s text (OpenMetrics, which Prometheus reads).
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -206,11 +204,9 @@ impl Metrics {
             .set(i64::try_from(open).unwrap_or(i64::MAX));
     }
 
-    pub(super) fn queue_backlog(&self, backlog: Backlog) {
-        self.queue_due
-            .set(i64::try_from(backlog.due).unwrap_or(i64::MAX));
-        self.queue_oldest_age
-            .set(backlog.oldest_due_age.as_secs_f64());
+    pub(super) fn queue_backlog(&self, due: u64, oldest_due_age: Duration) {
+        self.queue_due.set(i64::try_from(due).unwrap_or(i64::MAX));
+        self.queue_oldest_age.set(oldest_due_age.as_secs_f64());
     }
 }
 
@@ -230,10 +226,7 @@ mod tests {
             Some(Duration::from_secs(1)),
         );
         m.store_error("unavailable");
-        m.queue_backlog(Backlog {
-            due: 3,
-            oldest_due_age: Duration::from_millis(1500),
-        });
+        m.queue_backlog(3, Duration::from_millis(1500));
         m.breakers_open(2);
         let text = render().unwrap();
         for line in [

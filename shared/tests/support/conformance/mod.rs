@@ -599,7 +599,8 @@ pub async fn messages_past_their_retention_are_absent(store: Arc<dyn Store>) {
 /// The breaker is written compare-and-set on its revision, read with the
 /// subscription, and cleared (at a new revision) when the uri is posted again.
 pub async fn the_circuit_breaker_is_compare_and_set_and_a_repost_clears_it(store: Arc<dyn Store>) {
-    use webhook_core::delivery::breaker::{BreakerRule, Health, Signal};
+    use webhook_core::failure::CallFailure;
+    use webhook_core::health::{BreakerRule, Health, Signal};
     let org = unique("org");
     let f = format!("/orgId/{org}/department/d/contact");
     let (sub, _) = store
@@ -613,7 +614,7 @@ pub async fn the_circuit_breaker_is_compare_and_set_and_a_repost_clears_it(store
         ..BreakerRule::default()
     };
     let open = Health::default()
-        .after(&Signal::Outage("TIMEOUT".into()), &rule, 10_000)
+        .after(&Signal::Outage(CallFailure::Timeout.into()), &rule, 10_000)
         .unwrap();
     assert!(store
         .update_health(&org_id, &sub.id, 0, &open)

@@ -3,15 +3,15 @@
 //! without missing a notification (Standard Webhooks multi-signature: every
 //! notification is signed with the new secret and each unexpired old one).
 
+use super::problem::store_problem;
+use super::subscriptions::not_found;
 use crate::app::App;
 use crate::auth::Caller;
-use crate::error::ports::store_problem;
 use crate::error::{ApiError, FieldError};
 use crate::ids::SubscriptionId;
 use crate::model::{RotateSecretRequest, SigningSecret};
 use crate::secret;
 use crate::store::SecretRotation;
-use crate::subscription::not_found;
 
 /// The default grace period of the replaced secret: a day.
 pub const DEFAULT_GRACE_SECONDS: i64 = 86_400;

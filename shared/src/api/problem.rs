@@ -1,10 +1,11 @@
 //! The one mapping from a port's failure (the store, the delivery queue, an
-//! outbox commit across both) to the API's problem answer, and the one log
-//! line that names the failing part. Every handler answers through these.
+//! outbox commit across both) to the API's problem answer, the one log line
+//! that names the failing part, and its count. Every handler, and
+//! ingestion, answers through these.
 
 use http::StatusCode;
 
-use super::{ApiError, ErrorCode};
+use crate::error::{ApiError, ErrorCode};
 use crate::queue::{QueueError, StoreOrQueueError};
 use crate::store::StoreError;
 
@@ -35,7 +36,7 @@ pub fn store_problem(e: StoreError) -> ApiError {
         ),
         e => {
             tracing::error!(part = "store", error = %e, "store failure");
-            crate::telemetry::metrics::store_error(&e);
+            crate::telemetry::metrics::store_error(e.kind());
             if e.is_unavailable() {
                 store_unavailable()
             } else {

@@ -6,10 +6,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use super::problem::{queue_problem, store_problem};
+use super::subscriptions::find;
 use crate::app::App;
 use crate::auth::Caller;
 use crate::clock::{iso_millis, millis};
-use crate::error::ports::{queue_problem, store_problem};
 use crate::error::{ApiError, ErrorCode, FieldError};
 use crate::history::stats::{self, Stats};
 use crate::history::{
@@ -17,11 +18,11 @@ use crate::history::{
     Window, SORTABLE,
 };
 use crate::ids::{NotificationId, SubscriptionId};
-use crate::model::{Page, SubscriptionStatus};
+use crate::model::Page;
 use crate::page::PageRequest;
 use crate::queue::{DeliveryJob, DeliveryQueue};
+use crate::store::rules::{is_deliverable, visible_status};
 use crate::store::StoredSubscription;
-use crate::subscription::{find, render};
 
 /// At most this many notifications are sent again by one recover call.
 pub const MAX_RECOVER: usize = 10_000;
@@ -370,15 +371,16 @@ async fn send_again(
     Ok(())
 }
 
-/// The caller's subscription, which must be ACTIVE to send to.
+/// The caller's subscription, which must be deliverable to send to.
 async fn active(
     app: &App,
     caller: &Caller,
     id: &SubscriptionId,
 ) -> Result<StoredSubscription, ApiError> {
     let subscription = find(app, caller, id).await?;
-    let status = render(&subscription, app.now_ms()).status;
-    if status != SubscriptionStatus::Active {
+    let now = app.now_ms();
+    if !is_deliverable(&subscription, now) {
+        let status = visible_status(&subscription, now);
         return Err(ApiError::new(
             http::StatusCode::CONFLICT,
             ErrorCode::SubscriptionNotActive,

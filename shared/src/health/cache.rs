@@ -115,7 +115,8 @@ impl HealthCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::delivery::breaker::{BreakerRule, Signal};
+    use crate::failure::CallFailure;
+    use crate::health::breaker::{BreakerRule, Signal};
 
     const T0: i64 = 1_800_000_000_000;
 
@@ -125,7 +126,7 @@ mod tests {
             ..BreakerRule::default()
         };
         Health::default()
-            .after(&Signal::Outage("TIMEOUT".into()), &rule, T0)
+            .after(&Signal::Outage(CallFailure::Timeout.into()), &rule, T0)
             .unwrap()
     }
 

@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::millis;
+use crate::failure::Failure;
 
 pub use super::streak::Streak;
 
@@ -61,9 +62,9 @@ pub struct Health {
     /// When the last counted failure happened (epoch ms); absent before the first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_failure_at: Option<i64>,
-    /// The failing step (`TIMEOUT`, ...) or `status <n>` of the last failure.
+    /// Why the last counted failure failed (stored as `TIMEOUT`, ... or `status <n>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_failure: Option<String>,
+    pub last_failure: Option<Failure>,
     /// When it opened (epoch ms); `None` while closed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub opened_at: Option<i64>,
@@ -123,8 +124,8 @@ impl BreakerState {
 /// What an attempt says about the callback's health.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Signal {
-    /// No answer, or a 5xx: counts towards opening (the reason is kept).
-    Outage(String),
+    /// No answer, or a 5xx: counts towards opening (why is kept).
+    Outage(Failure),
     /// A 2xx: the callback is up and the notification delivered.
     Delivered,
     /// Another answer that is not a 5xx (a 4xx): the callback is up, the attempt failed.
@@ -219,20 +220,20 @@ impl Health {
             Signal::Delivered | Signal::Reachable => Some(Health {
                 rev: self.rev + 1,
                 last_failure_at: self.last_failure_at,
-                last_failure: self.last_failure.clone(),
+                last_failure: self.last_failure,
                 // Cleared only once the parked jobs are back in the queue.
                 parked: self.parked,
                 ..Health::default()
             }),
-            Signal::Outage(reason) => Some(self.after_outage(reason, rule, now)),
+            Signal::Outage(failure) => Some(self.after_outage(*failure, rule, now)),
         }
     }
 
-    fn after_outage(&self, reason: &str, rule: &BreakerRule, now: i64) -> Health {
+    fn after_outage(&self, failure: Failure, rule: &BreakerRule, now: i64) -> Health {
         let mut next = Health {
             rev: self.rev + 1,
             last_failure_at: Some(now),
-            last_failure: Some(reason.to_owned()),
+            last_failure: Some(failure),
             ..self.clone()
         };
         match self.state(now) {

@@ -5,12 +5,13 @@ use std::collections::HashMap;
 
 use http::StatusCode;
 
+use super::problem::store_problem;
 use crate::app::App;
 use crate::auth::Caller;
 use crate::callback::UriProblem;
 use crate::clock::iso_millis;
-use crate::error::ports::store_problem;
 use crate::error::{ApiError, ErrorCode, FieldError};
+use crate::failure::Failure;
 use crate::filter::EventFilter;
 use crate::ids::SubscriptionId;
 use crate::model::{
@@ -290,25 +291,18 @@ fn render_owned(s: StoredSubscription, now: i64) -> Subscription {
     }
 }
 
-fn render_health(h: &crate::delivery::breaker::Health, now: i64) -> SubscriptionHealth {
+fn render_health(h: &crate::health::Health, now: i64) -> SubscriptionHealth {
     let state = h.state(now);
-    let open = state != crate::delivery::breaker::BreakerState::Closed;
+    let open = state != crate::health::BreakerState::Closed;
     SubscriptionHealth {
         state: state.as_str().to_owned(),
         open_since: h.opened_at.filter(|_| open).map(iso_millis),
         open_until: h.open_until.filter(|_| open).map(iso_millis),
         consecutive_failures: h.failures,
-        last_failure: h.last_failure_at.map(|at| {
-            let reason = h.last_failure.as_deref().unwrap_or("");
-            let http_status = reason.strip_prefix("status ").and_then(|s| s.parse().ok());
-            LastFailure {
-                timestamp: iso_millis(at),
-                code: match http_status {
-                    Some(_) => "BAD_STATUS".to_owned(),
-                    None => reason.to_owned(),
-                },
-                http_status,
-            }
+        last_failure: h.last_failure_at.map(|at| LastFailure {
+            timestamp: iso_millis(at),
+            code: h.last_failure.map_or("", |f| f.code().as_str()).to_owned(),
+            http_status: h.last_failure.and_then(Failure::http_status),
         }),
     }
 }

@@ -1,12 +1,12 @@
-//! Step 7 of [`deliver`](super::deliver): what an attempt tells the
+//! Step 9 of [`deliver`](super::deliver): what an attempt tells the
 //! subscription's organization ([`crate::notice`]). The health write is
 //! compare-and-set, so of concurrent attempts only the one whose write made
 //! the subscription failing (or ended that) tells it; the notices' event
 //! ids make a repeat (a redelivered job) a no-op.
 
+use super::{AfterFailure, Attempt, Verdict};
 use crate::app::App;
-use crate::delivery::breaker::Health;
-use crate::delivery::{AfterFailure, Attempt, Verdict};
+use crate::health::Health;
 use crate::history::AttemptRecord;
 use crate::model::SubscriptionStatus;
 use crate::notice::{self, Notice, NoticeKind};
@@ -19,10 +19,12 @@ pub(super) struct Told {
     pub subject: StoredSubscription,
     /// The health change the attempt wrote, `(before, after)`.
     pub health: Option<(Health, Health)>,
+    /// The record of the POST, the notices' `lastAttempt`.
     pub made: Option<AttemptRecord>,
 }
 
 impl Told {
+    /// Publishes each notice the attempt and its verdict call for (never failing the delivery).
     pub async fn tell(
         self,
         app: &App,

@@ -1,8 +1,8 @@
 //! Message lookup for clients that received a notification.
 
+use super::problem::store_problem;
 use crate::app::App;
 use crate::auth::Caller;
-use crate::error::ports::store_problem;
 use crate::error::{ApiError, ErrorCode};
 use crate::ids::MessageId;
 use crate::model::Message;

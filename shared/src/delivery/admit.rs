@@ -1,0 +1,90 @@
+//! Steps 1 and 3 of [`deliver`](super::deliver): whether a job may be
+//! attempted now. [`admit`], before anything is read: due, not held by a
+//! breaker this process saw open lately, within its subscription's cap of
+//! calls in flight. [`gate`], once the subscription is read: its breaker as
+//! stored lets the attempt through, or makes it the half-open probe. A job
+//! that may not go is held ([`parking::hold`](super::parking::hold)):
+//! deferred, kept in the queue to probe, or parked. ARCHITECTURE.md,
+//! "Tenant isolation".
+
+use super::{parking, Reason, Run, Verdict};
+use crate::health::in_flight::Slot;
+use crate::health::Health;
+use crate::store::StoredSubscription;
+
+/// The shortest wait of a job over its subscription's cap.
+const CAP_WAIT_MS: i64 = 1_000;
+
+/// Step 1, before anything is read: a job that is not due yet (a wait in
+/// hops, SQS), of a subscription whose breaker this process saw open
+/// lately, or over its subscription's cap of calls in flight is held.
+/// Otherwise the slot it holds until the delivery is settled (none where
+/// the queue caps its leases itself).
+pub async fn admit(run: &Run<'_>) -> Result<Option<Slot>, Verdict> {
+    let (app, job, now) = (run.app, run.job(), run.now);
+    if let Some(due) = job.not_before.filter(|due| *due > now) {
+        return Err(Verdict::Defer {
+            at: due,
+            reason: Reason::NotDue,
+        });
+    }
+    if let Some(known) = app.breakers.fresh(&job.subscription_id, now) {
+        if let Some(at) = known.wait_until(now, run.random, run.manual()) {
+            let (org, id) = (&job.org_id, &job.subscription_id);
+            return Err(parking::hold(run, org, id, known, at).await);
+        }
+    }
+    if run.queue.caps_leases() {
+        // The queue leased it within the cap (SQLite): counting here too
+        // would race its count (a job leaves it when its outcome is
+        // written, before the delivery returns) and defer for nothing.
+        return Ok(None);
+    }
+    let timeout = crate::clock::millis(app.config.delivery_timeout);
+    app.in_flight
+        .try_acquire(&job.subscription_id)
+        .map(Some)
+        .ok_or_else(|| Verdict::Defer {
+            // A slot frees when a call ends, within a delivery timeout; the
+            // wait is spread over two of them so that the jobs over the cap
+            // (many, when the callback hangs) come back a few at a time.
+            at: now + (timeout / 2 + (2.0 * timeout as f64 * run.random) as i64).max(CAP_WAIT_MS),
+            reason: Reason::AtCap(app.in_flight.cap()),
+        })
+}
+
+/// Step 3, the subscription read: its breaker as stored. Closed lets the
+/// attempt through; open holds it; half-open lets it through if it wins
+/// the probe (compare-and-set, so one probe at a time across every worker
+/// and instance). A closed breaker with jobs parked puts them back first.
+/// The breaker's state the attempt goes out with.
+pub async fn gate(run: &Run<'_>, subscription: &StoredSubscription) -> Result<Health, Verdict> {
+    let (app, now) = (run.app, run.now);
+    let health = &subscription.health;
+    let (org, id) = (&subscription.org_id, &subscription.id);
+    app.breakers.remember(id, health, now);
+    if health.must_unpark(now) {
+        parking::unpark(run, org, id, health.clone(), now).await;
+    }
+    let manual = run.manual();
+    if let Some(at) = health.wait_until(now, run.random, manual) {
+        return Err(parking::hold(run, org, id, health.clone(), at).await);
+    }
+    let probe_lease = app.config.delivery_timeout + std::time::Duration::from_secs(5);
+    let Some(probing) = health.claim_probe(now, probe_lease, manual) else {
+        return Ok(health.clone()); // closed
+    };
+    let won = app.store.update_health(org, id, health.rev, &probing).await;
+    match won {
+        Ok(true) => {
+            tracing::info!(subscription_id = %id, org_id = %org, "circuit breaker half-open: probing");
+            app.breakers.remember(id, &probing, now);
+            Ok(probing)
+        }
+        // Another worker probes (or the store cannot tell): wait for it.
+        _ => Err(Verdict::Defer {
+            at: now + crate::clock::millis(probe_lease) / 2 + (1000.0 * run.random) as i64,
+            reason: Reason::BreakerOpen,
+        }),
+    }
+}
