@@ -4,8 +4,8 @@
 //! calls in flight. [`gate`], once the subscription is read: its breaker as
 //! stored lets the attempt through, or makes it the half-open probe. A job
 //! that may not go is held ([`parking::hold`](super::parking::hold)):
-//! deferred, kept in the queue to probe, or parked. ARCHITECTURE.md,
-//! "Tenant isolation".
+//! deferred, kept in the queue to probe, or parked.
+//! docs/decisions/tenant-isolation.md.
 
 use super::{parking, Reason, Run, Verdict};
 use crate::health::in_flight::Slot;
