@@ -88,4 +88,4 @@ if [ "$emulators" = 1 ]; then
 fi
 
 step "webhooks-bench ${args[*]:-}"
-target/release/webhooks-bench "${args[@]}"
+"${CARGO_TARGET_DIR:-target}/release/webhooks-bench" "${args[@]}"
