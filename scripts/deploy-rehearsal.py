@@ -62,8 +62,9 @@ ORG = "org-1"
 ARTIFACT_BUCKET = "rehearsal-artifacts"
 
 # The rehearsal's parameters: an external identity provider with an HS256 secret (the tests
-# mint tokens with it; Cognito cannot be created here, see SET_ASIDE), and a retry schedule
-# short enough for a failed delivery to be retried inside the rehearsal.
+# mint tokens with it; Cognito cannot be created here, see SET_ASIDE), and a one-step retry
+# schedule (the failing callback's job reaches the dead-letter queue inside the rehearsal:
+# deliver-notifications' DLQ statement is used).
 PARAMETERS = {
     "IdentityProvider": "external",
     "JwtHs256Secret": JWT_SECRET,
