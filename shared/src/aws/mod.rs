@@ -4,6 +4,7 @@
 
 pub mod dynamodb;
 pub mod outbox;
+pub mod record;
 pub mod sqs;
 pub mod tls;
 
@@ -43,7 +44,7 @@ pub async fn sdk_config_with(
         .retry_config(
             aws_config::retry::RetryConfig::standard().with_max_attempts(bounds.max_attempts),
         );
-    let loader = match tls::http_client(roots) {
+    let loader = match record::wrap(tls::http_client(roots)) {
         Some(client) => loader.http_client(client),
         None => loader,
     };

@@ -1,0 +1,1026 @@
+#!/usr/bin/env python3
+"""The first deploy, rehearsed offline (issue 37; docs/deploy-aws.md, "What is proven before
+you deploy, and what only your account can show").
+
+    deploy-rehearsal.py --bin-dir DIR [--webhooks-local BIN]   the rehearsal and the check
+    deploy-rehearsal.py --bin-dir DIR ... --self-test          the same, then proof that each
+                                                               check can fail
+
+Run with the tools venv's python (aws-sam-translator, boto3) and moto running
+(AWS_ENDPOINT_URL_SQS, scripts/emulators.sh `start_moto`); DIR holds the function binaries
+(`cargo build -p <function>...`). What it does:
+
+1. Transforms template.yaml offline with aws-sam-translator, as `sam deploy` would after
+   `sam package` (CodeUri rewritten to an S3 artifact), with the rehearsal's parameters, and
+   once more with ApiType=http.
+2. Creates each stack in moto's CloudFormation: conditions evaluated, the resource types moto
+   cannot create set aside (SET_ASIDE names each and what proves it instead), then reads the
+   stack's outputs, each function's environment and its role's inline policies back.
+3. Runs the real function binaries behind a fake Lambda Runtime API, each with the
+   environment the stack gives it (plus the test settings in TEST_ENV only), against the
+   stack's own tables and queues: the authorizer, create a subscription (the handshake
+   reaches a receiver on this machine), post an event to EventsQueue, ingest it, deliver it
+   (the receiver checks the signature), read it back by message id and in the history, and
+   every other API function once. Each binary records its AWS calls
+   (WEBHOOKS_RECORD_AWS_CALLS, shared/src/aws/record.rs).
+4. Least privilege: every recorded call (IAM action, table or index or queue ARN, the
+   partition keys for dynamodb:LeadingKeys) must be allowed by its function's inline policies
+   (conditions included); every statement must be used by a call or listed in KEPT with the
+   reason; no `*` action, no `*` resource; the managed policies SAM attaches are listed in
+   MANAGED with their reasons.
+
+--self-test then shows each check failing: one action removed from one policy, one table ARN
+replaced by the other table's, one function's environment variable renamed.
+"""
+
+import argparse
+import base64
+import copy
+import fnmatch
+import hashlib
+import hmac
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import uuid
+import zipfile
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ACCOUNT = "123456789012"
+REGION = "us-east-1"
+JWT_SECRET = "rehearsal-hs256-secret"
+ORG = "org-1"
+ARTIFACT_BUCKET = "rehearsal-artifacts"
+
+# The rehearsal's parameters: an external identity provider with an HS256 secret (the tests
+# mint tokens with it; Cognito cannot be created here, see SET_ASIDE), and a one-step retry
+# schedule (the failing callback's job reaches the dead-letter queue inside the rehearsal:
+# deliver-notifications' DLQ statement is used).
+PARAMETERS = {
+    "IdentityProvider": "external",
+    "JwtHs256Secret": JWT_SECRET,
+    "RetrySchedule": "1s",
+    "ExpiryNotice": "7d",
+}
+
+# Settings the stack does not give a function, added by the rehearsal only: the fake
+# Runtime API, the emulator endpoint and dummy credentials, callbacks on this machine over
+# http (a deployment's callbacks are public https), and the call recorder.
+TEST_ENV = (
+    "AWS_LAMBDA_RUNTIME_API",
+    "AWS_LAMBDA_FUNCTION_NAME",
+    "AWS_ENDPOINT_URL",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_EC2_METADATA_DISABLED",
+    "WEBHOOKS_ALLOW_HTTP_CALLBACKS",
+    "WEBHOOKS_ALLOW_PRIVATE_CALLBACKS",
+    "WEBHOOKS_RECORD_AWS_CALLS",
+    "PATH",
+)
+
+# The resource types moto's CloudFormation cannot create (or not as SAM writes them), and
+# what proves each instead.
+SET_ASIDE = {
+    "AWS::ApiGateway::": "the REST API (SAM's OpenAPI Body; moto needs a Name): cfn-lint and "
+    "`sam validate --lint` (test.sh, template lint); its paths against routes.rs "
+    "(shared/tests/it/architecture.rs, check-docs.py); the authorizer and every function run "
+    "here with API Gateway's events. Gateway responses, usage plan and key: only an account",
+    "AWS::ApiGatewayV2::": "the HTTP API option: cfn-lint; its authorizer (payload 2.0, API "
+    "keys in the table) runs here against the ApiType=http stack",
+    "AWS::Cognito::": "the user pool and its clients: cfn-lint; the pre-token trigger "
+    "(shared/tests/it/lambda_pre_token.rs); sign-in only in an account",
+    "AWS::CloudWatch::Alarm": "cfn-lint; the metrics they watch are AWS's own (SQS, Lambda)",
+    "AWS::CloudWatch::Dashboard": "cfn-lint; the EMF lines it charts (telemetry/emf.rs tests)",
+    "AWS::Lambda::EventInvokeConfig": "cfn-lint (remind-expiring is idempotent, "
+    "reminders.rs tests)",
+    "AWS::Lambda::Permission": "cfn-lint; who may invoke a function is API Gateway's, "
+    "EventBridge's and Cognito's business: only an account",
+    "AWS::SNS::Subscription": "cfn-lint (an e-mail address confirms it)",
+}
+
+# Managed policies SAM attaches to every role it generates, and why each is kept.
+MANAGED = {
+    "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole": "logs:CreateLogGroup, "
+    "CreateLogStream, PutLogEvents on `*`: SAM attaches it to every role it generates; a "
+    "narrower one (the function's log group) needs roles written by hand (docs/deploy-aws.md)",
+    "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess": "X-Ray's PutTraceSegments and "
+    "PutTelemetryRecords support no resource-level permission: `*` is the narrowest",
+    "arn:aws:iam::aws:policy/service-role/AWSLambdaSQSQueueExecutionRole": "Lambda's event "
+    "source mapping polls the queue with the function's role (ReceiveMessage, DeleteMessage, "
+    "GetQueueAttributes on `*`): SAM attaches it to a function with an SQS event; a narrower "
+    "one needs roles written by hand (docs/deploy-aws.md)",
+}
+
+# Statements no recorded call uses, kept with their reason: (function, the statement's
+# actions, its resource's logical id) -> why.
+KEPT = {
+    ("DeliverNotificationsFunction", "ChangeMessageVisibility,DeleteMessage,SendMessage", "DeliveryQueue"):
+        "a failed attempt's retry sent again with its delay, deferrals (in-flight cap, open "
+        "breaker) and parked jobs queued again: not reached by the rehearsal's one failed "
+        "attempt; shared/tests/aws/lambda_queue_events.rs drives them against moto",
+    ("RemindExpiringFunction", "GetItem,PutItem,BatchWriteItem", "MessagesTable"):
+        "the outbox of a reminder, for an organization with an operational subscription "
+        "(reminders.rs, shared/tests/aws/lambda_queue_events.rs); the rehearsal's has none",
+    ("RemindExpiringFunction", "SendMessage", "DeliveryQueue"):
+        "the same reminder's delivery job",
+}
+
+
+def log(*args):
+    print("deploy-rehearsal:", *args, flush=True)
+
+
+class Failure(Exception):
+    pass
+
+
+# ------------------------------------------------------------------------------------------
+# 1. The template, transformed and made creatable
+
+
+def transform(text, parameters):
+    from samtranslator.translator.transform import transform as sam_transform
+    from samtranslator.yaml_helper import yaml_parse
+
+    os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
+    template = yaml_parse(text)
+    # What `sam package` does: the code is an artifact in a bucket.
+    template["Globals"]["Function"]["CodeUri"] = f"s3://{ARTIFACT_BUCKET}/functions.zip"
+
+    class NoManagedPolicies:
+        def load(self):
+            return {}
+
+    import logging
+
+    logging.getLogger("samtranslator").setLevel(logging.ERROR)
+    return sam_transform(template, dict(parameters), NoManagedPolicies())
+
+
+def refs(x):
+    """The logical ids an expression names."""
+    if isinstance(x, dict):
+        for k, v in x.items():
+            if k == "Ref" and isinstance(v, str):
+                yield v
+            elif k == "Fn::GetAtt":
+                yield v[0] if isinstance(v, list) else v.split(".")[0]
+            elif k == "Fn::Sub":
+                s = v if isinstance(v, str) else v[0]
+                for m in re.findall(r"\$\{([^}!]+)\}", s):
+                    yield m.split(".")[0]
+                yield from refs(v)
+            else:
+                yield from refs(v)
+    elif isinstance(x, list):
+        for v in x:
+            yield from refs(v)
+
+
+def creatable(cfn, parameters):
+    """The template as CloudFormation would create it with these parameters (conditions
+    evaluated), the types moto cannot create set aside. Returns it, with what was set aside."""
+    t = copy.deepcopy(cfn)
+    values = {k: v.get("Default") for k, v in t.get("Parameters", {}).items()}
+    values.update(parameters)
+
+    def value(x):
+        if isinstance(x, dict) and "Ref" in x:
+            return values[x["Ref"]]
+        return x
+
+    conditions = {}
+
+    def cond(x):
+        (k, v), = x.items()
+        if k == "Fn::Equals":
+            return value(v[0]) == value(v[1])
+        if k == "Fn::Not":
+            return not cond(v[0])
+        if k == "Fn::And":
+            return all(cond(c) for c in v)
+        if k == "Fn::Or":
+            return any(cond(c) for c in v)
+        if k == "Condition":
+            return conditions[v]
+        raise Failure(f"condition {x} not understood")
+
+    for name, c in t.get("Conditions", {}).items():
+        conditions[name] = cond(c)
+    novalue = {"Ref": "AWS::NoValue"}
+
+    def fold(x):
+        if isinstance(x, dict):
+            if len(x) == 1 and "Fn::If" in x:
+                c, a, b = x["Fn::If"]
+                return fold(a if conditions[c] else b)
+            return {k: fold(v) for k, v in x.items() if fold(v) != novalue}
+        if isinstance(x, list):
+            return [fold(v) for v in x if fold(v) != novalue]
+        return x
+
+    for section in ("Resources", "Outputs"):
+        for name in [k for k, r in t.get(section, {}).items() if not conditions.get(r.get("Condition"), True)]:
+            del t[section][name]
+        t[section] = fold(t.get(section, {}))
+    t.pop("Rules", None)  # checked by `sam validate`; moto does not read them
+    aside = {}
+    for name, r in list(t["Resources"].items()):
+        for prefix, proof in SET_ASIDE.items():
+            if r["Type"].startswith(prefix):
+                aside[name] = r["Type"]
+                del t["Resources"][name]
+    outputs_aside = []
+    for name, o in list(t.get("Outputs", {}).items()):
+        if set(refs(o)) & set(aside):
+            outputs_aside.append(name)
+            del t["Outputs"][name]
+    for name, r in t["Resources"].items():
+        if "DependsOn" in r:
+            d = r["DependsOn"] if isinstance(r["DependsOn"], list) else [r["DependsOn"]]
+            r["DependsOn"] = [x for x in d if x not in aside]
+        left = set(refs(r)) & set(aside)
+        if left:
+            raise Failure(f"{name} needs {sorted(left)}, which moto cannot create")
+    return t, aside, outputs_aside
+
+
+# ------------------------------------------------------------------------------------------
+# 2. The stack in moto
+
+
+def client(service):
+    import boto3
+
+    return boto3.client(service, endpoint_url=os.environ["AWS_ENDPOINT_URL_SQS"], region_name=REGION)
+
+
+def create_stack(name, template, parameters):
+    s3 = client("s3")
+    try:
+        s3.create_bucket(Bucket=ARTIFACT_BUCKET)
+    except s3.exceptions.BucketAlreadyOwnedByYou:
+        pass
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("bootstrap", "#!/bin/sh\n")
+    s3.put_object(Bucket=ARTIFACT_BUCKET, Key="functions.zip", Body=buf.getvalue())
+    cf = client("cloudformation")
+    declared = template.get("Parameters", {})
+    cf.create_stack(
+        StackName=name,
+        TemplateBody=json.dumps(template),
+        Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in parameters.items() if k in declared],
+        Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM"],
+    )
+    deadline = time.time() + 60
+    while True:
+        stack = cf.describe_stacks(StackName=name)["Stacks"][0]
+        if not stack["StackStatus"].endswith("IN_PROGRESS"):
+            break
+        if time.time() > deadline:
+            raise Failure(f"stack {name}: still {stack['StackStatus']} after 60 s")
+        time.sleep(0.2)
+    if stack["StackStatus"] != "CREATE_COMPLETE":
+        failed = [
+            f"{e['LogicalResourceId']}: {e.get('ResourceStatusReason')}"
+            for e in cf.describe_stack_events(StackName=name)["StackEvents"]
+            if "FAILED" in e["ResourceStatus"]
+        ]
+        raise Failure(f"stack {name}: {stack['StackStatus']} {failed}")
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+    physical = {
+        r["LogicalResourceId"]: r["PhysicalResourceId"]
+        for r in cf.describe_stack_resources(StackName=name)["StackResources"]
+    }
+    lam, iam = client("lambda"), client("iam")
+    functions = {}
+    for logical, r in template["Resources"].items():
+        if r["Type"] != "AWS::Lambda::Function":
+            continue
+        conf = lam.get_function_configuration(FunctionName=physical[logical])
+        role = conf["Role"].rsplit("/", 1)[1]
+        policies = [
+            iam.get_role_policy(RoleName=role, PolicyName=p)["PolicyDocument"]
+            for p in iam.list_role_policies(RoleName=role)["PolicyNames"]
+        ]
+        policies = [policy_document(p) for p in policies]
+        managed = [p["PolicyArn"] for p in iam.list_attached_role_policies(RoleName=role)["AttachedPolicies"]]
+        functions[logical] = {
+            "name": conf["FunctionName"],
+            "binary": r.get("Metadata", {}).get("BuildProperties", {}).get("Binary"),
+            # Lambda's variables are strings (moto keeps a Number parameter's int).
+            "env": {k: str(v) for k, v in conf.get("Environment", {}).get("Variables", {}).items()},
+            # What Lambda itself sets, from the function's configuration.
+            "lambda_env": {
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(conf["MemorySize"]),
+                "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+                "AWS_LAMBDA_LOG_GROUP_NAME": (conf.get("LoggingConfig") or {}).get("LogGroup", ""),
+                "AWS_LAMBDA_LOG_STREAM_NAME": "rehearsal",
+                "_HANDLER": conf.get("Handler", ""),
+            },
+            "policies": policies,
+            "managed": managed,
+        }
+    return {"outputs": outputs, "physical": physical, "functions": functions}
+
+
+def policy_document(p):
+    """A role policy as moto answers it: a dict, JSON (URL-encoded or not), or the repr of
+    the dict its CloudFormation resolved."""
+    if isinstance(p, dict):
+        return p
+    p = urllib.parse.unquote(p)
+    try:
+        return json.loads(p)
+    except ValueError:
+        import ast
+
+        return ast.literal_eval(p)
+
+
+def delete_stack(name):
+    try:
+        client("cloudformation").delete_stack(StackName=name)
+    except Exception:
+        pass
+
+
+# ------------------------------------------------------------------------------------------
+# 3. The functions, run as Lambda runs them
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass  # a client that hangs up (a function killed at the end) is no failure
+
+
+class RuntimeApi:
+    """A fake Lambda Runtime API for one function process: hands out one invocation at a
+    time and waits for its answer."""
+
+    def __init__(self):
+        self.pending = []
+        self.cond = threading.Condition()
+        self.answers = {}
+        self.init_error = None
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def reply(self, code, body=b"{}", headers=()):
+                self.send_response(code)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                for k, v in headers:
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):
+                if not self.path.endswith("/runtime/invocation/next"):
+                    return self.reply(404)
+                with api.cond:
+                    while not api.pending:
+                        api.cond.wait()
+                    request_id, body = api.pending.pop(0)
+                deadline = int(time.time() * 1000) + 30_000
+                self.reply(
+                    200,
+                    body,
+                    [
+                        ("lambda-runtime-aws-request-id", request_id),
+                        ("lambda-runtime-deadline-ms", str(deadline)),
+                        ("lambda-runtime-invoked-function-arn", f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:x"),
+                        ("lambda-runtime-trace-id", "Root=1-5e1b4151-5ac6c58f5b5daa6532e4f2e7;Parent=1;Sampled=0"),
+                    ],
+                )
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                parts = self.path.split("/")
+                with api.cond:
+                    if self.path.endswith("/init/error"):
+                        api.init_error = body.decode(errors="replace")
+                    elif parts[-1] in ("response", "error"):
+                        api.answers[parts[-2]] = (parts[-1], body)
+                    api.cond.notify_all()
+                self.reply(202, b'{"status":"OK"}')
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.address = f"127.0.0.1:{self.server.server_address[1]}"
+
+
+class Function:
+    def __init__(self, logical, spec, bin_dir, extra_env, log_dir):
+        self.logical = logical
+        self.spec = spec
+        self.api = RuntimeApi()
+        binary = Path(bin_dir) / spec["binary"]
+        if not binary.exists():
+            raise Failure(f"{logical}: no binary {binary} (cargo build -p {spec['binary']})")
+        env = {k: v for k, v in os.environ.items() if k in TEST_ENV}
+        env.update(spec["lambda_env"])
+        env.update(spec["env"])
+        env.update(extra_env)
+        env["AWS_LAMBDA_RUNTIME_API"] = self.api.address
+        env["AWS_LAMBDA_FUNCTION_NAME"] = spec["name"]
+        self.stderr = open(Path(log_dir) / f"{spec['binary']}.log", "wb")
+        self.process = subprocess.Popen([str(binary)], env=env, stdout=self.stderr, stderr=subprocess.STDOUT)
+
+    def invoke(self, event):
+        request_id = str(uuid.uuid4())
+        api = self.api
+        with api.cond:
+            api.pending.append((request_id, json.dumps(event).encode()))
+            api.cond.notify_all()
+            deadline = time.time() + 30
+            while request_id not in api.answers:
+                if api.init_error is not None:
+                    raise Failure(f"{self.logical} ({self.spec['binary']}) failed at init: {api.init_error}")
+                if self.process.poll() is not None:
+                    raise Failure(f"{self.logical} ({self.spec['binary']}) exited: {self.process.returncode}; "
+                                  f"log: {self.stderr.name}: {Path(self.stderr.name).read_text()[-1500:]}")
+                if time.time() > deadline:
+                    raise Failure(f"{self.logical}: no answer within 30 s")
+                api.cond.wait(0.1)
+            kind, body = api.answers.pop(request_id)
+        if kind == "error":
+            raise Failure(f"{self.logical}: invocation error {body.decode(errors='replace')}")
+        return json.loads(body)
+
+    def stop(self):
+        self.process.kill()
+        self.process.wait()
+        self.api.server.shutdown()
+        self.stderr.close()
+
+
+class Receiver:
+    """A callback on this machine: answers the handshake, keeps every notification; a path
+    with `fail` in it answers 500."""
+
+    def __init__(self):
+        self.posts = []
+        self.cond = threading.Condition()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def answer(self, code, headers=()):
+                self.send_response(code)
+                for k, v in headers:
+                    self.send_header(k, v)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def do_GET(self):
+                token = self.headers.get("validation-token")
+                self.answer(200, [("validation-token", token)] if token else [])
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                with receiver.cond:
+                    receiver.posts.append((self.path, dict(self.headers), body))
+                    receiver.cond.notify_all()
+                self.answer(500 if "fail" in self.path else 200)
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+def mint_token(org):
+    def b64(data):
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+    header = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+    now = int(time.time())
+    claims = {"sub": f"rehearsal:{org}", "org_id": org, "scope": "webhooks/read webhooks/write",
+              "iat": now, "exp": now + 600}
+    payload = b64(json.dumps(claims).encode())
+    signature = hmac.new(JWT_SECRET.encode(), f"{header}.{payload}".encode(), hashlib.sha256).digest()
+    return f"{header}.{payload}.{b64(signature)}"
+
+
+def sample(name):
+    return json.loads((ROOT / "events" / f"{name}.json").read_text())
+
+
+def api_event(context, method, path, resource, path_parameters=None, query=None, body=None):
+    """An API Gateway REST proxy event, as the stage sends it after the authorizer."""
+    event = sample("create-subscription-ok")
+    event["httpMethod"] = method
+    event["path"] = path
+    event["resource"] = resource
+    event["pathParameters"] = path_parameters
+    event["queryStringParameters"] = query
+    event["multiValueQueryStringParameters"] = {k: [v] for k, v in query.items()} if query else None
+    event["body"] = json.dumps(body) if body is not None else None
+    event["requestContext"].update(httpMethod=method, resourcePath=resource, path=f"/prod{path}")
+    event["requestContext"]["authorizer"] = dict(context, principalId=context["sub"], integrationLatency=0)
+    return event
+
+
+def answer(response, expect, what):
+    status = response.get("statusCode")
+    body = response.get("body") or ""
+    if response.get("isBase64Encoded"):
+        body = base64.b64decode(body).decode()
+    if status != expect:
+        raise Failure(f"{what}: {status}, expected {expect}: {body[:500]}")
+    return json.loads(body) if body.strip().startswith(("{", "[")) else body
+
+
+def sqs_event(queue_arn, messages):
+    return {
+        "Records": [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": {k: str(v) for k, v in m.get("Attributes", {}).items()},
+                "messageAttributes": {},
+                "md5OfBody": m["MD5OfBody"],
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": REGION,
+            }
+            for m in messages
+        ]
+    }
+
+
+def receive(sqs, url, want, seconds=15):
+    """Up to `want` messages of the queue at `url` (the event source mapping's poll)."""
+    got, deadline = [], time.time() + seconds
+    while len(got) < want and time.time() < deadline:
+        r = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1,
+                                AttributeNames=["All"], VisibilityTimeout=60)
+        got += r.get("Messages", [])
+    return got
+
+
+def queue_arn(url):
+    return f"arn:aws:sqs:{REGION}:{ACCOUNT}:{url.rsplit('/', 1)[1]}"
+
+
+def verify_signature(secret, headers, body):
+    key = base64.b64decode(secret.split("_", 1)[1])
+    lower = {k.lower(): v for k, v in headers.items()}
+    signed = f"{lower['webhook-id']}.{lower['webhook-timestamp']}.".encode() + body
+    expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+    given = [s.split(",", 1)[1] for s in lower["webhook-signature"].split()]
+    if expected not in given:
+        raise Failure("the notification's signature does not verify with the subscription's secret")
+
+
+def rehearse(stack, bin_dir, work, webhooks_local=None, http_api=False):
+    """Runs the functions against the stack. Returns nothing; raises Failure."""
+    fns = stack["functions"]
+    outputs = stack["outputs"]
+    record = {"WEBHOOKS_RECORD_AWS_CALLS": str(Path(work) / "calls.jsonl"),
+              "WEBHOOKS_ALLOW_HTTP_CALLBACKS": "true", "WEBHOOKS_ALLOW_PRIVATE_CALLBACKS": "true",
+              "AWS_ENDPOINT_URL": os.environ["AWS_ENDPOINT_URL_SQS"]}
+    running = {}
+
+    def fn(logical):
+        if logical not in running:
+            if logical not in fns:
+                raise Failure(f"the stack has no {logical}")
+            running[logical] = Function(logical, fns[logical], bin_dir, record, work)
+        return running[logical]
+
+    receiver = Receiver()
+    sqs = client("sqs")
+    try:
+        token = mint_token(ORG)
+        if http_api:
+            # The HTTP API option: its keys in the stack's subscriptions table, created as the
+            # operator does (webhooks-local api-keys), read by the authorizer.
+            env = dict(os.environ, WEBHOOKS_SUBSCRIPTIONS_TABLE=outputs["SubscriptionsTableName"],
+                       WEBHOOKS_MESSAGES_TABLE=outputs["MessagesTableName"],
+                       AWS_ENDPOINT_URL=os.environ["AWS_ENDPOINT_URL_SQS"])
+            env.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
+            out = subprocess.run([webhooks_local, "api-keys", "create", "--org", ORG], env=env,
+                                 capture_output=True, text=True, check=True).stdout
+            key = out.strip()  # stdout holds the key alone
+            event = json.loads(json.dumps(sample("authorizer-http-request"))
+                               .replace("TOKEN_PLACEHOLDER", token).replace("API_KEY_PLACEHOLDER", key))
+            auth = fn("AuthorizerFunction").invoke(event)
+            if auth.get("isAuthorized") is not True or auth["context"].get("orgId") != ORG:
+                raise Failure(f"the authorizer refused the HTTP API's key and token: {auth}")
+            log("HTTP API: the authorizer allowed a key of the stack's table and a token")
+            return
+        event = json.loads(json.dumps(sample("authorizer-request")).replace("TOKEN_PLACEHOLDER", token))
+        auth = fn("AuthorizerFunction").invoke(event)
+        if auth.get("policyDocument", {}).get("Statement", [{}])[0].get("Effect") != "Allow":
+            raise Failure(f"the authorizer denied a valid token: {auth}")
+        context = auth["context"]
+        if context.get("orgId") != ORG:
+            raise Failure(f"the authorizer's context names {context.get('orgId')}, not {ORG}")
+
+        def call(logical, method, path, resource, expect, **kw):
+            return answer(fn(logical).invoke(api_event(context, method, path, resource, **kw)), expect,
+                          f"{logical} {method} {path}")
+
+        # A subscription: the handshake reaches the receiver.
+        expires = int(time.time() * 1000) + 3 * 86_400_000  # inside ExpiryNotice: remind-expiring
+        ok_filter = f"/orgId/{ORG}/department/dep-1/message?direction=inbound"
+        created = call("CreateSubscriptionFunction", "POST", "/webhooksubscription", "/webhooksubscription", 200,
+                       body={"uri": f"{receiver.base}/hook", "eventFilters": [ok_filter],
+                             "expiresDateInMillies": expires})
+        sub_id = created["id"]
+        # Updated with another filter (the filter index items of the old one are deleted).
+        call("CreateSubscriptionFunction", "POST", "/webhooksubscription", "/webhooksubscription", 200,
+             body={"uri": f"{receiver.base}/hook", "eventFilters": [ok_filter, f"/orgId/{ORG}/department/dep-2/message?direction=inbound"],
+                   "expiresDateInMillies": expires})
+        call("CreateSubscriptionFunction", "POST", "/webhooksubscription", "/webhooksubscription", 200,
+             body={"uri": f"{receiver.base}/hook", "eventFilters": [ok_filter], "expiresDateInMillies": expires})
+        failing = call("CreateSubscriptionFunction", "POST", "/webhooksubscription", "/webhooksubscription", 200,
+                       body={"uri": f"{receiver.base}/fail", "eventFilters": [ok_filter],
+                             "expiresDateInMillies": expires})
+        sid = {"id": sub_id}
+        listed = call("ListSubscriptionsFunction", "GET", "/webhooksubscription/all", "/webhooksubscription/all", 200)
+        ids = {s["id"] for s in listed.get("content", [])}
+        if not {sub_id, failing["id"]} <= ids:
+            raise Failure(f"list-subscriptions does not list the subscriptions created: {listed}")
+        call("GetSubscriptionFunction", "GET", f"/webhooksubscription/{sub_id}", "/webhooksubscription/{id}", 200,
+             path_parameters=sid)
+        secret = call("GetSubscriptionSecretFunction", "GET", f"/webhooksubscription/{sub_id}/secret",
+                      "/webhooksubscription/{id}/secret", 200, path_parameters=sid)["key"]
+        log(f"created subscription {sub_id} (handshake to {receiver.base}/hook), listed and read it")
+
+        # An event, posted as a producer posts it, ingested, delivered.
+        envelope = json.loads(sample("ingest-events-sqs")["Records"][0]["body"])
+        envelope["eventId"] = f"evt-{uuid.uuid4()}"
+        message_id = envelope["message"]["id"] = f"msg-{uuid.uuid4()}"
+        sqs.send_message(QueueUrl=outputs["EventsQueueUrl"], MessageBody=json.dumps(envelope))
+        events = receive(sqs, outputs["EventsQueueUrl"], 1)
+        if len(events) != 1:
+            raise Failure(f"the event posted to EventsQueueUrl is not there ({len(events)} messages)")
+        r = fn("IngestEventsFunction").invoke(sqs_event(queue_arn(outputs["EventsQueueUrl"]), events))
+        if r.get("batchItemFailures"):
+            raise Failure(f"ingest-events failed the event: {r}")
+        jobs = receive(sqs, outputs["DeliveryQueueUrl"], 2)
+        if len(jobs) != 2:
+            raise Failure(f"ingest-events queued {len(jobs)} jobs on DeliveryQueueUrl, not 2")
+        r = fn("DeliverNotificationsFunction").invoke(sqs_event(queue_arn(outputs["DeliveryQueueUrl"]), jobs))
+        with receiver.cond:
+            receiver.cond.wait_for(lambda: any(p == "/hook" for p, _, _ in receiver.posts), 15)
+        delivered = [(h, b) for p, h, b in receiver.posts if p == "/hook"]
+        if not delivered:
+            raise Failure("deliver-notifications posted nothing to the callback")
+        verify_signature(secret, *delivered[0])
+        log("an event posted to EventsQueue was ingested, delivered and its signature verified")
+        if r.get("batchItemFailures"):
+            raise Failure(f"deliver-notifications failed records: {r}")
+
+        # Read back: by message id, and in the history.
+        call("GetMessageFunction", "GET", f"/message/getmessagebyid/{message_id}",
+             "/message/getmessagebyid/{messageId}", 200, path_parameters={"messageId": message_id})
+        history = call("ListNotificationsFunction", "GET", f"/webhooksubscription/{sub_id}/notifications",
+                       "/webhooksubscription/{id}/notifications", 200, path_parameters=sid)
+        entries = history.get("content", history if isinstance(history, list) else [])
+        if not entries:
+            raise Failure(f"the history of {sub_id} is empty: {history}")
+        notification = entries[0]
+        nid = notification.get("notificationId") or notification.get("id") or notification.get("uuid")
+        if notification.get("status") != "DELIVERED":
+            raise Failure(f"the notification is {notification.get('status')}, not DELIVERED: {notification}")
+        log(f"read back: message {message_id}, notification {nid} DELIVERED in the history")
+        call("GetNotificationFunction", "GET", f"/webhooksubscription/{sub_id}/notifications/{nid}",
+             "/webhooksubscription/{id}/notifications/{uuid}", 200, path_parameters={"id": sub_id, "uuid": nid})
+        call("GetDeliveryStatsFunction", "GET", f"/webhooksubscription/{sub_id}/stats",
+             "/webhooksubscription/{id}/stats", 200, path_parameters=sid)
+        call("ResendNotificationFunction", "POST", f"/webhooksubscription/{sub_id}/notifications/{nid}/resend",
+             "/webhooksubscription/{id}/notifications/{uuid}/resend", 202,
+             path_parameters={"id": sub_id, "uuid": nid})
+        fid = failing["id"]
+        now = int(time.time() * 1000)
+        call("RecoverNotificationsFunction", "POST", f"/webhooksubscription/{fid}/recover",
+             "/webhooksubscription/{id}/recover", 202, path_parameters={"id": fid},
+             body={"since": now - 3_600_000})
+        call("RotateSubscriptionSecretFunction", "POST", f"/webhooksubscription/{sub_id}/secret/rotate",
+             "/webhooksubscription/{id}/secret/rotate", 200, path_parameters=sid)
+        fn("RemindExpiringFunction").invoke(sample("remind-expiring-scheduled"))
+        call("DeleteSubscriptionFunction", "DELETE", f"/webhooksubscription/{fid}", "/webhooksubscription/{id}",
+             204, path_parameters={"id": fid})
+        page = fn("ConsoleFunction").invoke(sample("console-page"))
+        if page.get("statusCode") != 200:
+            raise Failure(f"console: {page.get('statusCode')}")
+        log("every other API function answered (get, list, secret, rotate, resend, recover, stats, "
+            "delete, console) and remind-expiring ran")
+    finally:
+        for f in running.values():
+            f.stop()
+        receiver.server.shutdown()
+
+
+# ------------------------------------------------------------------------------------------
+# 4. Least privilege
+
+
+def iam_calls(record):
+    """(IAM action, resource ARN, partition keys) of one recorded request."""
+    target = record["target"]
+    body = record.get("body") or {}
+    service, _, op = target.partition(".")
+    out = []
+    if service.startswith("DynamoDB"):
+        def arn(table, index=None):
+            a = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{table}"
+            return f"{a}/index/{index}" if index else a
+
+        def pk(table, item):
+            # Both tables' partition key is `pk` (template.yaml, aws/dynamodb/keys.rs).
+            v = (item or {}).get("pk", {})
+            return [v.get("S", v.get("N", json.dumps(v)))] if v else []
+
+        if op in ("GetItem", "DeleteItem", "UpdateItem"):
+            out.append((f"dynamodb:{op}", arn(body["TableName"]), pk(body["TableName"], body.get("Key"))))
+        elif op == "PutItem":
+            out.append(("dynamodb:PutItem", arn(body["TableName"]), pk(body["TableName"], body.get("Item"))))
+        elif op in ("Query", "Scan"):
+            keys = []
+            expr = body.get("KeyConditionExpression", "")
+            names = body.get("ExpressionAttributeNames", {})
+            for name, placeholder in re.findall(r"(#?\w+)\s*=\s*(:\w+)", expr):
+                if names.get(name, name) == "pk":
+                    keys += pk(body["TableName"], {"pk": body["ExpressionAttributeValues"][placeholder]})
+            out.append((f"dynamodb:{op}", arn(body["TableName"], body.get("IndexName")), keys))
+        elif op in ("BatchGetItem", "BatchWriteItem"):
+            for table, items in body["RequestItems"].items():
+                keys = []
+                if op == "BatchGetItem":
+                    keys = [k for key in items["Keys"] for k in pk(table, key)]
+                else:
+                    for w in items:
+                        item = w.get("PutRequest", {}).get("Item") or w.get("DeleteRequest", {}).get("Key")
+                        keys += pk(table, item)
+                out.append((f"dynamodb:{op}", arn(table), keys))
+        elif op in ("TransactWriteItems", "TransactGetItems"):
+            kinds = {"ConditionCheck": "ConditionCheckItem", "Put": "PutItem", "Update": "UpdateItem",
+                     "Delete": "DeleteItem", "Get": "GetItem"}
+            for item in body["TransactItems"]:
+                (kind, spec), = item.items()
+                out.append((f"dynamodb:{kinds[kind]}", arn(spec["TableName"]),
+                            pk(spec["TableName"], spec.get("Key") or spec.get("Item"))))
+        else:
+            out.append((f"dynamodb:{op}", arn(body.get("TableName", "*")), []))
+    elif service == "AmazonSQS":
+        action = {"SendMessageBatch": "SendMessage", "DeleteMessageBatch": "DeleteMessage",
+                  "ChangeMessageVisibilityBatch": "ChangeMessageVisibility"}.get(op, op)
+        url = body.get("QueueUrl") or body.get("QueueName", "")
+        out.append((f"sqs:{action}", queue_arn(url), []))
+    else:
+        out.append((target or record.get("uri"), "?", []))
+    return out
+
+
+def as_list(x):
+    return x if isinstance(x, list) else [x]
+
+
+def condition_holds(condition, keys):
+    for operator, tests in (condition or {}).items():
+        for key, patterns in tests.items():
+            if key != "dynamodb:LeadingKeys":
+                return False  # a condition this check does not understand never holds
+            patterns = as_list(patterns)
+            match = {"ForAllValues:StringLike": fnmatch.fnmatchcase,
+                     "ForAllValues:StringEquals": lambda a, b: a == b}.get(operator)
+            if match is None or not all(any(match(k, p) for p in patterns) for k in keys):
+                return False
+    return True
+
+
+def allowed_by(statement, action, resource, keys):
+    if statement.get("Effect") != "Allow":
+        return False
+    if not any(fnmatch.fnmatch(action.lower(), a.lower()) for a in as_list(statement.get("Action", []))):
+        return False
+    if not any(fnmatch.fnmatchcase(resource, r) for r in as_list(statement.get("Resource", []))):
+        return False
+    return condition_holds(statement.get("Condition"), keys)
+
+
+def check_least_privilege(stacks, recordings, policy_stacks=None):
+    """Every failure, as lines naming the function and the call. Calls are checked against
+    the role of their own stack (or of `policy_stacks`, the same template changed: tables and
+    queues are compared by logical id); statements (the same in every stack) must be used by
+    a call of some stack."""
+    problems = []
+    used = {}
+    policy_stacks = policy_stacks or stacks
+    for stack, policy_stack, records in zip(stacks, policy_stacks, recordings):
+        by_name = {spec["name"]: logical for logical, spec in stack["functions"].items()}
+        logical_of = logical_names(stack)
+        for record in records:
+            logical = by_name.get(record["function"])
+            if logical is None:
+                problems.append(f"a call from {record['function']}, not a function of the stack")
+                continue
+            statements = [
+                dict(s, Resource=[logical_arn(policy_stack, r) for r in as_list(s.get("Resource", []))])
+                for p in policy_stack["functions"][logical]["policies"] for s in as_list(p["Statement"])
+            ]
+            for action, resource, keys in iam_calls(record):
+                hits = [i for i, s in enumerate(statements)
+                        if allowed_by(s, action, logical_arn(stack, resource), keys)]
+                used.setdefault(logical, set()).update(hits)
+                if not hits:
+                    problems.append(
+                        f"{logical} ({stack['functions'][logical]['binary']}): {action} on "
+                        f"{logical_of(resource)} ({resource}), partition keys {keys[:3]}, is not allowed "
+                        f"by its role (the call: {record['target']})")
+    stack = policy_stacks[0]
+    logical_of = logical_names(stack)
+    for logical, spec in stack["functions"].items():
+        statements = [s for p in spec["policies"] for s in as_list(p["Statement"])]
+        for i, s in enumerate(statements):
+            actions = as_list(s.get("Action", []))
+            resources = as_list(s.get("Resource", []))
+            if any(a == "*" or a.endswith(":*") for a in actions):
+                problems.append(f"{logical}: statement {i} allows every action ({actions})")
+            if "*" in resources:
+                problems.append(f"{logical}: statement {i} allows {actions} on every resource")
+            if i not in used.get(logical, set()):
+                key = (logical, ",".join(a.split(":")[1] for a in actions), ",".join(map(logical_of, resources)))
+                if key not in KEPT:
+                    problems.append(f"{logical}: statement {i} ({key[1]} on {key[2]}) is used by no "
+                                    f"recorded call and not listed in KEPT with a reason: {key}")
+        for arn in spec["managed"]:
+            if arn not in MANAGED:
+                problems.append(f"{logical}: managed policy {arn} is not listed in MANAGED with a reason")
+    return problems
+
+
+def logical_arn(stack, arn):
+    """`arn` with the stack's physical table and queue names replaced by their logical ids."""
+    for logical, physical in stack["physical"].items():
+        name = physical.rsplit("/", 1)[-1]
+        if name and (arn.endswith(f"/{name}") or arn.endswith(f":{name}") or f"/{name}/" in arn):
+            return arn.replace(name, logical)
+    return arn
+
+
+def logical_names(stack):
+    """A table or queue ARN (or name, or URL) -> its logical id in the template."""
+    names = {physical.rsplit("/", 1)[-1]: logical for logical, physical in stack["physical"].items()}
+
+    def name(resource):
+        last = resource.rsplit("/", 1)[-1] if ":table/" in resource else resource.rsplit(":", 1)[-1]
+        last = last.rsplit("/", 1)[-1]
+        return names.get(last, resource)
+
+    return name
+
+
+# ------------------------------------------------------------------------------------------
+
+
+def run(text, bin_dir, webhooks_local, work, label):
+    """Both stacks rehearsed from template text; returns (stacks, recordings)."""
+    stacks, recordings = [], []
+    for i, extra in enumerate([{}, {"ApiType": "http"}]):
+        parameters = dict(PARAMETERS, **extra)
+        cfn = transform(text, parameters)
+        template, aside, outputs_aside = creatable(cfn, parameters)
+        name = f"webhooks-{label}-{i}-{uuid.uuid4().hex[:6]}"
+        log(f"{name}: {len(cfn['Resources'])} resources transformed ({extra or 'default API'}), "
+            f"{len(aside)} set aside ({', '.join(sorted(set(aside.values())))}), outputs set aside: "
+            f"{', '.join(outputs_aside) or 'none'}")
+        stack = create_stack(name, template, parameters)
+        log(f"{name}: CREATE_COMPLETE, outputs {sorted(stack['outputs'])}")
+        stack_work = Path(work) / name
+        stack_work.mkdir()
+        try:
+            rehearse(stack, bin_dir, stack_work, webhooks_local, http_api=bool(extra))
+        finally:
+            delete_stack(name)
+        calls = stack_work / "calls.jsonl"
+        records = [json.loads(line) for line in calls.read_text().splitlines()] if calls.exists() else []
+        stacks.append(stack)
+        recordings.append(records)
+    return stacks, recordings
+
+
+def summary(stacks, recordings):
+    for stack, records in zip(stacks, recordings):
+        by_name = {spec["name"]: logical for logical, spec in stack["functions"].items()}
+        seen = {}
+        for r in records:
+            for action, resource, _ in iam_calls(r):
+                seen.setdefault(by_name.get(r["function"], r["function"]), set()).add(
+                    f"{action} {resource.rsplit(':', 1)[-1]}")
+        for logical in sorted(seen):
+            log(f"  {logical}: {', '.join(sorted(seen[logical]))}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--bin-dir", required=True)
+    parser.add_argument("--webhooks-local", default=None)
+    parser.add_argument("--self-test", action="store_true")
+    args = parser.parse_args()
+    if "AWS_ENDPOINT_URL_SQS" not in os.environ:
+        sys.exit("deploy-rehearsal: moto is not running (source scripts/emulators.sh; start_moto)")
+    webhooks_local = args.webhooks_local or str(Path(args.bin_dir) / "webhooks-local")
+    text = (ROOT / "template.yaml").read_text()
+    started = time.time()
+    with tempfile.TemporaryDirectory(prefix="deploy-rehearsal-") as work:
+        try:
+            stacks, recordings = run(text, args.bin_dir, webhooks_local, work, "main")
+        except Failure as e:
+            sys.exit(f"deploy-rehearsal: FAILED: {e}")
+        log(f"{sum(map(len, recordings))} AWS calls recorded:")
+        summary(stacks, recordings)
+        problems = check_least_privilege(stacks, recordings)
+        if problems:
+            sys.exit("deploy-rehearsal: least privilege FAILED:\n  " + "\n  ".join(problems))
+        log(f"least privilege: every call allowed by its function's role, every statement used, "
+            f"no `*` ({len(MANAGED)} managed policies listed with reasons)")
+        if args.self_test:
+            self_test(text, stacks, recordings, args.bin_dir, webhooks_local, work)
+    log(f"passed in {time.time() - started:.1f} s")
+
+
+def self_test(text, stacks, recordings, bin_dir, webhooks_local, work):
+    def stack_with(mutated, label):
+        parameters = PARAMETERS
+        template, _, _ = creatable(transform(mutated, parameters), parameters)
+        name = f"webhooks-{label}-{uuid.uuid4().hex[:6]}"
+        stack = create_stack(name, template, parameters)
+        delete_stack(name)
+        return stack
+
+    def expect(problems, *words):
+        hit = [p for p in problems if all(w in p for w in words)]
+        if not hit:
+            sys.exit(f"deploy-rehearsal: self-test FAILED: no failure naming {words}: {problems}")
+        log(f"self-test: {hit[0]}")
+
+    # One action removed from one policy.
+    block = "      LoggingConfig:\n        LogGroup: !Ref IngestEventsLogGroup"
+    assert block in text
+    start = text.index(block)
+    section = text[start:text.index("      Events:", start)]
+    mutated_section = section.replace("                - dynamodb:BatchWriteItem\n", "", 1)
+    assert mutated_section != section
+    mutated = text[:start] + mutated_section + text[start + len(section):]
+    stack = stack_with(mutated, "no-batchwrite")
+    expect(check_least_privilege(stacks[:1], recordings[:1], [stack]), "IngestEventsFunction", "dynamodb:BatchWriteItem")
+
+    # One table ARN replaced by the other table's.
+    start = text.index("  GetMessageFunction:")
+    section = text[start:text.index("      Events:", start)]
+    mutated_section = section.replace("!GetAtt MessagesTable.Arn", "!GetAtt SubscriptionsTable.Arn")
+    assert mutated_section != section
+    mutated = text[:start] + mutated_section + text[start + len(section):]
+    stack = stack_with(mutated, "wrong-table")
+    expect(check_least_privilege(stacks[:1], recordings[:1], [stack]), "GetMessageFunction", "dynamodb:GetItem",
+           "MessagesTable")
+
+    # One function's environment variable renamed: the rehearsal itself fails, naming it.
+    start = text.index("  IngestEventsFunction:")
+    section = text[start:text.index("      Policies:", start)]
+    mutated_section = section.replace("WEBHOOKS_DELIVERY_QUEUE_URL:", "WEBHOOKS_DELIVERY_QUEUE:", 1)
+    assert mutated_section != section
+    mutated = text[:start] + mutated_section + text[start + len(section):]
+    try:
+        run(mutated, bin_dir, webhooks_local, Path(work), "renamed-env")
+    except Failure as e:
+        if "IngestEventsFunction" not in str(e):
+            sys.exit(f"deploy-rehearsal: self-test FAILED: the renamed variable failed elsewhere: {e}")
+        log(f"self-test: renamed WEBHOOKS_DELIVERY_QUEUE_URL of ingest-events: {str(e)[:300]}")
+    else:
+        sys.exit("deploy-rehearsal: self-test FAILED: the rehearsal passed with a variable renamed")
+    log("self-test: each check fails when it should")
+
+
+if __name__ == "__main__":
+    main()
