@@ -100,7 +100,13 @@ pub async fn run(s: &Settings) -> Result<(), String> {
     let (key, secret) = (format!("bench-{}", hex()), format!("{}{}", hex(), hex()));
     let service = start_service(s, data.path(), &key, &secret)?;
     let base = format!("http://{}/prod", service.addr);
-    let token = mint_hs256(&secret, "org_id", ORG, &ALL_SCOPES, Duration::from_secs(86_400));
+    let token = mint_hs256(
+        &secret,
+        "org_id",
+        ORG,
+        &ALL_SCOPES,
+        Duration::from_secs(86_400),
+    );
     let api = Arc::new(Api::new(base, &key, &token, 32));
     api.create(&url, &inbound_filter(ORG, DEP)).await?;
     let after_handshake = callback.posts();
@@ -172,7 +178,10 @@ pub async fn lease_cost(s: &Settings) -> Result<(), String> {
         }
         let long = Duration::from_secs(3600);
         // The busy subscription takes its cap, and keeps it.
-        let held = db.receive(CAP, CAP, long).await.map_err(|e| e.to_string())?;
+        let held = db
+            .receive(CAP, CAP, long)
+            .await
+            .map_err(|e| e.to_string())?;
         let mut spent = Duration::ZERO;
         let mut found = 0;
         for i in 0..LEASES {

@@ -320,7 +320,10 @@ async fn run(s: Settings) -> Result<(), String> {
         observability::run(&s).await?;
     }
     if has(Suite::Burst) {
-        println!("\n== Burst: {} events at once for one subscription, delivered to nginx", s.burst_events);
+        println!(
+            "\n== Burst: {} events at once for one subscription, delivered to nginx",
+            s.burst_events
+        );
         if let Err(e) = burst::run(&s).await {
             results.problems.push(format!("burst: {e}"));
         }

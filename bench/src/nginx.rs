@@ -71,7 +71,10 @@ impl StaticFile {
                  location / {{ add_header validation-token $http_validation_token always; return 200 \"ok\"; }}\n  }}"
             )
         } else {
-            format!("server {{ listen {addr}; root {www}; }}", www = www.display())
+            format!(
+                "server {{ listen {addr}; root {www}; }}",
+                www = www.display()
+            )
         };
         let conf = format!(
             "daemon off;\nworker_processes auto;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
