@@ -16,9 +16,9 @@ use crate::store::StoredSubscription;
 const CAP_WAIT_MS: i64 = 1_000;
 
 /// Step 1, before anything is read: a job that is not due yet (a wait in
-/// hops, SQS), of a subscription whose breaker this process saw open
-/// lately, or over its subscription's cap of calls in flight is held.
-/// Otherwise the slot it holds until the delivery is settled (none where
+/// hops, SQS), of a subscription whose receiver asked for a pause or whose
+/// breaker this process saw open lately, or over its subscription's cap of
+/// calls in flight is held. Otherwise the slot it holds until the delivery is settled (none where
 /// the queue caps its leases itself).
 pub async fn admit(run: &Run<'_>) -> Result<Option<Slot>, Verdict> {
     let (app, job, now) = (run.app, run.job(), run.now);
@@ -29,6 +29,10 @@ pub async fn admit(run: &Run<'_>) -> Result<Option<Slot>, Verdict> {
         });
     }
     if let Some(known) = app.breakers.fresh(&job.subscription_id, now) {
+        if let Some(at) = known.pause_wait(now, run.random) {
+            let reason = Reason::Paused;
+            return Err(Verdict::Defer { at, reason });
+        }
         if let Some(at) = known.wait_until(now, run.random, run.manual()) {
             let (org, id) = (&job.org_id, &job.subscription_id);
             return Err(parking::hold(run, org, id, known, at).await);
@@ -53,7 +57,8 @@ pub async fn admit(run: &Run<'_>) -> Result<Option<Slot>, Verdict> {
         })
 }
 
-/// Step 3, the subscription read: its breaker as stored. Closed lets the
+/// Step 3, the subscription read: the receiver's pause (held until it
+/// ends, whatever the breaker), then its breaker as stored. Closed lets the
 /// attempt through; open holds it; half-open lets it through if it wins
 /// the probe (compare-and-set, so one probe at a time across every worker
 /// and instance). A closed breaker with jobs parked puts them back first.
@@ -65,6 +70,10 @@ pub async fn gate(run: &Run<'_>, subscription: &StoredSubscription) -> Result<He
     app.breakers.remember(id, health, now);
     if health.must_unpark(now) {
         parking::unpark(run, org, id, health.clone(), now).await;
+    }
+    if let Some(at) = health.pause_wait(now, run.random) {
+        let reason = Reason::Paused;
+        return Err(Verdict::Defer { at, reason });
     }
     let manual = run.manual();
     if let Some(at) = health.wait_until(now, run.random, manual) {

@@ -183,7 +183,10 @@ async fn another_subscriptions_job_is_leased_whatever_depth_sits_ahead() {
     let held = store.receive(256, 8, long).await.unwrap();
     assert_eq!(held.len(), 8, "the busy subscription takes its cap");
     // Queued after the whole backlog, and due after it.
-    store.enqueue(vec![job_of("other", depth + 1)]).await.unwrap();
+    store
+        .enqueue(vec![job_of("other", depth + 1)])
+        .await
+        .unwrap();
     let leased = store.receive(256, 8, long).await.unwrap();
     let subs: Vec<_> = leased
         .iter()
