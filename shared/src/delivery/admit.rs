@@ -44,15 +44,19 @@ pub async fn admit(run: &Run<'_>) -> Result<Option<Slot>, Verdict> {
         // written, before the delivery returns) and defer for nothing.
         return Ok(None);
     }
-    let timeout = crate::clock::millis(app.config.delivery_timeout);
     app.in_flight
         .try_acquire(&job.subscription_id)
         .map(Some)
         .ok_or_else(|| Verdict::Defer {
-            // A slot frees when a call ends, within a delivery timeout; the
-            // wait is spread over two of them so that the jobs over the cap
-            // (many, when the callback hangs) come back a few at a time.
-            at: now + (timeout / 2 + (2.0 * timeout as f64 * run.random) as i64).max(CAP_WAIT_MS),
+            // Its turn in the subscription's waiting line: turns are one
+            // slot apart at the rate its calls end, so a backlog comes back
+            // about once a job however deep it is, a few at a time. Before
+            // a call of it is seen, one to two seconds.
+            at: app.in_flight.turn(
+                &job.subscription_id,
+                now,
+                now + CAP_WAIT_MS + (CAP_WAIT_MS as f64 * run.random) as i64,
+            ),
             reason: Reason::AtCap(app.in_flight.cap()),
         })
 }

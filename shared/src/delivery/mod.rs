@@ -95,6 +95,10 @@ pub async fn deliver(
         run.random,
     );
     settle::count(&run, &verdict, attempted.call_ms());
+    if let (Some(ms), false) = (attempted.call_ms(), queue.caps_leases()) {
+        // What spaces the turns of its jobs over the cap.
+        app.in_flight.observe(&lease.job.subscription_id, ms);
+    }
     span.set("webhooks.outcome", verdict.label());
     // 7. Remember it in the history, 8. settle the lease, 9. tell.
     let told = attempted.told();
