@@ -130,9 +130,18 @@ pub async fn run(s: &Settings) -> Result<(), String> {
         }
     };
     let started = Instant::now();
-    let posted = closed_loop("burst: posting", 16, Duration::ZERO, Limit::Count(n), op).await;
+    let senders = s.burst_senders;
+    let posted = closed_loop(
+        "burst: posting",
+        senders,
+        Duration::ZERO,
+        Limit::Count(n),
+        op,
+    )
+    .await;
     let posting = started.elapsed();
     let delivered = |cb: &crate::nginx::StaticFile| cb.posts() - after_handshake;
+    let backlog = posted.ok.saturating_sub(delivered(&callback));
     let deadline = Instant::now() + Duration::from_secs(600);
     while delivered(&callback) < posted.ok && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -141,8 +150,9 @@ pub async fn run(s: &Settings) -> Result<(), String> {
     let got = delivered(&callback);
     drop(service);
     let rate = got as f64 / elapsed.as_secs_f64();
+    let drain = elapsed.saturating_sub(posting).as_secs_f64();
     println!(
-        "  burst: {} events posted in {:.1} s ({} errors); {} notifications delivered in {:.1} s: {:.0}/s, {:.3} of nginx's POST rate",
+        "  burst: {} events posted in {:.1} s by {senders} senders ({} errors), {backlog} not yet delivered then (drained in {drain:.1} s); {} notifications delivered in {:.1} s: {:.0}/s, {:.3} of nginx's POST rate",
         posted.ok,
         posting.as_secs_f64(),
         posted.errors,

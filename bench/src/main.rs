@@ -163,6 +163,9 @@ pub struct Settings {
     /// Events posted at once for one subscription by the burst suite.
     #[arg(long, default_value_t = 20_000)]
     burst_events: u64,
+    /// Closed-loop senders posting the burst's events.
+    #[arg(long, default_value_t = 64)]
+    burst_senders: usize,
     /// Due jobs of the lease suite (repeatable).
     #[arg(long, default_values_t = [1_000, 100_000])]
     lease_jobs: Vec<usize>,
