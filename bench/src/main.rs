@@ -134,6 +134,12 @@ pub struct Settings {
     /// (10: `SendMessageBatch`, as docs/ shows producers; 1: `SendMessage`).
     #[arg(long, default_value_t = 10)]
     cost_events_per_send: usize,
+    /// Backlogs of the cost suite's backlog phase (repeatable; none by
+    /// default): that many events posted at once (`POST /events`, 32
+    /// senders) for one subscription whose callback answers after 1 s; SQS
+    /// requests per notification, printed.
+    #[arg(long)]
+    cost_backlog: Vec<u64>,
     /// Backends of the noisy suite (repeatable): embedded (SQLite), aws (DynamoDB Local + moto).
     #[arg(long, value_enum, default_values_t = [noisy::Backend::Embedded])]
     noisy_backend: Vec<noisy::Backend>,

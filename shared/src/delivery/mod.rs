@@ -95,10 +95,6 @@ pub async fn deliver(
         run.random,
     );
     settle::count(&run, &verdict, attempted.call_ms());
-    if let (Some(ms), false) = (attempted.call_ms(), queue.caps_leases()) {
-        // What spaces the turns of its jobs over the cap.
-        app.in_flight.observe(&lease.job.subscription_id, ms);
-    }
     span.set("webhooks.outcome", verdict.label());
     // 7. Remember it in the history, 8. settle the lease, 9. tell.
     let told = attempted.told();
@@ -107,6 +103,13 @@ pub async fn deliver(
     if let Some(told) = told {
         told.tell(app, outbox, &lease.job, &attempted.attempt, &verdict)
             .await;
+    }
+    if !queue.caps_leases() {
+        // How long the slot was held (call and bookkeeping): what spaces
+        // the turns of the subscription's jobs over its cap.
+        let held = app.clock.now_ms().saturating_sub(run.now);
+        app.in_flight
+            .observe(&lease.job.subscription_id, u64::try_from(held).unwrap_or(0));
     }
     Ok(verdict)
 }
