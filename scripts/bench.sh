@@ -38,7 +38,7 @@ step() { printf '\n==> %s\n' "$*"; }
 only_noisy=0
 for arg in "${args[@]}"; do
     case "$arg" in
-        noisy) only_noisy=1 ;;
+        noisy | burst | lease) only_noisy=1 ;;
     esac
 done
 for arg in "${args[@]}"; do

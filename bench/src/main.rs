@@ -17,6 +17,9 @@
 //! - `observability`: get-subscription and e2e throughput with Prometheus
 //!   metrics scraped, spans exported (OTLP), both, and both with every read
 //!   traced, vs all off (printed only)
+//! - `burst`: 20,000 events at once for one subscription, delivered to nginx,
+//!   as a ratio to nginx's POST rate (printed only)
+//! - `lease`: the SQLite queue's lease at 1,000 and 100,000 due jobs (printed only)
 //!
 //! Results go to a directory as JSON, Markdown and an SVG chart: a full run
 //! (every suite) to `bench/results/`, which BENCHMARKS.md reports; a run of
@@ -27,6 +30,7 @@
 //! `scripts/bench.sh` builds everything, starts the emulators and runs it.
 
 mod api;
+mod burst;
 mod cost;
 mod e2e;
 mod fanout;
@@ -61,6 +65,10 @@ pub enum Suite {
     Noisy,
     /// get-subscription and e2e throughput with metrics and OTLP export on vs off.
     Observability,
+    /// One subscription's burst delivered to nginx, vs nginx's POST rate (printed).
+    Burst,
+    /// The SQLite queue's lease at several depths (printed).
+    Lease,
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -126,6 +134,12 @@ pub struct Settings {
     /// (10: `SendMessageBatch`, as docs/ shows producers; 1: `SendMessage`).
     #[arg(long, default_value_t = 10)]
     cost_events_per_send: usize,
+    /// Backlogs of the cost suite's backlog phase (repeatable; none by
+    /// default): that many events posted at once (`POST /events`, 32
+    /// senders) for one subscription whose callback answers after 1 s; SQS
+    /// requests per notification, printed.
+    #[arg(long)]
+    cost_backlog: Vec<u64>,
     /// Backends of the noisy suite (repeatable): embedded (SQLite), aws (DynamoDB Local + moto).
     #[arg(long, value_enum, default_values_t = [noisy::Backend::Embedded])]
     noisy_backend: Vec<noisy::Backend>,
@@ -152,6 +166,15 @@ pub struct Settings {
     /// How long after a phase a notification may still arrive; later ones count as lost.
     #[arg(long, default_value = "60s", value_parser = duration)]
     noisy_grace: Duration,
+    /// Events posted at once for one subscription by the burst suite.
+    #[arg(long, default_value_t = 20_000)]
+    burst_events: u64,
+    /// Closed-loop senders posting the burst's events.
+    #[arg(long, default_value_t = 64)]
+    burst_senders: usize,
+    /// Due jobs of the lease suite (repeatable).
+    #[arg(long, default_values_t = [1_000, 100_000])]
+    lease_jobs: Vec<usize>,
     /// Where the release binaries are (default: beside this binary).
     #[arg(long)]
     bin_dir: Option<PathBuf>,
@@ -304,6 +327,21 @@ async fn run(s: Settings) -> Result<(), String> {
     }
     if has(Suite::Observability) {
         observability::run(&s).await?;
+    }
+    if has(Suite::Burst) {
+        println!(
+            "\n== Burst: {} events at once for one subscription, delivered to nginx",
+            s.burst_events
+        );
+        if let Err(e) = burst::run(&s).await {
+            results.problems.push(format!("burst: {e}"));
+        }
+    }
+    if has(Suite::Lease) {
+        println!("\n== The SQLite queue's lease, by depth");
+        if let Err(e) = burst::lease_cost(&s).await {
+            results.problems.push(format!("lease: {e}"));
+        }
     }
     if has(Suite::Lambda) {
         println!("\n== Lambda init and invoke (fake Runtime API)");

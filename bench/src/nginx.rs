@@ -29,9 +29,26 @@ pub fn binary() -> Option<PathBuf> {
 }
 
 impl StaticFile {
+    /// A webhook callback (the burst suite's): answers the handshake's `GET`
+    /// with its `validation-token` echoed and every `POST` with `200` at
+    /// once, and writes two bytes per `POST` to `posts.log`, so
+    /// [`StaticFile::posts`] counts them. `path` is `/callback`.
+    pub fn callback(nginx: &Path) -> Result<StaticFile, String> {
+        Self::start(nginx, b"", true)
+    }
+
+    /// `POST`s answered so far (a [`StaticFile::callback`] only).
+    pub fn posts(&self) -> u64 {
+        std::fs::metadata(self._dir.path().join("posts.log")).map_or(0, |m| m.len() / 2)
+    }
+
     /// Serves `body` as `/page.json` (`application/json`), keep-alive without
     /// a request limit, no access log, one worker per core.
     pub fn serve(nginx: &Path, body: &[u8]) -> Result<StaticFile, String> {
+        Self::start(nginx, body, false)
+    }
+
+    fn start(nginx: &Path, body: &[u8], callback: bool) -> Result<StaticFile, String> {
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let www = dir.path().join("www");
         std::fs::create_dir(&www).map_err(|e| e.to_string())?;
@@ -46,6 +63,19 @@ impl StaticFile {
             .and_then(|l| l.local_addr())
             .map_err(|e| e.to_string())?;
         let d = dir.path().display();
+        let server = if callback {
+            format!(
+                "map $request_method $posted {{ POST 1; default 0; }}\n  \
+                 log_format two \"p\";\n  \
+                 server {{ listen {addr};\n    access_log {d}/posts.log two if=$posted;\n    \
+                 location / {{ add_header validation-token $http_validation_token always; return 200 \"ok\"; }}\n  }}"
+            )
+        } else {
+            format!(
+                "server {{ listen {addr}; root {www}; }}",
+                www = www.display()
+            )
+        };
         let conf = format!(
             "daemon off;\nworker_processes auto;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
              events {{ worker_connections 1024; }}\n\
@@ -53,8 +83,7 @@ impl StaticFile {
              client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  \
              fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n  \
              types {{ application/json json; }}\n  \
-             server {{ listen {addr}; root {www}; }}\n}}\n",
-            www = www.display()
+             {server}\n}}\n"
         );
         let conf_path = dir.path().join("nginx.conf");
         std::fs::write(&conf_path, conf).map_err(|e| e.to_string())?;
@@ -71,7 +100,7 @@ impl StaticFile {
         let mut file = StaticFile {
             child,
             addr,
-            path: "/page.json".into(),
+            path: if callback { "/callback" } else { "/page.json" }.into(),
             _dir: dir,
         };
         let deadline = Instant::now() + Duration::from_secs(10);

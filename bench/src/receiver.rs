@@ -1,7 +1,9 @@
 //! The callback receiver: answers the validation handshake and records the
 //! arrival time of every notification by its `webhook-id`. Notifications to
 //! a path under `/hang/` are held for [`HANG`] and not recorded: a callback
-//! that accepts the request and never answers in time.
+//! that accepts the request and never answers in time. Notifications to a
+//! path under `/slow/` are answered after [`SLOW`], then recorded: a
+//! healthy but slow callback (the cost suite's backlog).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,6 +14,9 @@ use webhooks_receiver::{Answer, Arrival, Callback};
 /// How long a notification to `/hang/...` waits for its answer: longer than
 /// any delivery timeout the benchmark sets, so the service gives up first.
 pub const HANG: Duration = Duration::from_secs(60);
+
+/// How long a notification to `/slow/...` waits for its `200`.
+pub const SLOW: Duration = Duration::from_secs(1);
 
 #[derive(Default)]
 struct Inner {
@@ -26,6 +31,9 @@ impl Callback for Inner {
             self.hung.fetch_add(1, Ordering::Relaxed);
             tokio::time::sleep(HANG).await;
             return Answer::ok();
+        }
+        if arrival.path.starts_with("/slow/") {
+            tokio::time::sleep(SLOW).await;
         }
         if let Some(id) = arrival.id() {
             let mut arrivals = self.arrivals.lock().expect("not poisoned");

@@ -16,6 +16,7 @@ use webhook_core::auth::jwt::{mint_hs256, ALL_SCOPES};
 use super::events::{EventsPipeline, Wiring};
 use super::proxy::{tally_since, Proxy, Service, Tally};
 use crate::api::{event_body, inbound_filter, Api};
+use crate::load::{closed_loop, Limit};
 use crate::process::{self, Listening};
 use crate::receiver::Receiver;
 use crate::Settings;
@@ -100,12 +101,24 @@ fn start_service(
 /// Waits until the receiver has `expected` notifications and the service
 /// has made no DynamoDB call for a second (the last history updates).
 async fn settle(receiver: &Receiver, expected: u64, proxies: &Proxies) -> Result<(), String> {
-    let deadline = Instant::now() + Duration::from_secs(300);
+    settle_within(receiver, expected, proxies, Duration::from_secs(300))
+        .await
+        .map(drop)
+}
+
+async fn settle_within(
+    receiver: &Receiver,
+    expected: u64,
+    proxies: &Proxies,
+    limit: Duration,
+) -> Result<u64, String> {
+    let deadline = Instant::now() + limit;
     while receiver.count() < expected {
         if Instant::now() > deadline {
             return Err(format!(
-                "{} of {expected} notifications received after 300 s",
-                receiver.count()
+                "{} of {expected} notifications received after {} s",
+                receiver.count(),
+                limit.as_secs()
             ));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -120,8 +133,7 @@ async fn settle(receiver: &Receiver, expected: u64, proxies: &Proxies) -> Result
             quiet_since = Instant::now();
         }
     }
-    receiver.take();
-    Ok(())
+    Ok(receiver.take().len() as u64)
 }
 
 /// Runs every phase of `operations` operations each.
@@ -238,6 +250,66 @@ pub async fn run(s: &Settings) -> Result<Vec<Phase>, String> {
         n,
         0,
     );
+    // Issue 36: a backlog for one slow subscription, its SQS requests per
+    // notification (deferrals over the cap are re-sent messages). Printed.
+    for (k, &depth) in s.cost_backlog.iter().enumerate() {
+        let dep = format!("backlog-{k}");
+        api.create(
+            &receiver.uri(&format!("/slow/{k}")),
+            &inbound_filter(ORG, &dep),
+        )
+        .await?;
+        let before = proxies.tally();
+        let started = Instant::now();
+        // Posted to webhooks-local, faster than the events pipeline: the
+        // backlog must build faster than the callback drains it (32/s).
+        let op = {
+            let (api, dep) = (api.clone(), dep.clone());
+            move |i: u64| {
+                let (api, dep) = (api.clone(), dep.clone());
+                async move {
+                    let id = format!("b{k}-{i}");
+                    api.post(
+                        "/events",
+                        event_body(ORG, &dep, &id, &id),
+                        StatusCode::ACCEPTED,
+                    )
+                    .await
+                    .map(drop)
+                }
+            }
+        };
+        let posted = closed_loop("backlog", 32, Duration::ZERO, Limit::Count(depth), op).await;
+        let queued = depth.saturating_sub(receiver.count());
+        println!(
+            "  backlog of {depth}: posted in {:.0} s ({} errors), {queued} not yet delivered then",
+            posted.elapsed.as_secs_f64(),
+            posted.errors
+        );
+        let received =
+            settle_within(&receiver, posted.ok, &proxies, Duration::from_secs(1800)).await?;
+        let tally = tally_since(&proxies.tally(), &before);
+        let sqs = |action: &str| {
+            tally
+                .get(&format!("sqs:{action}"))
+                .map_or(0, |c| c.requests)
+        };
+        let requests: u64 = tally
+            .iter()
+            .filter(|(k, _)| k.starts_with("sqs:"))
+            .map(|(_, c)| c.requests)
+            .sum();
+        println!(
+            "  backlog of {depth} for a 1 s callback: {received} notifications received in {:.0} s; delivery queue: {requests} SQS requests, {:.2} per notification (ReceiveMessage {}, SendMessage {}, SendMessageBatch {}, DeleteMessage {}, DeleteMessageBatch {})",
+            started.elapsed().as_secs_f64(),
+            requests as f64 / received.max(1) as f64,
+            sqs("ReceiveMessage"),
+            sqs("SendMessage"),
+            sqs("SendMessageBatch"),
+            sqs("DeleteMessage"),
+            sqs("DeleteMessageBatch"),
+        );
+    }
     drop(pipeline);
     drop(service);
     Ok(phases)

@@ -16,9 +16,9 @@ use crate::store::StoredSubscription;
 const CAP_WAIT_MS: i64 = 1_000;
 
 /// Step 1, before anything is read: a job that is not due yet (a wait in
-/// hops, SQS), of a subscription whose breaker this process saw open
-/// lately, or over its subscription's cap of calls in flight is held.
-/// Otherwise the slot it holds until the delivery is settled (none where
+/// hops, SQS), of a subscription whose receiver asked for a pause or whose
+/// breaker this process saw open lately, or over its subscription's cap of
+/// calls in flight is held. Otherwise the slot it holds until the delivery is settled (none where
 /// the queue caps its leases itself).
 pub async fn admit(run: &Run<'_>) -> Result<Option<Slot>, Verdict> {
     let (app, job, now) = (run.app, run.job(), run.now);
@@ -29,6 +29,10 @@ pub async fn admit(run: &Run<'_>) -> Result<Option<Slot>, Verdict> {
         });
     }
     if let Some(known) = app.breakers.fresh(&job.subscription_id, now) {
+        if let Some(at) = known.pause_wait(now, run.random) {
+            let reason = Reason::Paused;
+            return Err(Verdict::Defer { at, reason });
+        }
         if let Some(at) = known.wait_until(now, run.random, run.manual()) {
             let (org, id) = (&job.org_id, &job.subscription_id);
             return Err(parking::hold(run, org, id, known, at).await);
@@ -40,20 +44,25 @@ pub async fn admit(run: &Run<'_>) -> Result<Option<Slot>, Verdict> {
         // written, before the delivery returns) and defer for nothing.
         return Ok(None);
     }
-    let timeout = crate::clock::millis(app.config.delivery_timeout);
     app.in_flight
         .try_acquire(&job.subscription_id)
         .map(Some)
         .ok_or_else(|| Verdict::Defer {
-            // A slot frees when a call ends, within a delivery timeout; the
-            // wait is spread over two of them so that the jobs over the cap
-            // (many, when the callback hangs) come back a few at a time.
-            at: now + (timeout / 2 + (2.0 * timeout as f64 * run.random) as i64).max(CAP_WAIT_MS),
+            // Its turn in the subscription's waiting line: turns are one
+            // slot apart at the rate its calls end, so a backlog comes back
+            // about once a job however deep it is, a few at a time. Before
+            // a call of it is seen, one to two seconds.
+            at: app.in_flight.turn(
+                &job.subscription_id,
+                now,
+                now + CAP_WAIT_MS + (CAP_WAIT_MS as f64 * run.random) as i64,
+            ),
             reason: Reason::AtCap(app.in_flight.cap()),
         })
 }
 
-/// Step 3, the subscription read: its breaker as stored. Closed lets the
+/// Step 3, the subscription read: the receiver's pause (held until it
+/// ends, whatever the breaker), then its breaker as stored. Closed lets the
 /// attempt through; open holds it; half-open lets it through if it wins
 /// the probe (compare-and-set, so one probe at a time across every worker
 /// and instance). A closed breaker with jobs parked puts them back first.
@@ -65,6 +74,10 @@ pub async fn gate(run: &Run<'_>, subscription: &StoredSubscription) -> Result<He
     app.breakers.remember(id, health, now);
     if health.must_unpark(now) {
         parking::unpark(run, org, id, health.clone(), now).await;
+    }
+    if let Some(at) = health.pause_wait(now, run.random) {
+        let reason = Reason::Paused;
+        return Err(Verdict::Defer { at, reason });
     }
     let manual = run.manual();
     if let Some(at) = health.wait_until(now, run.random, manual) {

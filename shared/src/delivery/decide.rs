@@ -166,6 +166,24 @@ pub fn decide(
     }
 }
 
+/// The pause a receiver asked of its whole subscription: a `429` or `503`
+/// whose `Retry-After` parses, until then (epoch ms), at most the retry
+/// schedule's longest wait (shorter than its first is kept: it is what the
+/// receiver asked; the job that got the answer retries on the schedule).
+pub fn pause_until(
+    status: u16,
+    retry_after: Option<&str>,
+    now: i64,
+    schedule: &[Duration],
+) -> Option<i64> {
+    if !matches!(status, 429 | 503) {
+        return None;
+    }
+    let asked = parse_retry_after(retry_after?, now)?;
+    let longest = schedule.iter().max().copied().unwrap_or(asked);
+    Some(now + millis(asked.min(longest)))
+}
+
 /// `d` spread by ±20 %: `random` 0 gives 80 %, 1 gives 120 %.
 pub fn jitter(d: Duration, random: f64) -> Duration {
     d.mul_f64(0.8 + 0.4 * random.clamp(0.0, 1.0))
@@ -359,6 +377,27 @@ mod tests {
             ),
             retry(NOW + 5 * S, Reason::StoreUnavailable("x".into()))
         );
+    }
+
+    /// A `429` or `503` with a `Retry-After` pauses the subscription for
+    /// what it asks, at most the schedule's longest wait; other answers,
+    /// or none that parses, do not.
+    #[test]
+    fn a_pause_is_what_the_receiver_asked_within_the_longest_wait() {
+        let schedule = schedule();
+        let longest = millis(*schedule.iter().max().unwrap());
+        assert_eq!(
+            pause_until(429, Some("2"), NOW, &schedule),
+            Some(NOW + 2 * S)
+        );
+        assert_eq!(pause_until(503, Some("0"), NOW, &schedule), Some(NOW));
+        assert_eq!(
+            pause_until(429, Some("999999"), NOW, &schedule),
+            Some(NOW + longest)
+        );
+        assert_eq!(pause_until(500, Some("2"), NOW, &schedule), None);
+        assert_eq!(pause_until(429, None, NOW, &schedule), None);
+        assert_eq!(pause_until(429, Some("soon"), NOW, &schedule), None);
     }
 
     #[test]

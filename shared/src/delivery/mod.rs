@@ -104,6 +104,13 @@ pub async fn deliver(
         told.tell(app, outbox, &lease.job, &attempted.attempt, &verdict)
             .await;
     }
+    if !queue.caps_leases() {
+        // How long the slot was held (call and bookkeeping): what spaces
+        // the turns of the subscription's jobs over its cap.
+        let held = app.clock.now_ms().saturating_sub(run.now);
+        app.in_flight
+            .observe(&lease.job.subscription_id, u64::try_from(held).unwrap_or(0));
+    }
     Ok(verdict)
 }
 

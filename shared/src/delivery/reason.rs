@@ -49,6 +49,9 @@ pub enum Reason {
     /// Not attempted, the breaker open: kept in the queue as the job that
     /// probes when the cool-down ends.
     KeptToProbe,
+    /// Not attempted: the receiver asked for a pause (a `429` or `503` with
+    /// `Retry-After`), which holds every job of the subscription.
+    Paused,
 }
 
 impl fmt::Display for Reason {
@@ -78,6 +81,9 @@ impl fmt::Display for Reason {
             Reason::KeptToProbe => f.write_str(
                 "the subscription's circuit breaker is open; kept in the queue to probe",
             ),
+            Reason::Paused => {
+                f.write_str("the receiver asked for a pause (429 or 503 with Retry-After)")
+            }
         }
     }
 }
@@ -140,6 +146,10 @@ mod tests {
             (
                 Reason::KeptToProbe,
                 "the subscription's circuit breaker is open; kept in the queue to probe",
+            ),
+            (
+                Reason::Paused,
+                "the receiver asked for a pause (429 or 503 with Retry-After)",
             ),
         ];
         for (reason, text) in rows {

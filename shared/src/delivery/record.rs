@@ -66,9 +66,22 @@ pub async fn record(
 ) -> Attempted {
     let made = outcome::attempt_record(&posted, outcome::trigger(run.lease), run.now);
     let signal = signal(&posted);
+    let pause = match &posted {
+        Posted::Answered {
+            status,
+            retry_after,
+            ..
+        } => super::decide::pause_until(
+            *status,
+            retry_after.as_deref(),
+            run.now,
+            &run.app.config.retry_schedule,
+        ),
+        Posted::Failed { .. } => None,
+    };
     let attempt = bookkeeping(run, &subscription, &posted).await;
     let ended = run.app.clock.now_ms();
-    let health = remember_health(run, &subscription, health, &signal, ended).await;
+    let health = remember_health(run, &subscription, health, &signal, pause, ended).await;
     Attempted {
         attempt,
         made: Some(made),
@@ -142,19 +155,31 @@ pub fn signal(posted: &Posted) -> Signal {
 }
 
 /// Writes the health an attempt leaves (compare-and-set, read again on a
-/// conflict); returns the change written, `(before, after)`, if any. A
-/// store that cannot be written loses a count, never a notification.
+/// conflict), with the receiver's `pause` if it asked for one later than
+/// the one stored; returns the change written, `(before, after)`, if any.
+/// A store that cannot be written loses a count, never a notification.
 async fn remember_health(
     run: &Run<'_>,
     subscription: &StoredSubscription,
     mut current: Health,
     signal: &Signal,
+    pause: Option<i64>,
     now: i64,
 ) -> Option<(Health, Health)> {
     let app = run.app;
     let (org, id) = (&subscription.org_id, &subscription.id);
     for _ in 0..4 {
-        let next = current.after(signal, &app.config.breaker, now)?;
+        let after = current.after(signal, &app.config.breaker, now);
+        let next = match pause.filter(|until| current.paused_until < Some(*until)) {
+            Some(until) => match after {
+                Some(next) => Some(Health {
+                    paused_until: Some(until.max(next.paused_until.unwrap_or(until))),
+                    ..next
+                }),
+                None => Some(current.pause(until)),
+            },
+            None => after,
+        }?;
         match app.store.update_health(org, id, current.rev, &next).await {
             Ok(true) => {
                 let (was, is) = (current.state(now), next.state(now));

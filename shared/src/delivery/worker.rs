@@ -29,6 +29,12 @@ pub async fn run_workers(
     // When every permit is taken, wait for this many before leasing again.
     let batch = u32::try_from((concurrency / 4).max(1)).unwrap_or(1);
     let wake: Arc<Notify> = app.delivery_wake.clone();
+    // A queue that caps leases (SQLite) leases nothing more of a
+    // subscription at its cap until one of its deliveries is settled: each
+    // settled delivery wakes the loop, so a busy subscription is limited by
+    // its cap and its callback, not by the poll interval.
+    let freed = Arc::new(Notify::new());
+    let wake_on_settle = queue.caps_leases();
     let visibility = app.config.delivery_timeout * 2 + Duration::from_secs(5);
     while !stop.is_cancelled() {
         let free = permits.available_permits().clamp(1, 256);
@@ -48,17 +54,22 @@ pub async fn run_workers(
             let permit = permits.clone().acquire_owned().await;
             let permit = permit.expect("semaphore is never closed");
             let (app, queue, outbox) = (app.clone(), queue.clone(), outbox.clone());
+            let freed = freed.clone();
             deliveries.spawn(async move {
                 if let Err(e) = super::deliver(&app, queue.as_ref(), outbox.as_ref(), &lease).await
                 {
                     tracing::error!(part = e.part(), error = %e, notification = %lease.job.id, "cannot settle a delivery");
                 }
                 drop(permit);
+                if wake_on_settle {
+                    freed.notify_one();
+                }
             });
         }
         if idle {
             tokio::select! {
                 _ = wake.notified() => {}
+                _ = freed.notified() => {}
                 _ = tokio::time::sleep(Duration::from_millis(50)) => {}
                 _ = stop.cancelled() => {}
             }

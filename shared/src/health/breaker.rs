@@ -87,6 +87,10 @@ pub struct Health {
     /// The current run of failed attempts, of any kind.
     #[serde(default, skip_serializing_if = "Streak::is_clear")]
     pub streak: Streak,
+    /// The receiver asked for a pause (a `429` or `503` with `Retry-After`):
+    /// none of the subscription's jobs is attempted before then (epoch ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_until: Option<i64>,
 }
 
 /// What the breaker lets through at a moment.
@@ -167,6 +171,32 @@ impl Health {
         })
     }
 
+    /// Until when the receiver asked the subscription's jobs to wait, if
+    /// that is later than `now`.
+    pub fn paused(&self, now: i64) -> Option<i64> {
+        self.paused_until.filter(|until| *until > now)
+    }
+
+    /// This state with the receiver's pause until `until` (the later of
+    /// two pauses holds).
+    pub fn pause(&self, until: i64) -> Health {
+        Health {
+            rev: self.rev + 1,
+            paused_until: Some(self.paused_until.map_or(until, |p| p.max(until))),
+            ..self.clone()
+        }
+    }
+
+    /// Until when a job must wait for the receiver's pause, spread by
+    /// `random` in `[0, 1]` over a tenth of what is left of it (at most a
+    /// second), so the held jobs do not all come back at once. `None` when
+    /// not paused.
+    pub fn pause_wait(&self, now: i64, random: f64) -> Option<i64> {
+        let until = self.paused(now)?;
+        let width = ((until - now) / 10).clamp(0, 1_000);
+        Some(until + (width as f64 * random.clamp(0.0, 1.0)) as i64)
+    }
+
     /// Closed with jobs parked: they are to be put back in the queue.
     pub fn must_unpark(&self, now: i64) -> bool {
         self.parked && self.state(now) == BreakerState::Closed
@@ -223,6 +253,8 @@ impl Health {
                 last_failure: self.last_failure,
                 // Cleared only once the parked jobs are back in the queue.
                 parked: self.parked,
+                // A receiver's pause outlives the breaker.
+                paused_until: self.paused_until,
                 ..Health::default()
             }),
             Signal::Outage(failure) => Some(self.after_outage(*failure, rule, now)),

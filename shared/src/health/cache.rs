@@ -69,11 +69,11 @@ impl HealthCache {
             .count()
     }
 
-    /// Remembers the state read or written at `now`; a clear one is
-    /// forgotten (only unhealthy subscriptions take memory).
+    /// Remembers the state read or written at `now`; a clear one (and not
+    /// paused) is forgotten (only unhealthy subscriptions take memory).
     pub fn remember(&self, subscription: &SubscriptionId, health: &Health, now: i64) {
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        if health.is_clear() {
+        if health.is_clear() && health.paused(now).is_none() {
             entries.remove(subscription);
             return;
         }

@@ -90,6 +90,8 @@ pub struct SqliteDb {
     /// Subscriptions read by id, until the next write (`point_cache.rs`).
     points: Arc<PointCache>,
     clock: Arc<dyn Clock>,
+    /// Where the lease's turn over subscriptions stopped (`queue.rs`).
+    turn: Arc<std::sync::Mutex<String>>,
 }
 
 /// How long a statement waits for a lock another connection holds before
@@ -197,6 +199,7 @@ impl SqliteDb {
             writes: Arc::default(),
             points: Arc::default(),
             clock: crate::clock::system(),
+            turn: Arc::default(),
         })
     }
 

@@ -63,20 +63,48 @@ pub(super) fn insert_jobs(
     Ok(())
 }
 
-/// Due jobs looked at by one lease, at most: fairness holds among the oldest
-/// this many (an open breaker moves a dead callback's jobs out of the due set).
-const FAIR_SCAN: i64 = 20_000;
+/// Subscriptions one lease visits, at most: what bounds its cost when
+/// many subscriptions have jobs queued that are not due (retries waiting)
+/// or hold their cap. The next lease goes on from where this one stopped.
+const TURNS_PER_LEASE: usize = 512;
 
-/// The due jobs to lease, oldest first, skipping those of a subscription
-/// once it holds `cap` leases (the ones it holds already count): the jobs
-/// of a hung callback wait unleased while everybody else's go. One pass
-/// over the due index in order, no sort.
+/// The next subscription after `?1` (in id order) with jobs queued: one
+/// seek of `notifications_queued`.
+const NEXT_QUEUED: &str = "SELECT subscription_id FROM notifications \
+     WHERE due_at IS NOT NULL AND subscription_id > ?1 \
+     ORDER BY subscription_id LIMIT 1";
+
+/// The oldest due jobs of subscription `?1`, at most `?3`: a range of
+/// `notifications_queued`. `LIMIT CAST(?3 …)`, not `LIMIT ?3`: SQLite plans
+/// with a bare LIMIT parameter's value, so every new binding re-prepared
+/// the statement.
+const DUE_OF_ONE: &str = "SELECT rowid FROM notifications \
+     WHERE subscription_id = ?1 AND due_at IS NOT NULL AND due_at <= ?2 \
+     ORDER BY due_at LIMIT CAST(?3 AS INTEGER)";
+
+/// The due jobs to lease: a turn over the subscriptions with queued jobs,
+/// in the order of their ids, going on from the subscription where the last
+/// lease stopped (`turn`) and wrapping around. Each subscription visited
+/// gives its oldest due jobs, as many as it has room for under `cap` (the
+/// leases it holds count) and the lease has room for. Each step is an index
+/// seek (`notifications_queued`: the next subscription with queued jobs,
+/// then a range of its due ones), so the cost is the jobs leased plus the
+/// subscriptions visited (at most [`TURNS_PER_LEASE`]), whatever the depth
+/// of any subscription's queue; and every subscription with due work is
+/// visited within `ceil(subscriptions with queued jobs / TURNS_PER_LEASE)`
+/// leases, whatever sits ahead of it.
 fn fair_pick(
     tx: &rusqlite::Transaction<'_>,
+    turn: &mut String,
     now: i64,
     max: usize,
     cap: usize,
 ) -> rusqlite::Result<Vec<i64>> {
+    let mut chosen = Vec::new();
+    if max == 0 || cap == 0 {
+        return Ok(chosen);
+    }
+    // Leases held, per subscription: at most the calls in flight.
     let mut held: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let mut holding = tx.prepare_cached(
         "SELECT subscription_id, count(*) FROM notifications \
@@ -86,29 +114,39 @@ fn fair_pick(
     while let Some(r) = rows.next()? {
         held.insert(r.get(0)?, r.get::<_, i64>(1)? as usize);
     }
-    // `LIMIT CAST(?2 …)`, not `LIMIT ?2`: SQLite plans with a bare LIMIT
-    // parameter's value, so every new binding re-prepared the statement.
-    let mut due = tx.prepare_cached(
-        "SELECT rowid, subscription_id FROM notifications WHERE due_at <= ?1 \
-         ORDER BY due_at LIMIT CAST(?2 AS INTEGER)",
-    )?;
-    let mut rows = due.query(params![now, FAIR_SCAN])?;
-    let mut chosen = Vec::new();
-    while let Some(r) = rows.next()? {
-        let subscription = r.get_ref(1)?.as_str().map_err(|e| {
-            rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, Box::new(e))
-        })?;
-        let n = match held.get_mut(subscription) {
-            Some(n) => n,
-            None => held.entry(subscription.to_owned()).or_default(),
+    let mut next = tx.prepare_cached(NEXT_QUEUED)?;
+    let mut due = tx.prepare_cached(DUE_OF_ONE)?;
+    let start = turn.clone();
+    let mut wrapped = false;
+    let mut visits = 0;
+    let mut at = start.clone();
+    loop {
+        let found: Option<String> = next.query_row([&at], |r| r.get(0)).optional()?;
+        let subscription = match found {
+            // Past the start after wrapping: every subscription had its turn.
+            Some(s) if wrapped && s > start => break,
+            Some(s) => s,
+            None if wrapped || start.is_empty() => break,
+            None => {
+                wrapped = true;
+                at.clear();
+                continue;
+            }
         };
-        if *n < cap {
-            *n += 1;
-            chosen.push(r.get(0)?);
-            if chosen.len() >= max {
-                break;
+        visits += 1;
+        let holds = held.get(&subscription).copied().unwrap_or(0);
+        let room = cap.saturating_sub(holds).min(max - chosen.len());
+        if room > 0 {
+            let mut rows = due.query(params![subscription, now, room as i64])?;
+            while let Some(r) = rows.next()? {
+                chosen.push(r.get(0)?);
             }
         }
+        turn.clone_from(&subscription);
+        if chosen.len() >= max || visits >= TURNS_PER_LEASE {
+            break;
+        }
+        at = subscription;
     }
     Ok(chosen)
 }
@@ -153,9 +191,13 @@ impl DeliveryQueue for SqliteDb {
         visibility: Duration,
     ) -> Result<Vec<Lease>, QueueError> {
         let now = self.now_ms();
+        let turn = self.turn.clone();
         self.with(move |conn| {
             let tx = conn.transaction().map_err(failure)?;
-            let chosen = fair_pick(&tx, now, max, per_subscription).map_err(failure)?;
+            let chosen = {
+                let mut turn = turn.lock().unwrap_or_else(|e| e.into_inner());
+                fair_pick(&tx, &mut turn, now, max, per_subscription).map_err(failure)?
+            };
             let mut leases = Vec::with_capacity(chosen.len());
             {
                 let mut lease = tx
@@ -333,5 +375,36 @@ impl SqliteDb {
             })
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lease's two statements are index seeks and ranges of
+    /// `notifications_queued`, never a scan or a sort: what makes a
+    /// lease's cost independent of the backlog's depth.
+    #[test]
+    fn the_lease_seeks_the_per_subscription_queues() {
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        super::super::schema::migrate(&mut conn).unwrap();
+        let next: &[&dyn rusqlite::ToSql] = params!["sub"];
+        let due: &[&dyn rusqlite::ToSql] = params!["sub", 0, 10];
+        for (sql, bound) in [(NEXT_QUEUED, next), (DUE_OF_ONE, due)] {
+            let plan: Vec<String> = conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+                .unwrap()
+                .query_map(bound, |r| r.get::<_, String>(3))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            let plan = plan.join("; ");
+            assert!(
+                plan.contains("INDEX notifications_queued (subscription_id"),
+                "{sql}: {plan}"
+            );
+            assert!(!plan.contains("TEMP B-TREE"), "{sql} sorts: {plan}");
+        }
     }
 }

@@ -170,6 +170,13 @@ CREATE INDEX subscriptions_expiring ON subscriptions (expires_at)
 -- Read forwards this index is that order (backwards, its reverse).
 CREATE INDEX subscriptions_by_creation_desc ON subscriptions (org_id, created_at DESC, id);
 "#,
+    r#"
+-- Per-subscription due queues (issue 36): a lease turns over the
+-- subscriptions with queued jobs (a seek each) and takes each one's oldest
+-- due jobs (a range), so its cost does not grow with the backlog
+-- (sqlite/queue.rs, docs/decisions/tenant-isolation.md).
+CREATE INDEX notifications_queued ON notifications (subscription_id, due_at) WHERE due_at IS NOT NULL;
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

@@ -160,3 +160,69 @@ async fn dead_letters_are_kept_and_leases_released_on_restart() {
     reopened.complete(&again[0]).await.unwrap();
     assert_eq!(reopened.queue_stats().await.unwrap().pending, 0);
 }
+
+/// A job of `subscription` numbered `n`, created in that order.
+fn job_of(subscription: &str, n: usize) -> webhook_core::queue::DeliveryJob {
+    let mut job = queue_conformance::job(n);
+    job.subscription_id = subscription.into();
+    job
+}
+
+/// Fair at any depth (issue 36): another subscription's job is leased
+/// however many older due jobs a subscription at its cap has queued (more
+/// than the 20,000 the lease used to look at, at full size).
+#[tokio::test]
+async fn another_subscriptions_job_is_leased_whatever_depth_sits_ahead() {
+    let (_dir, store) = open();
+    let depth = testkit::size::scaled(2_000, 25_000);
+    let jobs: Vec<_> = (0..depth).map(|n| job_of("busy", n)).collect();
+    for chunk in jobs.chunks(5_000) {
+        store.enqueue(chunk.to_vec()).await.unwrap();
+    }
+    let long = std::time::Duration::from_secs(60);
+    let held = store.receive(256, 8, long).await.unwrap();
+    assert_eq!(held.len(), 8, "the busy subscription takes its cap");
+    // Queued after the whole backlog, and due after it.
+    store
+        .enqueue(vec![job_of("other", depth + 1)])
+        .await
+        .unwrap();
+    let leased = store.receive(256, 8, long).await.unwrap();
+    let subs: Vec<_> = leased
+        .iter()
+        .map(|l| l.job.subscription_id.as_str())
+        .collect();
+    assert_eq!(subs, ["other"]);
+    // The busy subscription's oldest jobs went first, in order.
+    let first: Vec<_> = held.iter().map(|l| l.job.id.clone()).collect();
+    let expected: Vec<_> = jobs[..8].iter().map(|j| j.id.clone()).collect();
+    assert_eq!(first, expected);
+}
+
+/// The lease turns over the subscriptions with due work: one lease of one
+/// job at a time gives each subscription its turn before any has a second.
+#[tokio::test]
+async fn leases_take_turns_over_subscriptions() {
+    let (_dir, store) = open();
+    for (i, sub) in ["a", "b", "c"].iter().enumerate() {
+        let jobs = (0..5).map(|n| job_of(sub, i * 10 + n)).collect();
+        store.enqueue(jobs).await.unwrap();
+    }
+    let long = std::time::Duration::from_secs(60);
+    let mut turns = Vec::new();
+    for _ in 0..6 {
+        let leased = store.receive(1, 100, long).await.unwrap();
+        assert_eq!(leased.len(), 1);
+        turns.push(leased[0].job.subscription_id.to_string());
+    }
+    assert_eq!(turns, ["a", "b", "c", "a", "b", "c"]);
+    // A lease with room for more takes each one's oldest, up to the room.
+    let leased = store.receive(100, 3, long).await.unwrap();
+    let count = |sub: &str| {
+        leased
+            .iter()
+            .filter(|l| l.job.subscription_id.as_str() == sub)
+            .count()
+    };
+    assert_eq!((count("a"), count("b"), count("c")), (1, 1, 1));
+}

@@ -218,3 +218,41 @@ fn stored_form_is_small_and_round_trips() {
         Health::default()
     );
 }
+
+/// A receiver's pause (issue 36): the later of two pauses holds, jobs wait
+/// past it spread over a tenth of what is left (at most a second), and the
+/// breaker's transitions keep it.
+#[test]
+fn a_receivers_pause_holds_until_its_end_whatever_the_breaker_does() {
+    let h = Health::default().pause(T0 + 2 * S);
+    assert_eq!((h.rev, h.paused(T0)), (1, Some(T0 + 2 * S)));
+    assert_eq!(
+        h.pause(T0 + S).paused_until,
+        Some(T0 + 2 * S),
+        "the later holds"
+    );
+    assert_eq!(h.pause_wait(T0, 0.0), Some(T0 + 2 * S));
+    assert_eq!(h.pause_wait(T0, 1.0), Some(T0 + 2 * S + 200));
+    assert_eq!(h.pause_wait(T0 + 2 * S, 0.5), None, "over");
+    let long = Health::default().pause(T0 + 600 * S);
+    assert_eq!(
+        long.pause_wait(T0, 1.0),
+        Some(T0 + 601 * S),
+        "spread at most 1 s"
+    );
+    // An outage counted, then a success that clears the breaker: still paused.
+    let failed = fail(&h, T0);
+    assert_eq!(failed.paused(T0), Some(T0 + 2 * S));
+    let cleared = failed.after(&Signal::Delivered, &rule(), T0 + S).unwrap();
+    assert_eq!(
+        (cleared.failures, cleared.paused(T0 + S)),
+        (0, Some(T0 + 2 * S))
+    );
+    // Stored as an additive field, absent when never paused.
+    assert!(!serde_json::to_string(&Health::default())
+        .unwrap()
+        .contains("paused"));
+    assert!(serde_json::to_string(&h)
+        .unwrap()
+        .contains("\"pausedUntil\""));
+}
