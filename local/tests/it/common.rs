@@ -10,6 +10,7 @@ pub use testkit::{Handshake, Received, Receiver};
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -444,4 +445,49 @@ pub fn inbound(org: &str, dep: &str) -> String {
 
 pub fn contact(org: &str, dep: &str) -> String {
     format!("/orgId/{org}/department/{dep}/contact")
+}
+
+// ---------------------------------------------------------------------------
+// Floods of contact events, for the isolation and scheduling tests.
+
+/// A `contact.created` event of `org`'s department `dep`.
+pub fn contact_event(id: &str, org: &str) -> Value {
+    json!({"eventId": id, "type": "contact.created", "organizationId": org, "departmentId": "dep",
+           "occurredAt": 1_700_000_000_001i64, "contact": {"id": "contact-7"}})
+}
+
+/// Subscribes `receiver` to `org`'s contact events of department `dep`; its id.
+pub async fn subscribe(server: &Server, org: &str, receiver: &Receiver) -> String {
+    let (status, sub) = server
+        .create(org, &receiver.uri("/hook"), &[&contact(org, "dep")])
+        .await;
+    assert_eq!(status, StatusCode::OK, "{sub}");
+    sub["id"].as_str().unwrap().to_owned()
+}
+
+/// Posts `n` contact events of `org`, ids `<prefix>-<i>`, with 16 concurrent producers.
+pub async fn flood(server: &Arc<Server>, org: &str, prefix: &str, n: usize) {
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut producers = tokio::task::JoinSet::new();
+    for _ in 0..16 {
+        let (server, next, org, prefix) = (
+            server.clone(),
+            next.clone(),
+            org.to_owned(),
+            prefix.to_owned(),
+        );
+        producers.spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= n {
+                    return;
+                }
+                let event = contact_event(&format!("{prefix}-{i}"), &org);
+                assert_eq!(produce(&server, &org, &event).await, StatusCode::ACCEPTED);
+            }
+        });
+    }
+    while let Some(done) = producers.join_next().await {
+        done.unwrap();
+    }
 }

@@ -11,13 +11,11 @@
 use crate::common;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
 use http::StatusCode;
-use serde_json::{json, Value};
 use webhook_core::notification::notification_id;
 
 /// Notifications queued for the hung callback, on both backends.
@@ -29,41 +27,6 @@ fn flood_size() -> usize {
 /// would wait far longer; isolated, each arrives in milliseconds.
 const HEALTHY_WAIT: Duration = Duration::from_secs(15);
 const HEALTHY_EVENTS: usize = 100;
-
-fn contact_event(id: &str, org: &str) -> Value {
-    json!({"eventId": id, "type": "contact.created", "organizationId": org, "departmentId": "dep",
-           "occurredAt": 1_700_000_000_001i64, "contact": {"id": "contact-7"}})
-}
-
-async fn subscribe(server: &Server, org: &str, receiver: &Receiver) -> String {
-    let (status, sub) = server
-        .create(org, &receiver.uri("/hook"), &[&contact(org, "dep")])
-        .await;
-    assert_eq!(status, StatusCode::OK, "{sub}");
-    sub["id"].as_str().unwrap().to_owned()
-}
-
-/// Posts `n` events of `org` with 16 concurrent producers.
-async fn flood(server: &Arc<Server>, org: &str, n: usize) {
-    let next = Arc::new(AtomicUsize::new(0));
-    let mut producers = tokio::task::JoinSet::new();
-    for _ in 0..16 {
-        let (server, next, org) = (server.clone(), next.clone(), org.to_owned());
-        producers.spawn(async move {
-            loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= n {
-                    return;
-                }
-                let event = contact_event(&format!("flood-{i}"), &org);
-                assert_eq!(produce(&server, &org, &event).await, StatusCode::ACCEPTED);
-            }
-        });
-    }
-    while let Some(done) = producers.join_next().await {
-        done.unwrap();
-    }
-}
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let i = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
@@ -88,7 +51,7 @@ async fn a_hung_callback_does_not_delay_another_organization() {
     hung.slow(Duration::from_secs(3600));
 
     let queued = Instant::now();
-    flood(&server, "org-a", flood_n).await;
+    flood(&server, "org-a", "flood", flood_n).await;
     eprintln!(
         "{flood_n} events of org-a accepted in {:?}",
         queued.elapsed()

@@ -11,27 +11,12 @@
 use crate::common;
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
 use http::StatusCode;
-use serde_json::{json, Value};
 use webhook_core::notification::notification_id;
-
-fn contact_event(id: &str, org: &str) -> Value {
-    json!({"eventId": id, "type": "contact.created", "organizationId": org, "departmentId": "dep",
-           "occurredAt": 1_700_000_000_001i64, "contact": {"id": "contact-7"}})
-}
-
-async fn subscribe(server: &Server, org: &str, receiver: &Receiver) -> String {
-    let (status, sub) = server
-        .create(org, &receiver.uri("/hook"), &[&contact(org, "dep")])
-        .await;
-    assert_eq!(status, StatusCode::OK, "{sub}");
-    sub["id"].as_str().unwrap().to_owned()
-}
 
 /// A `429` with `Retry-After: 2` pauses the subscription: its other due jobs, queued
 /// after the answer, reach the receiver no sooner than 2 s after it (less the time
@@ -93,28 +78,6 @@ fn backlog_size() -> usize {
 }
 const OTHER_EVENTS: usize = 20;
 
-/// Posts `n` events of `org` with 16 concurrent producers.
-async fn flood(server: &Arc<Server>, org: &str, n: usize) {
-    let next = Arc::new(AtomicUsize::new(0));
-    let mut producers = tokio::task::JoinSet::new();
-    for _ in 0..16 {
-        let (server, next, org) = (server.clone(), next.clone(), org.to_owned());
-        producers.spawn(async move {
-            loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= n {
-                    return;
-                }
-                let event = contact_event(&format!("backlog-{i}"), &org);
-                assert_eq!(produce(&server, &org, &event).await, StatusCode::ACCEPTED);
-            }
-        });
-    }
-    while let Some(done) = producers.join_next().await {
-        done.unwrap();
-    }
-}
-
 /// Organization A's callback is healthy but slow (1 s a call) and has a deep backlog;
 /// organization B's gets one event every 100 ms. Every one of B's notifications arrives
 /// while at least half of A's backlog is still undelivered. A's cap of calls in flight
@@ -132,7 +95,7 @@ async fn a_deep_backlog_of_a_slow_callback_does_not_hold_back_another_organizati
     let healthy_id = subscribe(&server, "org-healthy", &healthy).await;
     slow.slow(Duration::from_secs(1));
     let backlog = backlog_size();
-    flood(&server, "org-slow", backlog).await;
+    flood(&server, "org-slow", "backlog", backlog).await;
 
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let mut expected = HashSet::new();
