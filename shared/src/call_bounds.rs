@@ -58,7 +58,7 @@ impl Default for AwsCalls {
 }
 
 /// API Gateway's integration timeout: no API call may take that long.
-const API_GATEWAY_LIMIT: Duration = Duration::from_secs(29);
+pub const API_GATEWAY_LIMIT: Duration = Duration::from_secs(29);
 
 impl AwsCalls {
     /// From `WEBHOOKS_AWS_{API,BATCH}_{ATTEMPT,OPERATION}_TIMEOUT` (durations

@@ -118,6 +118,9 @@ pub struct Config {
     pub handshake_timeout: Duration,
     /// How long one delivery attempt may take (`WEBHOOKS_DELIVERY_TIMEOUT_MS`, default 10 s).
     pub delivery_timeout: Duration,
+    /// How long an API request's store and queue calls may take in all
+    /// (`WEBHOOKS_API_DEADLINE`, default 4 s; the create's handshake is not counted).
+    pub api_deadline: Duration,
     /// Deliveries in flight at once per process (local workers).
     pub delivery_concurrency: usize,
     /// Calls in flight at once to one subscription's callback, per process
@@ -341,6 +344,8 @@ impl Config {
             allow_private_callbacks: bool_var("WEBHOOKS_ALLOW_PRIVATE_CALLBACKS", local)?,
             handshake_timeout: millis_var("WEBHOOKS_HANDSHAKE_TIMEOUT_MS", 5_000)?,
             delivery_timeout: millis_var("WEBHOOKS_DELIVERY_TIMEOUT_MS", 10_000)?,
+            // Under the 5 s a client is promised; two API calls of 2 s each fit.
+            api_deadline: duration_var("WEBHOOKS_API_DEADLINE", Duration::from_secs(4))?,
             default_lifetime: duration_var(
                 "WEBHOOKS_DEFAULT_LIFETIME",
                 Duration::from_secs(90 * DAY),
@@ -375,6 +380,17 @@ impl Config {
             return Err(ConfigError {
                 var: "WEBHOOKS_MESSAGE_RETENTION",
                 message: "must be longer than 0 (a message would be gone as it is stored)".into(),
+            });
+        }
+        if config.api_deadline.is_zero()
+            || config.api_deadline + config.handshake_timeout
+                >= crate::call_bounds::API_GATEWAY_LIMIT
+        {
+            return Err(ConfigError {
+                var: "WEBHOOKS_API_DEADLINE",
+                message: "must be longer than 0, and with WEBHOOKS_HANDSHAKE_TIMEOUT_MS \
+                          shorter than API Gateway's 29 s"
+                    .into(),
             });
         }
         if config.default_lifetime > config.max_lifetime {

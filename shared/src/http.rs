@@ -37,8 +37,34 @@ pub async fn handle(
     query: Option<&str>,
     body: &[u8],
 ) -> Response<Bytes> {
-    let result = dispatch(app, queue, caller, route, headers, query, body).await;
+    let dispatched = dispatch(app, queue, caller, route, headers, query, body);
+    let result = within_deadline(app, dispatched).await;
     result.unwrap_or_else(|e| error_response(&e))
+}
+
+/// `work` under the request's deadline (`crate::deadline`): past it, `503
+/// DEADLINE_EXCEEDED` with `Retry-After`.
+async fn within_deadline<T>(
+    app: &App,
+    work: impl std::future::Future<Output = Result<T, ApiError>>,
+) -> Result<T, ApiError> {
+    let budget = app.config.api_deadline;
+    crate::deadline::within(budget, work)
+        .await
+        .unwrap_or_else(|_| {
+            tracing::warn!(
+                deadline_ms = budget.as_millis() as u64,
+                "the request's store and queue calls passed its deadline"
+            );
+            Err(ApiError::unavailable(
+                ErrorCode::DeadlineExceeded,
+                format!(
+                    "the service's dependencies did not answer within the request's {} ms; \
+                 the same request can be sent again",
+                    budget.as_millis()
+                ),
+            ))
+        })
 }
 
 async fn dispatch(
@@ -167,7 +193,7 @@ async fn ingest_event(
         let mut span = trace::start("ingest", trace::Kind::Internal, trace::current());
         let accepted = trace::scope(
             span.context(),
-            ingest::accept(app, outbox, caller, envelope),
+            within_deadline(app, ingest::accept(app, outbox, caller, envelope)),
         );
         let ingested = accepted.await.inspect_err(|_| span.error("not ingested"))?;
         span.set("webhooks.notifications", ingested.notifications as i64);

@@ -34,6 +34,7 @@ pub mod callback;
 pub mod clock;
 pub mod config;
 pub mod console;
+pub mod deadline;
 pub mod delivery;
 pub mod error;
 pub mod failure;

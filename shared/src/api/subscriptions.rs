@@ -58,11 +58,11 @@ pub async fn create_subscription(
         ));
     }
     let token = secret::validation_token();
-    if let Err(e) = app
+    // Bounded by its own timeout, outside the request's deadline.
+    let handshake = app
         .callbacks
-        .handshake(&target, &token, app.config.handshake_timeout)
-        .await
-    {
+        .handshake(&target, &token, app.config.handshake_timeout);
+    if let Err(e) = crate::deadline::excluded(handshake).await {
         tracing::info!(org_id = %caller.org_id, code = e.code().as_str(), "callback validation failed");
         return Err(e.into());
     }

@@ -90,6 +90,9 @@ codes! {
     StoreUnavailable = "STORE_UNAVAILABLE",
     /// The delivery queue likewise (`Retry-After`).
     QueueUnavailable = "QUEUE_UNAVAILABLE",
+    /// `503`: the request's store and queue calls took longer in all than
+    /// `WEBHOOKS_API_DEADLINE`, each within its own bound (`Retry-After`).
+    DeadlineExceeded = "DEADLINE_EXCEEDED",
 }
 
 impl std::fmt::Display for ErrorCode {

@@ -18,6 +18,7 @@ mod queue_conformance;
 #[path = "../support/sample_events/mod.rs"]
 mod sample_events;
 
+mod deadline;
 mod lambda_history;
 mod lambda_http_api;
 mod lambda_queue_events;

@@ -37,8 +37,8 @@ const LAYERS: &[Layer] = &[
     Layer {
         name: "foundation",
         holds: "vocabulary every layer shares: ids, wire types, the clock, the API's error type, \
-                why a call failed, secrets and signatures, the filter grammar, paging, call bounds, \
-                notification payloads, metrics and traces (handed labels)",
+                why a call failed, secrets and signatures, the filter grammar, paging, call bounds \
+                and the request's deadline, notification payloads, metrics and traces (handed labels)",
         modules: &[
             "ids",
             "model",
@@ -50,6 +50,7 @@ const LAYERS: &[Layer] = &[
             "filter",
             "page",
             "call_bounds",
+            "deadline",
             "notification",
             "telemetry",
         ],
