@@ -31,6 +31,9 @@ pub struct App {
     pub in_flight: InFlight,
     /// Open breakers seen lately (this process).
     pub breakers: HealthCache,
+    /// Whether the delivery queue keeps a subscription's order (`ordered`):
+    /// the SQLite queue does; SQS not yet, so creates asking for it are refused.
+    pub ordered_delivery: bool,
 }
 
 impl App {
@@ -56,12 +59,19 @@ impl App {
             store,
             clock: crate::clock::system(),
             delivery_wake: Arc::new(Notify::new()),
+            ordered_delivery: false,
         }
     }
 
     /// The same app on another clock (tests move a [`ManualClock`](crate::clock::ManualClock)).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// The same app on a delivery queue that keeps order (SQLite's).
+    pub fn with_ordered_delivery(mut self) -> Self {
+        self.ordered_delivery = true;
         self
     }
 

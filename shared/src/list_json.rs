@@ -136,6 +136,8 @@ impl Writer {
         self.str(&s.org_id);
         self.raw(b",\"health\":");
         self.health(&s.health);
+        self.raw(b",\"ordered\":");
+        self.bool(s.ordered);
         self.raw(b"}");
     }
 
@@ -256,9 +258,10 @@ mod tests {
             proptest::collection::vec(disabled, 0..3),
             (text(), any::<i64>(), status, text(), text(), text()),
             health(),
+            any::<bool>(),
         )
             .prop_map(
-                |((id, uri, event_filters), disabled_filters, rest, health)| {
+                |((id, uri, event_filters), disabled_filters, rest, health, ordered)| {
                     let (expiration_time, expires_in, status, created, updated, org_id) = rest;
                     Subscription {
                         id,
@@ -272,6 +275,7 @@ mod tests {
                         last_update_date_time: updated,
                         org_id,
                         health,
+                        ordered,
                     }
                 },
             )

@@ -20,6 +20,10 @@ pub struct SubscriptionRequest {
         deserialize_with = "epoch_millis"
     )]
     pub expires_date_in_millies: Option<i64>,
+    /// `ordered` (an addition to the original interface): deliver in
+    /// acceptance order, one at a time. Absent: false on create, unchanged on update.
+    #[serde(default)]
+    pub ordered: Option<bool>,
 }
 
 /// Epoch milliseconds: a JSON integer, or a number without a fractional part
@@ -144,6 +148,10 @@ pub struct Subscription {
     pub org_id: String,
     /// Its circuit breaker (an addition to the original interface).
     pub health: SubscriptionHealth,
+    /// `ordered` (an addition): notifications are delivered in acceptance
+    /// order, each after every earlier one is delivered or has finally failed.
+    #[serde(default)]
+    pub ordered: bool,
 }
 
 /// A subscription's delivery health: its circuit breaker and the failures

@@ -100,7 +100,11 @@ impl Services {
                     tracing::info!(released, "resuming deliveries left in flight");
                 }
                 Ok(Services {
-                    app: Arc::new(App::new(config, db.clone()).with_clock(clock)),
+                    app: Arc::new(
+                        App::new(config, db.clone())
+                            .with_clock(clock)
+                            .with_ordered_delivery(),
+                    ),
                     outbox: db.clone(),
                     queue: db,
                 })

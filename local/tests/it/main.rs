@@ -15,6 +15,7 @@ mod isolation;
 mod notices;
 mod oauth;
 mod openapi_document;
+mod ordering;
 mod otlp_tracing;
 mod scheduling;
 mod secret_rotation;

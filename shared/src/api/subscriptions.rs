@@ -77,6 +77,7 @@ pub async fn create_subscription(
         new_id: uuid::Uuid::now_v7().to_string().into(),
         new_secret: secret::new_signing_secret(),
         max_per_org: app.config.max_subscriptions_per_org,
+        ordered: valid.ordered,
     };
     let (stored, created) = app
         .store
@@ -92,6 +93,7 @@ struct Valid {
     enabled: Vec<String>,
     disabled: Vec<DisabledEntry>,
     expires_at: i64,
+    ordered: Option<bool>,
 }
 
 fn validate(
@@ -170,6 +172,13 @@ fn validate(
         }
         Some(t) => t.min(max_expiry),
     };
+    if request.ordered == Some(true) && !app.ordered_delivery {
+        errors.push(FieldError::new(
+            "ordered",
+            "ordered delivery is not available on this deployment's delivery queue yet \
+             (the embedded SQLite backend has it; docs/api.md)",
+        ));
+    }
     if !errors.is_empty() {
         return Err(ApiError::validation(errors));
     }
@@ -178,6 +187,7 @@ fn validate(
         enabled,
         disabled,
         expires_at,
+        ordered: request.ordered,
     })
 }
 
@@ -288,6 +298,7 @@ fn render_owned(s: StoredSubscription, now: i64) -> Subscription {
         event_filters: s.event_filters,
         org_id,
         health: render_health(&s.health, now),
+        ordered: s.ordered,
     }
 }
 
@@ -337,6 +348,7 @@ mod tests {
             previous_secrets: vec![],
             failing_since: None,
             health: Default::default(),
+            ordered: false,
         };
         for now in [0, 5_000] {
             assert_eq!(render_owned(s.clone(), now), render(&s, now));

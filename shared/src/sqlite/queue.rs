@@ -82,6 +82,14 @@ const DUE_OF_ONE: &str = "SELECT rowid FROM notifications \
      WHERE subscription_id = ?1 AND due_at IS NOT NULL AND due_at <= ?2 \
      ORDER BY due_at LIMIT CAST(?3 AS INTEGER)";
 
+/// Whether subscription `?1` delivers in order: a primary-key seek.
+const ORDERED: &str = "SELECT ordered FROM subscriptions WHERE id = ?1";
+
+/// The queued job of subscription `?1` accepted first, leased or not, and
+/// when it is due: the first entry of its range of `notifications_line`.
+const HEAD_OF_LINE: &str = "SELECT rowid, due_at FROM notifications INDEXED BY notifications_line \
+     WHERE subscription_id = ?1 AND due_at IS NOT NULL ORDER BY rowid LIMIT 1";
+
 /// The due jobs to lease: a turn over the subscriptions with queued jobs,
 /// in the order of their ids, going on from the subscription where the last
 /// lease stopped (`turn`) and wrapping around. Each subscription visited
@@ -93,6 +101,10 @@ const DUE_OF_ONE: &str = "SELECT rowid FROM notifications \
 /// of any subscription's queue; and every subscription with due work is
 /// visited within `ceil(subscriptions with queued jobs / TURNS_PER_LEASE)`
 /// leases, whatever sits ahead of it.
+///
+/// An ordered subscription gives at most its head of line (the queued job
+/// accepted first), when it is due and nothing of the subscription is
+/// leased: a retry waiting, a deferral or a lease in flight holds the line.
 fn fair_pick(
     tx: &rusqlite::Transaction<'_>,
     turn: &mut String,
@@ -116,6 +128,8 @@ fn fair_pick(
     }
     let mut next = tx.prepare_cached(NEXT_QUEUED)?;
     let mut due = tx.prepare_cached(DUE_OF_ONE)?;
+    let mut ordered = tx.prepare_cached(ORDERED)?;
+    let mut head = tx.prepare_cached(HEAD_OF_LINE)?;
     let start = turn.clone();
     let mut wrapped = false;
     let mut visits = 0;
@@ -136,7 +150,19 @@ fn fair_pick(
         visits += 1;
         let holds = held.get(&subscription).copied().unwrap_or(0);
         let room = cap.saturating_sub(holds).min(max - chosen.len());
-        if room > 0 {
+        let in_order: bool = ordered
+            .query_row([&subscription], |r| r.get(0))
+            .optional()?
+            .unwrap_or(false);
+        if in_order {
+            if holds == 0 {
+                let (rowid, due_at): (i64, i64) =
+                    head.query_row([&subscription], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                if due_at <= now {
+                    chosen.push(rowid);
+                }
+            }
+        } else if room > 0 {
             let mut rows = due.query(params![subscription, now, room as i64])?;
             while let Some(r) = rows.next()? {
                 chosen.push(r.get(0)?);
@@ -406,5 +432,21 @@ mod tests {
             );
             assert!(!plan.contains("TEMP B-TREE"), "{sql} sorts: {plan}");
         }
+        let plan: String = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {HEAD_OF_LINE}"))
+            .unwrap()
+            .query_map(["sub"], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap()
+            .join("; ");
+        assert!(
+            plan.contains("INDEX notifications_line (subscription_id"),
+            "{plan}"
+        );
+        assert!(
+            !plan.contains("TEMP B-TREE"),
+            "the head of line sorts: {plan}"
+        );
     }
 }

@@ -177,6 +177,14 @@ CREATE INDEX subscriptions_by_creation_desc ON subscriptions (org_id, created_at
 -- (sqlite/queue.rs, docs/decisions/tenant-isolation.md).
 CREATE INDEX notifications_queued ON notifications (subscription_id, due_at) WHERE due_at IS NOT NULL;
 "#,
+    r#"
+-- Ordered delivery (issue 36): an ordered subscription's next job is its
+-- queued one accepted first. Every index ends with the rowid (the order
+-- notifications were accepted in), so the head is the first entry of the
+-- subscription's range here, a seek however deep its line.
+ALTER TABLE subscriptions ADD COLUMN ordered INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX notifications_line ON notifications (subscription_id) WHERE due_at IS NOT NULL;
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

@@ -46,6 +46,8 @@ pub struct StoredSubscription {
     /// Its circuit breaker ([`crate::health::breaker`]); cleared when the
     /// subscription is re-posted.
     pub health: Health,
+    /// Delivered in acceptance order, one at a time (`ordered`).
+    pub ordered: bool,
 }
 
 impl StoredSubscription {
@@ -180,6 +182,9 @@ pub struct Upsert {
     pub new_secret: String,
     /// Creating past this many subscriptions in the organization fails.
     pub max_per_org: usize,
+    /// Ordered delivery: set when Some, false for a new one when None
+    /// (an update that does not mention it keeps it).
+    pub ordered: Option<bool>,
 }
 
 /// The cause a store or queue failure keeps: the adapter's own error

@@ -226,3 +226,65 @@ async fn leases_take_turns_over_subscriptions() {
     };
     assert_eq!((count("a"), count("b"), count("c")), (1, 1, 1));
 }
+
+/// Ordered delivery (issue 36): an ordered subscription's jobs are leased one at a time, in
+/// the order they were accepted; a retry waiting holds the line, a dead letter lets the next
+/// one go; another subscription is leased beside it as usual.
+#[tokio::test]
+async fn an_ordered_subscription_is_leased_one_job_at_a_time_in_acceptance_order() {
+    let (_dir, store) = open();
+    let filter = "/orgId/org-o/department/d/contact";
+    let mut upsert = crate::conformance::upsert("org-o", "https://example.com/o", &[filter], 1);
+    upsert.ordered = Some(true);
+    let (sub, _) = store.upsert_subscription(upsert).await.unwrap();
+    assert!(sub.ordered);
+    let line: Vec<_> = (0..4).map(|n| job_of(sub.id.as_str(), n)).collect();
+    store.enqueue(line.clone()).await.unwrap();
+    store
+        .enqueue((10..13).map(|n| job_of("other", n)).collect())
+        .await
+        .unwrap();
+    let long = std::time::Duration::from_secs(60);
+    let ids = |leases: &[webhook_core::queue::Lease], sub: &str| -> Vec<String> {
+        leases
+            .iter()
+            .filter(|l| l.job.subscription_id.as_str() == sub)
+            .map(|l| l.job.id.to_string())
+            .collect()
+    };
+    let first = store.receive(100, 8, long).await.unwrap();
+    assert_eq!(ids(&first, sub.id.as_str()), [line[0].id.to_string()]);
+    assert_eq!(
+        ids(&first, "other").len(),
+        3,
+        "the unordered one takes its due jobs"
+    );
+    assert!(
+        store.receive(100, 8, long).await.unwrap().is_empty(),
+        "nothing more while the head is in flight"
+    );
+
+    // A retry waiting holds the line; when due, the same job comes first again.
+    let head = first
+        .iter()
+        .find(|l| l.job.subscription_id == sub.id)
+        .unwrap();
+    store
+        .retry_after(head, std::time::Duration::from_millis(300))
+        .await
+        .unwrap();
+    assert!(store.receive(100, 8, long).await.unwrap().is_empty());
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let again = store.receive(100, 8, long).await.unwrap();
+    assert_eq!(ids(&again, sub.id.as_str()), [line[0].id.to_string()]);
+    assert_eq!(again[0].attempt, 2);
+
+    // Finally failed: the next in line goes.
+    store.dead_letter(&again[0], "test").await.unwrap();
+    let next = store.receive(100, 8, long).await.unwrap();
+    assert_eq!(ids(&next, sub.id.as_str()), [line[1].id.to_string()]);
+    // Delivered: the next.
+    store.complete(&next[0]).await.unwrap();
+    let after = store.receive(100, 8, long).await.unwrap();
+    assert_eq!(ids(&after, sub.id.as_str()), [line[2].id.to_string()]);
+}

@@ -44,6 +44,9 @@ pub(super) fn subscription_attributes(sub: &StoredSubscription) -> Item {
     if let Some(at) = sub.failing_since {
         item.insert("failingSince".into(), n(at));
     }
+    if sub.ordered {
+        item.insert("ordered".into(), AttributeValue::Bool(true));
+    }
     item
 }
 
@@ -181,6 +184,8 @@ fn subscription_of(item: &Item) -> Result<StoredSubscription, StoreError> {
             .then(|| number(item, "failingSince"))
             .transpose()?,
         health: parse_health(item)?,
+        // Absent on items written before ordered delivery existed.
+        ordered: matches!(item.get("ordered"), Some(AttributeValue::Bool(true))),
     })
 }
 
@@ -287,6 +292,7 @@ mod tests {
             }],
             failing_since: Some(3),
             health: Default::default(),
+            ordered: false,
         };
         let item = subscription_item(&sub, 7);
         assert_eq!(parse_subscription(&item).unwrap(), sub);

@@ -32,6 +32,7 @@ macro_rules! conformance_tests {
     ($make:expr) => {
         $crate::conformance_tests!(@cases $make;
             upsert_creates_then_updates,
+            ordered_is_set_on_create_and_kept_by_an_update_that_omits_it,
             update_reactivates_and_clears_failures,
             concurrent_upserts_of_one_uri_make_one,
             creation_is_capped_per_organization,
@@ -62,7 +63,7 @@ fn unique(prefix: &str) -> String {
     )
 }
 
-fn upsert(org: &str, uri: &str, filters: &[&str], now: i64) -> Upsert {
+pub fn upsert(org: &str, uri: &str, filters: &[&str], now: i64) -> Upsert {
     Upsert {
         org_id: org.to_owned().into(),
         uri: uri.to_owned(),
@@ -73,6 +74,7 @@ fn upsert(org: &str, uri: &str, filters: &[&str], now: i64) -> Upsert {
         new_id: uuid::Uuid::now_v7().to_string().into(),
         new_secret: webhook_core::secret::new_signing_secret(),
         max_per_org: 1000,
+        ordered: None,
     }
 }
 
@@ -119,6 +121,28 @@ pub async fn upsert_creates_then_updates(store: Arc<dyn Store>) {
             .unwrap(),
         Some(updated)
     );
+}
+
+pub async fn ordered_is_set_on_create_and_kept_by_an_update_that_omits_it(store: Arc<dyn Store>) {
+    let org = unique("org");
+    let f = filter(&org, "d");
+    let plain = upsert(&org, "https://example.com/plain", &[&f], 1_000);
+    assert!(!store.upsert_subscription(plain).await.unwrap().0.ordered);
+    let mut ordered = upsert(&org, "https://example.com/o", &[&f], 1_000);
+    ordered.ordered = Some(true);
+    let (created, _) = store.upsert_subscription(ordered).await.unwrap();
+    assert!(created.ordered);
+    let omitted = upsert(&org, "https://example.com/o", &[&f], 2_000);
+    let (kept, _) = store.upsert_subscription(omitted).await.unwrap();
+    assert!(kept.ordered, "an update that does not mention it keeps it");
+    let mut off = upsert(&org, "https://example.com/o", &[&f], 3_000);
+    off.ordered = Some(false);
+    let (cleared, _) = store.upsert_subscription(off).await.unwrap();
+    assert!(!cleared.ordered);
+    let read = store
+        .get_subscription(&OrgId::from(&org), &created.id)
+        .await;
+    assert_eq!(read.unwrap().map(|s| s.ordered), Some(false));
 }
 
 pub async fn update_reactivates_and_clears_failures(store: Arc<dyn Store>) {
