@@ -425,6 +425,22 @@ test('reactivate an EXPIRED subscription, delete one after confirming', async ()
   await page.locator(`li.subscription[data-id="${subscriptionId}"]`).waitFor();
 });
 
+test('an ordered subscription says so on its card', async () => {
+  const ordered = await api('POST', 'webhooksubscription', {
+    uri: `${receiverUri}/ordered`, eventFilters: ['/orgId/org-1/department/dep-8/contact'], ordered: true,
+  });
+  assert.equal(ordered.ordered, true);
+  // Its deliveries, then back to the list, as a user goes: the list is read again.
+  await page.evaluate((id) => { window.location.hash = `#/subscriptions/${id}`; }, ordered.id);
+  await page.getByRole('link', { name: '← Subscriptions' }).click();
+  const card = page.locator(`li.subscription[data-id="${ordered.id}"]`);
+  assert.equal(await card.locator('dd.ordered').innerText(), 'in the order events were accepted, one at a time');
+  const plain = page.locator(`li.subscription[data-id="${subscriptionId}"]`);
+  assert.equal(await plain.locator('dd.ordered').count(), 0);
+  await card.scrollIntoViewIfNeeded();
+  await shot('ordered-subscription');
+});
+
 test('sign out: nothing of the session is left', async () => {
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.getByRole('heading', { name: 'Sign in' }).waitFor();
