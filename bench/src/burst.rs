@@ -3,7 +3,9 @@
 //! once; notifications/s from the first event posted to the last POST
 //! nginx answered, as a ratio to nginx's own `POST` rate measured in the
 //! same run (the same client, `--concurrency` connections). A
-//! `webhooks-local` of its own on SQLite, default settings. Printed only.
+//! `webhooks-local` of its own on SQLite, default settings. Then the same for
+//! an ordered subscription (`--burst-ordered-events`, one call at a time:
+//! the throughput one ordered subscription reaches). Printed only.
 //!
 //! The lease's cost ([`lease_cost`]): the SQLite queue's `receive` timed
 //! with 1,000 and 100,000 due jobs of one subscription that holds its cap,
@@ -25,6 +27,7 @@ use crate::Settings;
 
 const ORG: &str = "bench-burst";
 const DEP: &str = "dep-burst";
+const ORDERED_DEP: &str = "dep-burst-ordered";
 
 /// `webhooks-local serve` on SQLite with the defaults.
 fn start_service(
@@ -109,58 +112,27 @@ pub async fn run(s: &Settings) -> Result<(), String> {
     );
     let api = Arc::new(Api::new(base, &key, &token, 32));
     api.create(&url, &inbound_filter(ORG, DEP)).await?;
-    let after_handshake = callback.posts();
 
-    let n = s.burst_events;
-    let prefix = format!("burst-{}-", hex());
-    let op = {
-        let api = api.clone();
-        move |i: u64| {
-            let api = api.clone();
-            let event_id = format!("{prefix}{i}");
-            async move {
-                api.post(
-                    "/events",
-                    event_body(ORG, DEP, &event_id, &event_id),
-                    StatusCode::ACCEPTED,
-                )
-                .await
-                .map(drop)
-            }
-        }
+    let phase = Phase {
+        api: &api,
+        callback: &callback,
+        dep: DEP,
+        reference_rate,
+        senders: s.burst_senders,
     };
-    let started = Instant::now();
-    let senders = s.burst_senders;
-    let posted = closed_loop(
-        "burst: posting",
-        senders,
-        Duration::ZERO,
-        Limit::Count(n),
-        op,
-    )
-    .await;
-    let posting = started.elapsed();
-    let delivered = |cb: &crate::nginx::StaticFile| cb.posts() - after_handshake;
-    let backlog = posted.ok.saturating_sub(delivered(&callback));
-    let deadline = Instant::now() + Duration::from_secs(600);
-    while delivered(&callback) < posted.ok && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
+    phase.run("burst", s.burst_events).await;
+    if s.burst_ordered_events > 0 {
+        let body = serde_json::json!({"uri": format!("{url}?ordered"),
+            "eventFilters": [inbound_filter(ORG, ORDERED_DEP)], "ordered": true});
+        api.post("/webhooksubscription", body.to_string(), StatusCode::OK)
+            .await?;
+        let ordered = Phase {
+            dep: ORDERED_DEP,
+            ..phase
+        };
+        ordered.run("ordered", s.burst_ordered_events).await;
     }
-    let elapsed = started.elapsed();
-    let got = delivered(&callback);
     drop(service);
-    let rate = got as f64 / elapsed.as_secs_f64();
-    let drain = elapsed.saturating_sub(posting).as_secs_f64();
-    println!(
-        "  burst: {} events posted in {:.1} s by {senders} senders ({} errors), {backlog} not yet delivered then (drained in {drain:.1} s); {} notifications delivered in {:.1} s: {:.0}/s, {:.3} of nginx's POST rate",
-        posted.ok,
-        posting.as_secs_f64(),
-        posted.errors,
-        got,
-        elapsed.as_secs_f64(),
-        rate,
-        rate / reference_rate
-    );
     Ok(())
 }
 
@@ -219,4 +191,64 @@ pub async fn lease_cost(s: &Settings) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// One phase of the burst: events of `dep` posted at once, delivered to the callback.
+#[derive(Clone, Copy)]
+struct Phase<'a> {
+    api: &'a Arc<Api>,
+    callback: &'a crate::nginx::StaticFile,
+    dep: &'a str,
+    reference_rate: f64,
+    senders: usize,
+}
+
+impl Phase<'_> {
+    async fn run(&self, label: &str, n: u64) {
+        let before = self.callback.posts();
+        let hex = uuid::Uuid::new_v4().simple().to_string();
+        let prefix = format!("{label}-{hex}-");
+        let (api, dep) = (self.api.clone(), self.dep.to_owned());
+        let op = move |i: u64| {
+            let api = api.clone();
+            let event_id = format!("{prefix}{i}");
+            let body = event_body(ORG, &dep, &event_id, &event_id);
+            async move {
+                api.post("/events", body, StatusCode::ACCEPTED)
+                    .await
+                    .map(drop)
+            }
+        };
+        let started = Instant::now();
+        let senders = self.senders;
+        let posted = closed_loop(
+            &format!("{label}: posting"),
+            senders,
+            Duration::ZERO,
+            Limit::Count(n),
+            op,
+        )
+        .await;
+        let posting = started.elapsed();
+        let delivered = || self.callback.posts() - before;
+        let backlog = posted.ok.saturating_sub(delivered());
+        let deadline = Instant::now() + Duration::from_secs(600);
+        while delivered() < posted.ok && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let elapsed = started.elapsed();
+        let got = delivered();
+        let rate = got as f64 / elapsed.as_secs_f64();
+        let drain = elapsed.saturating_sub(posting).as_secs_f64();
+        println!(
+            "  {label}: {} events posted in {:.1} s by {senders} senders ({} errors), {backlog} not yet delivered then (drained in {drain:.1} s); {} notifications delivered in {:.1} s: {:.0}/s, {:.3} of nginx's POST rate",
+            posted.ok,
+            posting.as_secs_f64(),
+            posted.errors,
+            got,
+            elapsed.as_secs_f64(),
+            rate,
+            rate / self.reference_rate
+        );
+    }
 }

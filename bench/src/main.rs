@@ -172,6 +172,10 @@ pub struct Settings {
     /// Closed-loop senders posting the burst's events.
     #[arg(long, default_value_t = 64)]
     burst_senders: usize,
+    /// Events of the burst suite's second phase, for an ordered subscription
+    /// (one call at a time; 0 skips the phase).
+    #[arg(long, default_value_t = 2_000)]
+    burst_ordered_events: u64,
     /// Due jobs of the lease suite (repeatable).
     #[arg(long, default_values_t = [1_000, 100_000])]
     lease_jobs: Vec<usize>,
