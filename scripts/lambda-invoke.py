@@ -30,11 +30,15 @@ Python 3 standard library only. What it does:
    the answer. A file of events/ with no expectation, or an expectation with no file, fails
    the check, naming it (a new sample event cannot be forgotten).
 
-The expectations are the handler tests' (`test` names each one's), which assert more of each
-answer: they stay there; EXPECT holds the status, code or ids the answer must carry here.
+The expectations are the handler tests' (Rust, where each asserts more of its answer, in the
+states it sets up): EXPECT holds, once, the status, code or ids each file's answer carries
+here, and cites the test that asserts it; a citation of a test that is not in its file, of a
+file that does not use the event, or of a problem code the file never asserts fails the check.
 
 --self-test then shows the check failing: an event file with no expectation (a copy of one
-under a new name) and a planted wrong expectation are each reported, naming the file.
+under a new name), an expectation with no file, a citation of a missing test and planted
+wrong expectations (a status, a problem code, an SQS batch's failures) are each reported,
+naming the file.
 """
 
 import argparse
@@ -43,6 +47,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -221,7 +226,8 @@ EXPECT = {
              posted={"webhook-id": "5d0c3f7e-6a55-5b44-9a3e-6a1f0f4f8e21"}),
     ]),
     "remind-expiring-scheduled": ("remind-expiring", [
-        case(f"{QUEUE} (remind-expiring-scheduled)", json={"reminded": 0}),
+        # Nothing expires within the notice here (the test's subscription does: 1).
+        case(f"{QUEUE} remind_expiring_sample_tells_the_organization_once", json={"reminded": 0}),
     ]),
     "pre-token-generation-v2": ("pre-token-generation", [
         case(f"{PRE} the_organization_goes_into_the_access_token", json={f"{CLAIMS}.org_id": "org-1"}),
@@ -246,14 +252,29 @@ class Failure(Exception):
     pass
 
 
-def coverage(events_dir, expect):
-    """Problems with which files have expectations: each names the file."""
+def coverage(events_dir, expect, root=ROOT):
+    """Problems with which files have expectations, and with the tests they cite: each names
+    the file. A case cites `<test file> <test function>`: the function must be in that file,
+    and the file must name the event and the problem code the case expects."""
     files = {p.stem for p in Path(events_dir).glob("*.json")}
     problems = [f"events/{name}.json: no expectation in scripts/lambda-invoke.py EXPECT (add one: "
                 f"the function and what it answers, as its handler test expects)"
                 for name in sorted(files - set(expect))]
     problems += [f"events/{name}.json: expected in EXPECT, but there is no such file"
                  for name in sorted(set(expect) - files)]
+    for name, (_, cases) in sorted(expect.items()):
+        for c in cases:
+            path, _, rest = c["test"].partition(" ")
+            test = rest.split(" ")[0]
+            source = Path(root) / path
+            text = source.read_text() if source.is_file() else ""
+            if not re.search(rf"\bfn {re.escape(test)}\(", text):
+                problems.append(f"events/{name}.json: its expectation cites {c['test']!r}, "
+                                f"but {path} has no test `{test}`")
+            elif f'"{name}"' not in text:
+                problems.append(f"events/{name}.json: its expectation cites {path}, which does not use it")
+            elif c.get("code") and f'"{c["code"]}"' not in text:
+                problems.append(f"events/{name}.json: expects {c['code']}, which {path} never asserts")
     return problems
 
 
@@ -617,6 +638,12 @@ def self_test(watch, receiver, values, work):
     problems = coverage(events, EXPECT)
     if not any("events/console-page.json: expected in EXPECT, but there is no such file" in p for p in problems):
         sys.exit(f"lambda-invoke: self-test FAILED: an expectation with no file was not reported: {problems}")
+    log(f"self-test: {problems[0]}")
+    # An expectation citing a test that is not there (renamed, say).
+    cited = dict(EXPECT, **{"get-message-ok": ("get-message", [case(f"{H} get_message_renamed", status=200)])})
+    problems = coverage(EVENTS, cited)
+    if not any(p.startswith("events/get-message-ok.json: its expectation cites") for p in problems):
+        sys.exit(f"lambda-invoke: self-test FAILED: a citation of a missing test was not reported: {problems}")
     log(f"self-test: {problems[0]}")
     # Planted wrong expectations: a status (the page answers 200), a problem code
     # (MESSAGE_NOT_FOUND), an SQS batch's failures (one record fails).
