@@ -386,7 +386,8 @@ def prepare(bin_dir, receiver, work):
                          text=True, timeout=60)
     if key.returncode != 0:
         raise Failure(f"webhooks-local api-keys create failed: {key.stderr.strip()}")
-    (Path(work) / "lambda.env").write_text("".join(f"{k}={v}\n" for k, v in env.items() if k != "PATH"))
+    # cargo lambda watch --env-file's format (a value with `=` in it is quoted).
+    (Path(work) / "lambda.env").write_text("".join(f'{k}="{v}"\n' for k, v in env.items() if k != "PATH"))
     return env, key.stdout.strip()
 
 
@@ -418,8 +419,7 @@ class Watch:
                 time.sleep(0.1)
 
     def start(self, function):
-        """The function's binary, polling its Runtime API of the watch (in a debug build the
-        runtime waits out the emulator's 204 until its first invocation is queued)."""
+        """The function's binary, polling its own Runtime API of the watch."""
         if function in self.functions and self.functions[function][0].poll() is None:
             return
         binary = self.bin_dir / function
