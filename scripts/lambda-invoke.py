@@ -19,11 +19,13 @@ Python 3 standard library only. What it does:
 2. `cargo lambda watch --only-lambda-apis`: cargo-lambda's Lambda emulator (control plane,
    invoke endpoint, one Runtime API per function). Each function's binary, as the build
    stage left it, polls its Runtime API (AWS_LAMBDA_RUNTIME_API=…/.rt/<function>) with the
-   functions' environment (written to lambda.env). Plain `cargo lambda watch` would start
-   each function with `cargo run --bin <function>`: one package's features instead of the
-   build stage's (webhooks-local's and every function's together), so webhook-core,
-   serde_core, hyper, hyper-util, tower and everything above them would be compiled a second
-   time (docs/operations.md, "Invoking the functions locally").
+   functions' environment (written to lambda.env). Plain `cargo lambda watch` starts a
+   function with `cargo run --bin <function>`, which here needs `-p <function>` (the
+   workspace's default members leave the functions out), so one emulator per function, and
+   builds one package's features instead of the build stage's (webhooks-local's and every
+   function's together): webhook-core, serde_core, hyper, hyper-util, tower and what is above
+   them compiled a second time, some 55 crates, 8.5 minutes here (docs/operations.md,
+   "Invoking the functions locally").
 3. For every events/*.json (alphabetical; EXPECT's `last` ones at the end), `cargo lambda
    invoke <function> --data-file <file>` with the case's expectation: an API Gateway answer's
    status and problem `code`, an SQS batch's failed record ids, an error's text, or values of
