@@ -12,6 +12,8 @@
 #   lint_template       # cfn-lint + sam validate (+ --lint) on template.yaml, offline
 #   install_deploy_tools  # aws-sam-translator into the venv (scripts/deploy-rehearsal.py)
 #   install_contract_tools  # schemathesis and openapi-spec-validator (scripts/contract.sh)
+#   install_lambda_tools  # cargo-lambda (a static binary from PyPI) into the venv; exports
+#                         # CARGO_LAMBDA (its path) for scripts/lambda-invoke.py
 #   install_test_tools  # every one of the above (scripts/test.sh runs it in the background)
 #
 # Call the start_* functions in the calling shell itself (not in a $(...) subshell or a
@@ -44,6 +46,9 @@ CONTRACT_PIP_SPECS="${CONTRACT_PIP_SPECS:-schemathesis==4.32.5 openapi-spec-vali
 # The deploy rehearsal (scripts/deploy-rehearsal.py): SAM's own transform, offline; boto3 for
 # moto's CloudFormation comes with moto. The same version as aws-sam-cli's.
 DEPLOY_PIP_SPECS="${DEPLOY_PIP_SPECS:-aws-sam-translator==1.115.0}"
+# The local invocation of the design card (scripts/lambda-invoke.py): `cargo lambda watch` and
+# `cargo lambda invoke`. PyPI's package is the project's static binary.
+LAMBDA_PIP_SPECS="${LAMBDA_PIP_SPECS:-cargo-lambda==1.9.2}"
 
 _EMU_REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WEBHOOKS_TOOLS_DIR="${WEBHOOKS_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/webhooks/tools}"
@@ -432,6 +437,18 @@ install_contract_tools() {
     _emu_pip_install contract $CONTRACT_PIP_SPECS
 }
 
+# Installs cargo-lambda into the venv and exports CARGO_LAMBDA, the binary's path (run it as
+# `"$CARGO_LAMBDA" lambda ...`, or put the venv's bin on PATH for `cargo lambda ...`).
+install_lambda_tools() {
+    # shellcheck disable=SC2086
+    _emu_pip_install lambda $LAMBDA_PIP_SPECS || return 1
+    if ! "$_EMU_VENV/bin/cargo-lambda" lambda --version >/dev/null 2>&1; then
+        _emu_err "cargo-lambda installed but $_EMU_VENV/bin/cargo-lambda does not run"
+        return 1
+    fi
+    export CARGO_LAMBDA="$_EMU_VENV/bin/cargo-lambda"
+}
+
 # Installs every tool the tests use (each a no-op when already there), one after another:
 # pip installs into one venv must not run at once.
 install_test_tools() {
@@ -440,7 +457,8 @@ install_test_tools() {
         install_verify_tools &&
         install_lint_tools &&
         install_deploy_tools &&
-        install_contract_tools
+        install_contract_tools &&
+        install_lambda_tools
 }
 
 # lint_template [TEMPLATE]: cfn-lint, then sam validate and sam validate --lint, all offline.

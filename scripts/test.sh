@@ -15,9 +15,9 @@
 #
 # Installs and starts what the tests need, under ~/.cache/webhooks/tools (outside the clone,
 # so the next clone finds it; WEBHOOKS_TOOLS_DIR overrides): DynamoDB Local, moto, cfn-lint,
-# SAM CLI, schemathesis, playwright-core; and Debian's chromium and prometheus (apt-get) when
-# missing. Stops what it started. Needs the machine's Rust toolchain with cargo-nextest,
-# python3, node/npm, java 17 and curl.
+# SAM CLI, schemathesis, cargo-lambda, playwright-core; and Debian's chromium and prometheus
+# (apt-get) when missing. Stops what it started. Needs the machine's Rust toolchain with
+# cargo-nextest, python3, node/npm, java 17 and curl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -78,8 +78,8 @@ cargo clippy --workspace --test aws --locked -- -D warnings
 step "build the tests"
 "${nextest[@]}" --no-run "${tier1[@]}"
 "${nextest[@]}" --no-run "${emulated[@]}"
-# The Lambda functions' binaries, for the deploy rehearsal (with webhooks-local: one feature
-# set of webhook-core, compiled once).
+# The Lambda functions' binaries, for the deploy rehearsal and the local invocation (with
+# webhooks-local: one feature set of webhook-core, compiled once).
 functions=()
 for dir in functions/*/; do functions+=(-p "$(basename "$dir")"); done
 cargo build --locked -p webhooks-local "${functions[@]}"
@@ -108,6 +108,10 @@ lint_template
 step "deploy rehearsal: the template transformed and created in moto, every function's binary run with the stack's environment, its AWS calls against its role (least privilege), and each check's self-test"
 install_deploy_tools
 "$(deploy_python)" scripts/deploy-rehearsal.py --bin-dir "$target/debug" --self-test
+
+step "local invocation: cargo lambda watch serves the functions' binaries, cargo lambda invoke answers every file of events/ as the handler tests expect, and the check's self-test"
+install_lambda_tools
+python3 scripts/lambda-invoke.py --bin-dir "$target/debug" --cargo-lambda "$CARGO_LAMBDA" --self-test
 
 step "README quick start and docs/walkthrough.md (the debug binary the tests built)"
 WEBHOOKS_LOCAL_BIN="$bin" scripts/walkthrough.sh

@@ -7,6 +7,8 @@
 //!   the per-id keys, so their retention applies (once, after upgrading)
 //! - `api-keys create|revoke`: the API keys of a deployment with the HTTP API
 //!   option, in its DynamoDB table
+//! - `sample-data`: what the sample events of `events/` name, in DynamoDB tables, for
+//!   `cargo lambda invoke`
 
 /// mimalloc rather than glibc's malloc: a request allocates a few dozen
 /// small blocks, and glibc's free lists were an eighth of the server's CPU
@@ -22,6 +24,7 @@ mod credentials;
 mod listen;
 mod memory;
 mod runtime;
+mod sample_data;
 mod serve;
 mod shutdown;
 mod test_clock;
@@ -64,6 +67,10 @@ enum Command {
     /// subscriptions table (WEBHOOKS_SUBSCRIPTIONS_TABLE, AWS credentials and region from
     /// the SDK's environment).
     ApiKeys(api_keys::ApiKeysArgs),
+    /// Write the subscription and message the sample events of events/ name into the DynamoDB
+    /// tables (WEBHOOKS_SUBSCRIPTIONS_TABLE, WEBHOOKS_MESSAGES_TABLE, AWS settings from the
+    /// SDK's environment), for `cargo lambda invoke`; print the functions' environment.
+    SampleData(sample_data::SampleDataArgs),
 }
 
 #[derive(Args, Clone)]
@@ -118,6 +125,7 @@ fn main() -> ExitCode {
         Some(Command::Token(args)) => token(args),
         Some(Command::MigrateMessages) => migrate_messages(),
         Some(Command::ApiKeys(args)) => api_keys::run(args),
+        Some(Command::SampleData(args)) => sample_data::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -134,6 +134,16 @@ impl SqsQueue {
         }
     }
 
+    /// The queue's URL.
+    pub fn url(&self) -> &str {
+        &self.queue_url
+    }
+
+    /// The dead-letter queue's URL, when there is one.
+    pub fn dead_letter_url(&self) -> Option<&str> {
+        self.dead_letter_url.as_deref()
+    }
+
     /// Parks the jobs of open breakers in `lot`.
     pub fn with_parking(mut self, lot: Arc<dyn ParkingLot>) -> Self {
         self.parking = Some(lot);
