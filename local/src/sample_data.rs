@@ -13,11 +13,10 @@
 //! `NAME=value` a line (`cargo lambda watch --env-file`).
 
 use clap::Args;
-use webhook_core::aws::sqs::SqsQueue;
 use webhook_core::clock::{Clock, SystemClock};
 use webhook_core::model::Message;
-use webhook_core::services::aws::tables_store;
-use webhook_core::store::{Store, Upsert};
+use webhook_core::services::aws::{provisioned, Prepare};
+use webhook_core::store::Upsert;
 use webhook_core::{Config, Profile};
 
 /// The organization, subscription and message the sample events name.
@@ -43,25 +42,13 @@ pub fn run(args: SampleDataArgs) -> Result<(), String> {
     let config = Config::from_env(Profile::Local).map_err(|e| e.to_string())?;
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     runtime.block_on(async {
-        let store = tables_store(&config).await;
-        let tables = store.tables().clone();
-        let mut env = vec![
-            ("WEBHOOKS_SUBSCRIPTIONS_TABLE", tables.subscriptions.clone()),
-            ("WEBHOOKS_MESSAGES_TABLE", tables.messages.clone()),
-        ];
-        if args.create_tables {
-            webhook_core::aws::dynamodb::create_tables(store.client(), &tables)
-                .await
-                .map_err(|e| format!("creating {} and {}: {e}", tables.subscriptions, tables.messages))?;
-            let sdk = webhook_core::aws::sdk_config().await;
-            let queue = SqsQueue::create(aws_sdk_sqs::Client::new(&sdk), &tables.subscriptions)
-                .await
-                .map_err(|e| e.to_string())?;
-            env.push(("WEBHOOKS_DELIVERY_QUEUE_URL", queue.url().to_owned()));
-            if let Some(dlq) = queue.dead_letter_url() {
-                env.push(("WEBHOOKS_DELIVERY_DLQ_URL", dlq.to_owned()));
-            }
-        }
+        let prepare = match args.create_tables {
+            true => Prepare::Create,
+            false => Prepare::Check,
+        };
+        let (store, env) = provisioned(&config, prepare)
+            .await
+            .map_err(|e| e.to_string())?;
         let now = SystemClock.now_ms();
         store
             .upsert_subscription(Upsert {
@@ -74,9 +61,10 @@ pub fn run(args: SampleDataArgs) -> Result<(), String> {
                 new_id: SUBSCRIPTION_ID.into(),
                 new_secret: SECRET.into(),
                 max_per_org: config.max_subscriptions_per_org,
+                ordered: None,
             })
             .await
-            .map_err(|e| format!("{}: {e}", tables.subscriptions))?;
+            .map_err(|e| format!("the subscription: {e}"))?;
         let message = Message {
             id: MESSAGE_ID.into(),
             owner: None,
@@ -91,7 +79,7 @@ pub fn run(args: SampleDataArgs) -> Result<(), String> {
         store
             .put_message(&ORG.into(), &message, now)
             .await
-            .map_err(|e| format!("{}: {e}", tables.messages))?;
+            .map_err(|e| format!("the message: {e}"))?;
         eprintln!(
             "subscription {SUBSCRIPTION_ID} of {ORG} (callback {}) and message {MESSAGE_ID} written",
             args.uri

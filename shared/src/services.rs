@@ -201,6 +201,34 @@ pub mod aws {
         DynamoStore::configured(&sdk, Tables::or_defaults(config), config)
     }
 
+    /// For a one-off command that writes sample data (`webhooks-local
+    /// sample-data`): the store of the tables `config` names, checked or
+    /// created (with a delivery queue and its dead-letter queue) as `prepare`
+    /// says, and the functions' environment naming them (`NAME`, value).
+    pub async fn provisioned(
+        config: &Config,
+        prepare: Prepare,
+    ) -> Result<(Arc<dyn crate::store::Store>, Vec<(&'static str, String)>), OpenError> {
+        let backend = AwsBackend::from_config(config, prepare);
+        let sdk = crate::aws::sdk_config().await;
+        let store = open_store(&backend, &sdk, config).await?;
+        let mut env = vec![
+            (
+                "WEBHOOKS_SUBSCRIPTIONS_TABLE",
+                backend.tables.subscriptions.clone(),
+            ),
+            ("WEBHOOKS_MESSAGES_TABLE", backend.tables.messages.clone()),
+        ];
+        if prepare == Prepare::Create {
+            let queue = open_queue(&backend, &sdk).await?;
+            env.push(("WEBHOOKS_DELIVERY_QUEUE_URL", queue.url().to_owned()));
+            if let Some(dlq) = queue.dead_letter_url() {
+                env.push(("WEBHOOKS_DELIVERY_DLQ_URL", dlq.to_owned()));
+            }
+        }
+        Ok((store, env))
+    }
+
     /// The store, its tables provisioned or checked as `backend.prepare` says.
     pub(super) async fn open_store(
         backend: &AwsBackend,
