@@ -10,6 +10,7 @@ use crate::clock::Clock;
 use crate::config::Config;
 use crate::health::cache::HealthCache;
 use crate::health::in_flight::InFlight;
+use crate::health::rate::RateLines;
 use crate::history::DeliveryHistory;
 use crate::store::Store;
 
@@ -31,6 +32,8 @@ pub struct App {
     pub in_flight: InFlight,
     /// Open breakers seen lately (this process).
     pub breakers: HealthCache,
+    /// Waiting lines of jobs over their subscription's rate limit (this process).
+    pub rates: RateLines,
 }
 
 impl App {
@@ -50,6 +53,7 @@ impl App {
         App {
             in_flight: InFlight::new(config.max_in_flight_per_subscription),
             breakers: HealthCache::default(),
+            rates: RateLines::default(),
             callbacks: CallbackClient::new(policy, dns),
             config,
             history: store.clone(),

@@ -136,6 +136,10 @@ impl Writer {
         self.str(&s.org_id);
         self.raw(b",\"health\":");
         self.health(&s.health);
+        if let Some(limit) = s.rate_limit {
+            self.raw(b",\"rateLimit\":");
+            self.int(limit);
+        }
         self.raw(b"}");
     }
 
@@ -255,10 +259,10 @@ mod tests {
             (text(), text(), proptest::collection::vec(text(), 0..3)),
             proptest::collection::vec(disabled, 0..3),
             (text(), any::<i64>(), status, text(), text(), text()),
-            health(),
+            (health(), proptest::option::of(1u32..=1000)),
         )
             .prop_map(
-                |((id, uri, event_filters), disabled_filters, rest, health)| {
+                |((id, uri, event_filters), disabled_filters, rest, (health, rate_limit))| {
                     let (expiration_time, expires_in, status, created, updated, org_id) = rest;
                     Subscription {
                         id,
@@ -272,6 +276,7 @@ mod tests {
                         last_update_date_time: updated,
                         org_id,
                         health,
+                        rate_limit,
                     }
                 },
             )

@@ -20,6 +20,12 @@ pub struct SubscriptionRequest {
         deserialize_with = "epoch_millis"
     )]
     pub expires_date_in_millies: Option<i64>,
+    /// `rateLimit` (an addition): notifications per second, an integer from
+    /// 1 to 1000; `0` removes the limit; absent (or `null`) keeps what is
+    /// stored (none for a new subscription). Kept as sent, validated with the
+    /// other fields.
+    #[serde(rename = "rateLimit", default)]
+    pub rate_limit: Option<serde_json::Value>,
 }
 
 /// Epoch milliseconds: a JSON integer, or a number without a fractional part
@@ -144,6 +150,10 @@ pub struct Subscription {
     pub org_id: String,
     /// Its circuit breaker (an addition to the original interface).
     pub health: SubscriptionHealth,
+    /// `rateLimit` (an addition): at most this many notifications a second;
+    /// absent when unlimited.
+    #[serde(rename = "rateLimit", skip_serializing_if = "Option::is_none", default)]
+    pub rate_limit: Option<u32>,
 }
 
 /// A subscription's delivery health: its circuit breaker and the failures

@@ -16,6 +16,7 @@ mod notices;
 mod oauth;
 mod openapi_document;
 mod otlp_tracing;
+mod rate_limit;
 mod scheduling;
 mod secret_rotation;
 mod security_limits;

@@ -82,6 +82,9 @@ const DUE_OF_ONE: &str = "SELECT rowid FROM notifications \
      WHERE subscription_id = ?1 AND due_at IS NOT NULL AND due_at <= ?2 \
      ORDER BY due_at LIMIT CAST(?3 AS INTEGER)";
 
+/// A subscription's rate limit: one seek of its primary key.
+const RATE_LIMIT_OF: &str = "SELECT rate_limit FROM subscriptions WHERE id = ?1";
+
 /// The due jobs to lease: a turn over the subscriptions with queued jobs,
 /// in the order of their ids, going on from the subscription where the last
 /// lease stopped (`turn`) and wrapping around. Each subscription visited
@@ -92,10 +95,14 @@ const DUE_OF_ONE: &str = "SELECT rowid FROM notifications \
 /// subscriptions visited (at most [`TURNS_PER_LEASE`]), whatever the depth
 /// of any subscription's queue; and every subscription with due work is
 /// visited within `ceil(subscriptions with queued jobs / TURNS_PER_LEASE)`
-/// leases, whatever sits ahead of it.
+/// leases, whatever sits ahead of it. A rate-limited subscription gives at
+/// most what its current rate window has room for (`rates`, one seek of its
+/// row for its limit): the lease starts no more of its deliveries in a
+/// second than its `rateLimit` (`health/rate.rs`).
 fn fair_pick(
     tx: &rusqlite::Transaction<'_>,
     turn: &mut String,
+    rates: &mut super::RateCounts,
     now: i64,
     max: usize,
     cap: usize,
@@ -116,6 +123,7 @@ fn fair_pick(
     }
     let mut next = tx.prepare_cached(NEXT_QUEUED)?;
     let mut due = tx.prepare_cached(DUE_OF_ONE)?;
+    let mut rate_limit = tx.prepare_cached(RATE_LIMIT_OF)?;
     let start = turn.clone();
     let mut wrapped = false;
     let mut visits = 0;
@@ -135,11 +143,30 @@ fn fair_pick(
         };
         visits += 1;
         let holds = held.get(&subscription).copied().unwrap_or(0);
-        let room = cap.saturating_sub(holds).min(max - chosen.len());
+        let mut room = cap.saturating_sub(holds).min(max - chosen.len());
+        let limit = match room {
+            0 => None,
+            _ => rate_limit
+                .query_row([&subscription], |r| r.get::<_, Option<u32>>(0))
+                .optional()?
+                .flatten(),
+        };
+        if let Some(limit) = limit {
+            let window = rates.get(&subscription).copied().unwrap_or_default();
+            room = room.min(window.room(limit, now) as usize);
+        }
         if room > 0 {
+            let before = chosen.len();
             let mut rows = due.query(params![subscription, now, room as i64])?;
             while let Some(r) = rows.next()? {
                 chosen.push(r.get(0)?);
+            }
+            if limit.is_some() {
+                let taken = (chosen.len() - before) as u32;
+                rates
+                    .entry(subscription.clone())
+                    .or_default()
+                    .take(taken, now);
             }
         }
         turn.clone_from(&subscription);
@@ -191,12 +218,18 @@ impl DeliveryQueue for SqliteDb {
         visibility: Duration,
     ) -> Result<Vec<Lease>, QueueError> {
         let now = self.now_ms();
-        let turn = self.turn.clone();
+        let (turn, rates) = (self.turn.clone(), self.rates.clone());
         self.with(move |conn| {
             let tx = conn.transaction().map_err(failure)?;
             let chosen = {
                 let mut turn = turn.lock().unwrap_or_else(|e| e.into_inner());
-                fair_pick(&tx, &mut turn, now, max, per_subscription).map_err(failure)?
+                let mut rates = rates.lock().unwrap_or_else(|e| e.into_inner());
+                // Only windows that can still matter are kept.
+                if rates.len() > 10_000 {
+                    let current = crate::health::rate::window(now);
+                    rates.retain(|_, count| count.window >= current);
+                }
+                fair_pick(&tx, &mut turn, &mut rates, now, max, per_subscription).map_err(failure)?
             };
             let mut leases = Vec::with_capacity(chosen.len());
             {
@@ -275,6 +308,10 @@ impl DeliveryQueue for SqliteDb {
     }
 
     fn caps_leases(&self) -> bool {
+        true
+    }
+
+    fn limits_rate(&self) -> bool {
         true
     }
 

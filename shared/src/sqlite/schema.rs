@@ -177,6 +177,12 @@ CREATE INDEX subscriptions_by_creation_desc ON subscriptions (org_id, created_at
 -- (sqlite/queue.rs, docs/decisions/tenant-isolation.md).
 CREATE INDEX notifications_queued ON notifications (subscription_id, due_at) WHERE due_at IS NOT NULL;
 "#,
+    r#"
+-- A subscription's rate limit, notifications per second (issue 36); NULL:
+-- unlimited. The lease reads it by primary key for each subscription it
+-- visits (sqlite/queue.rs, docs/decisions/rate-limit.md).
+ALTER TABLE subscriptions ADD COLUMN rate_limit INTEGER;
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

@@ -46,6 +46,8 @@ pub struct StoredSubscription {
     /// Its circuit breaker ([`crate::health::breaker`]); cleared when the
     /// subscription is re-posted.
     pub health: Health,
+    /// Its rate limit, notifications per second (`rateLimit`); None: unlimited.
+    pub rate_limit: Option<u32>,
 }
 
 impl StoredSubscription {
@@ -180,6 +182,9 @@ pub struct Upsert {
     pub new_secret: String,
     /// Creating past this many subscriptions in the organization fails.
     pub max_per_org: usize,
+    /// The rate limit to store: `Some(limit)` sets it (`Some(None)`: none),
+    /// `None` keeps an existing subscription's (a new one has none).
+    pub rate_limit: Option<Option<u32>>,
 }
 
 /// The cause a store or queue failure keeps: the adapter's own error
@@ -324,6 +329,19 @@ pub trait Store: Send + Sync {
         id: &SubscriptionId,
         expected_rev: u64,
         new: &Health,
+    ) -> Result<bool, StoreError>;
+
+    /// Counts one delivery of `subscription` in rate window `window`
+    /// ([`crate::health::rate`]) if fewer than `limit` were counted in it;
+    /// false, counting nothing, when the window is full. Shared by every
+    /// process and instance of the backend (DynamoDB: one conditional write
+    /// on the window's item); SQLite, whose one process owns the file and
+    /// whose lease keeps the limit, counts in memory.
+    async fn take_rate_slot(
+        &self,
+        subscription: &SubscriptionId,
+        window: i64,
+        limit: u32,
     ) -> Result<bool, StoreError>;
 
     /// Rotates the signing secret atomically ([`SecretRotation::apply`]),

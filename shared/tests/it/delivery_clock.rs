@@ -75,6 +75,7 @@ async fn subscribe(w: &World, uri: &str, lifetime: Duration) -> SubscriptionId {
             new_id: uuid::Uuid::now_v7().to_string().into(),
             new_secret: webhook_core::secret::new_signing_secret(),
             max_per_org: 100,
+            rate_limit: None,
         })
         .await
         .unwrap();

@@ -99,6 +99,7 @@ mod isolated {
             uri: Some(uri.to_owned()),
             event_filters: Some(vec![FILTER.to_owned()]),
             expires_date_in_millies: None,
+            rate_limit: None,
         };
         subscriptions::create_subscription(app, &caller(), request)
             .await
@@ -419,6 +420,7 @@ mod isolated {
                 new_id: uuid::Uuid::now_v7().to_string().into(),
                 new_secret: webhook_core::secret::new_signing_secret(),
                 max_per_org: 10_000,
+                rate_limit: None,
             })
             .await
             .unwrap();

@@ -126,6 +126,7 @@ pub async fn seed(store: &dyn Store, org: &str, id: &str, uri: &str, now: i64) {
             new_id: id.into(),
             new_secret: "whsec_c2VlZGVkLXNlY3JldC1mb3ItdGVzdHM=".into(),
             max_per_org: 1000,
+            rate_limit: None,
         })
         .await
         .unwrap();

@@ -44,8 +44,14 @@ pub(super) fn subscription_attributes(sub: &StoredSubscription) -> Item {
     if let Some(at) = sub.failing_since {
         item.insert("failingSince".into(), n(at));
     }
+    if let Some(limit) = sub.rate_limit {
+        item.insert(RATE_LIMIT.into(), n(i64::from(limit)));
+    }
     item
 }
+
+/// The subscription's rate limit (notifications per second), when it has one.
+pub(super) const RATE_LIMIT: &str = "rateLimit";
 
 /// Replaced secrets still in their grace period: a list of `{secret, expiresAt}`.
 pub(super) fn previous_secrets(previous: &[PreviousSecret]) -> AttributeValue {
@@ -181,6 +187,13 @@ fn subscription_of(item: &Item) -> Result<StoredSubscription, StoreError> {
             .then(|| number(item, "failingSince"))
             .transpose()?,
         health: parse_health(item)?,
+        rate_limit: item
+            .contains_key(RATE_LIMIT)
+            .then(|| {
+                number(item, RATE_LIMIT)
+                    .and_then(|v| u32::try_from(v).map_err(|_| corrupt(RATE_LIMIT)))
+            })
+            .transpose()?,
     })
 }
 
@@ -287,6 +300,7 @@ mod tests {
             }],
             failing_since: Some(3),
             health: Default::default(),
+            rate_limit: Some(50),
         };
         let item = subscription_item(&sub, 7);
         assert_eq!(parse_subscription(&item).unwrap(), sub);

@@ -86,6 +86,7 @@ impl DynamoStore {
             previous_secrets: Vec::new(),
             failing_since: None,
             health: Default::default(),
+            rate_limit: u.rate_limit.flatten(),
         };
         let table = &self.tables.subscriptions;
         let mut guard = key(org_pk(&u.org_id), uri_sk(&u.uri));
@@ -173,6 +174,7 @@ impl DynamoStore {
                 rev: current.health.rev + 1,
                 ..Default::default()
             },
+            rate_limit: u.rate_limit.unwrap_or(current.rate_limit),
             ..current.clone()
         };
         let table = &self.tables.subscriptions;
