@@ -102,6 +102,7 @@ fn upsert(org: &str, dep: &str, uri: String, id: String) -> Upsert {
         new_id: id.into(),
         new_secret: "whsec_c2VlZGVkLXNlY3JldC1mb3ItdGVzdHM=".into(),
         max_per_org: 10_000_000,
+        rate_limit: None,
     }
 }
 

@@ -521,6 +521,7 @@ async fn seed(store: &DynamoStore, uri: &str) -> Result<(), String> {
             new_id: SUBSCRIPTION_ID.into(),
             new_secret: SECRET.into(),
             max_per_org: 1000,
+            rate_limit: None,
         })
         .await
         .map_err(|e| e.to_string())?;
