@@ -125,6 +125,7 @@ async fn subscribe_to(
             new_id: uuid::Uuid::now_v7().to_string().into(),
             new_secret: webhook_core::secret::new_signing_secret(),
             max_per_org: 100,
+            rate_limit: None,
         })
         .await
         .unwrap();

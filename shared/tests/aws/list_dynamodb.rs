@@ -146,6 +146,7 @@ fn upsert(org: &str, i: usize) -> Upsert {
         new_id: uuid::Uuid::now_v7().to_string().into(),
         new_secret: webhook_core::secret::new_signing_secret(),
         max_per_org: 1000,
+        rate_limit: None,
     }
 }
 

@@ -71,6 +71,7 @@ async fn a_dangling_uniqueness_guard_is_replaced() {
         new_id: id.into(),
         new_secret: "whsec_AAAA".into(),
         max_per_org: 1000,
+        rate_limit: None,
     };
     let (first, _) = store.upsert_subscription(upsert("first")).await.unwrap();
     client
@@ -118,6 +119,7 @@ async fn delivery_records_survive_index_entries_removed_by_ttl() {
             new_id: uuid::Uuid::now_v7().to_string().into(),
             new_secret: "whsec_AAAA".into(),
             max_per_org: 1000,
+            rate_limit: None,
         })
         .await
         .unwrap();
@@ -167,6 +169,7 @@ async fn expiry_entries_follow_their_subscription_and_stale_ones_are_skipped() {
         new_id: uuid::Uuid::now_v7().to_string().into(),
         new_secret: "whsec_AAAA".into(),
         max_per_org: 1000,
+        rate_limit: None,
     };
     let (sub, _) = store.upsert_subscription(upsert(b)).await.unwrap();
     let sk = |at: i64| format!("{at:013}#{org}#{}", sub.id);
