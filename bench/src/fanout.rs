@@ -103,6 +103,7 @@ fn upsert(org: &str, dep: &str, uri: String, id: String) -> Upsert {
         new_secret: "whsec_c2VlZGVkLXNlY3JldC1mb3ItdGVzdHM=".into(),
         max_per_org: 10_000_000,
         ordered: None,
+        rate_limit: None,
     }
 }
 

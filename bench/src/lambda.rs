@@ -522,6 +522,7 @@ async fn seed(store: &DynamoStore, uri: &str) -> Result<(), String> {
             new_secret: SECRET.into(),
             max_per_org: 1000,
             ordered: None,
+            rate_limit: None,
         })
         .await
         .map_err(|e| e.to_string())?;

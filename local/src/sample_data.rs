@@ -62,6 +62,7 @@ pub fn run(args: SampleDataArgs) -> Result<(), String> {
                 new_secret: SECRET.into(),
                 max_per_org: config.max_subscriptions_per_org,
                 ordered: None,
+                rate_limit: None,
             })
             .await
             .map_err(|e| format!("the subscription: {e}"))?;

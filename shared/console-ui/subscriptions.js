@@ -127,6 +127,7 @@ export function render(main, ctx) {
         h('dt', {}, 'Filters'), h('dd', {}, filters),
         h('dt', {}, 'Delivery'), h('dd', { class: `health health-${sub.health ? sub.health.state : 'unknown'}` }, healthWords(sub.health)),
         ...(sub.ordered ? [h('dt', {}, 'Order'), h('dd', { class: 'ordered' }, 'in the order events were accepted, one at a time')] : []),
+        h('dt', {}, 'Rate limit'), h('dd', {}, sub.rateLimit ? `${sub.rateLimit} notifications a second` : 'none'),
         h('dt', {}, 'Expires'), h('dd', {}, `${time(sub.expirationTime)} `, h('span', { class: 'muted' }, `(${relative(sub.expirationTime)})`)),
         h('dt', {}, 'Created'), h('dd', {}, time(sub.createdDateTime)),
         h('dt', {}, 'Id'), h('dd', {}, h('code', {}, sub.id))),

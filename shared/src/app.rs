@@ -10,6 +10,7 @@ use crate::clock::Clock;
 use crate::config::Config;
 use crate::health::cache::HealthCache;
 use crate::health::in_flight::InFlight;
+use crate::health::rate::RateLines;
 use crate::history::DeliveryHistory;
 use crate::store::Store;
 
@@ -34,6 +35,8 @@ pub struct App {
     /// Whether the delivery queue keeps a subscription's order (`ordered`):
     /// the SQLite queue does; SQS not yet, so creates asking for it are refused.
     pub ordered_delivery: bool,
+    /// Waiting lines of jobs over their subscription's rate limit (this process).
+    pub rates: RateLines,
 }
 
 impl App {
@@ -53,6 +56,7 @@ impl App {
         App {
             in_flight: InFlight::new(config.max_in_flight_per_subscription),
             breakers: HealthCache::default(),
+            rates: RateLines::default(),
             callbacks: CallbackClient::new(policy, dns),
             config,
             history: store.clone(),

@@ -138,6 +138,10 @@ impl Writer {
         self.health(&s.health);
         self.raw(b",\"ordered\":");
         self.bool(s.ordered);
+        if let Some(limit) = s.rate_limit {
+            self.raw(b",\"rateLimit\":");
+            self.int(limit);
+        }
         self.raw(b"}");
     }
 
@@ -257,11 +261,17 @@ mod tests {
             (text(), text(), proptest::collection::vec(text(), 0..3)),
             proptest::collection::vec(disabled, 0..3),
             (text(), any::<i64>(), status, text(), text(), text()),
-            health(),
+            (health(), proptest::option::of(1u32..=1000)),
             any::<bool>(),
         )
             .prop_map(
-                |((id, uri, event_filters), disabled_filters, rest, health, ordered)| {
+                |(
+                    (id, uri, event_filters),
+                    disabled_filters,
+                    rest,
+                    (health, rate_limit),
+                    ordered,
+                )| {
                     let (expiration_time, expires_in, status, created, updated, org_id) = rest;
                     Subscription {
                         id,
@@ -276,6 +286,7 @@ mod tests {
                         org_id,
                         health,
                         ordered,
+                        rate_limit,
                     }
                 },
             )

@@ -24,6 +24,12 @@ pub struct SubscriptionRequest {
     /// acceptance order, one at a time. Absent: false on create, unchanged on update.
     #[serde(default)]
     pub ordered: Option<bool>,
+    /// `rateLimit` (an addition): notifications per second, an integer from
+    /// 1 to 1000; `0` removes the limit; absent (or `null`) keeps what is
+    /// stored (none for a new subscription). Kept as sent, validated with the
+    /// other fields.
+    #[serde(rename = "rateLimit", default)]
+    pub rate_limit: Option<serde_json::Value>,
 }
 
 /// Epoch milliseconds: a JSON integer, or a number without a fractional part
@@ -152,6 +158,10 @@ pub struct Subscription {
     /// order, each after every earlier one is delivered or has finally failed.
     #[serde(default)]
     pub ordered: bool,
+    /// `rateLimit` (an addition): at most this many notifications a second;
+    /// absent when unlimited.
+    #[serde(rename = "rateLimit", skip_serializing_if = "Option::is_none", default)]
+    pub rate_limit: Option<u32>,
 }
 
 /// A subscription's delivery health: its circuit breaker and the failures

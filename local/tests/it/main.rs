@@ -17,6 +17,7 @@ mod oauth;
 mod openapi_document;
 mod ordering;
 mod otlp_tracing;
+mod rate_limit;
 mod scheduling;
 mod secret_rotation;
 mod security_limits;

@@ -78,6 +78,7 @@ pub async fn create_subscription(
         new_secret: secret::new_signing_secret(),
         max_per_org: app.config.max_subscriptions_per_org,
         ordered: valid.ordered,
+        rate_limit: valid.rate_limit,
     };
     let (stored, created) = app
         .store
@@ -94,6 +95,7 @@ struct Valid {
     disabled: Vec<DisabledEntry>,
     expires_at: i64,
     ordered: Option<bool>,
+    rate_limit: Option<Option<u32>>,
 }
 
 fn validate(
@@ -179,6 +181,7 @@ fn validate(
              (the embedded SQLite backend has it; docs/api.md)",
         ));
     }
+    let rate_limit = rate_limit(request.rate_limit, &mut errors);
     if !errors.is_empty() {
         return Err(ApiError::validation(errors));
     }
@@ -188,7 +191,37 @@ fn validate(
         disabled,
         expires_at,
         ordered: request.ordered,
+        rate_limit,
     })
+}
+
+/// `rateLimit`: absent (or `null`) keeps the stored one (`None`), `0`
+/// removes it (as `expiresDateInMillies: 0` asks for the default), an
+/// integer from 1 to 1000 sets it; anything else is a field error.
+fn rate_limit(
+    value: Option<serde_json::Value>,
+    errors: &mut Vec<FieldError>,
+) -> Option<Option<u32>> {
+    use crate::health::rate::{MAX_RATE_LIMIT, MIN_RATE_LIMIT};
+    let value = value?;
+    // An integral number (50 or 50.0), as JSON Schema's integer.
+    let whole = value.as_i64().or_else(|| {
+        value
+            .as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 1e15)
+            .map(|f| f as i64)
+    });
+    match whole.and_then(|v| u32::try_from(v).ok()) {
+        Some(0) => Some(None),
+        Some(limit) if (MIN_RATE_LIMIT..=MAX_RATE_LIMIT).contains(&limit) => Some(Some(limit)),
+        _ => {
+            errors.push(FieldError::new(
+                "rateLimit",
+                format!("must be an integer from {MIN_RATE_LIMIT} to {MAX_RATE_LIMIT} (notifications per second), or 0 for no limit"),
+            ));
+            None
+        }
+    }
 }
 
 fn truncate(s: &str) -> String {
@@ -299,6 +332,7 @@ fn render_owned(s: StoredSubscription, now: i64) -> Subscription {
         org_id,
         health: render_health(&s.health, now),
         ordered: s.ordered,
+        rate_limit: s.rate_limit,
     }
 }
 
@@ -349,6 +383,7 @@ mod tests {
             failing_since: None,
             health: Default::default(),
             ordered: false,
+            rate_limit: Some(50),
         };
         for now in [0, 5_000] {
             assert_eq!(render_owned(s.clone(), now), render(&s, now));

@@ -9,7 +9,8 @@
 
 use super::{parking, Reason, Run, Verdict};
 use crate::health::in_flight::Slot;
-use crate::health::Health;
+use crate::health::{rate, Health};
+use crate::ids::SubscriptionId;
 use crate::store::StoredSubscription;
 
 /// The shortest wait of a job over its subscription's cap.
@@ -62,7 +63,8 @@ pub async fn admit(run: &Run<'_>) -> Result<Option<Slot>, Verdict> {
 }
 
 /// Step 3, the subscription read: the receiver's pause (held until it
-/// ends, whatever the breaker), then its breaker as stored. Closed lets the
+/// ends, whatever the breaker), then its breaker as stored, then its rate
+/// limit ([`rate_limit`]). Closed lets the
 /// attempt through; open holds it; half-open lets it through if it wins
 /// the probe (compare-and-set, so one probe at a time across every worker
 /// and instance). A closed breaker with jobs parked puts them back first.
@@ -83,6 +85,9 @@ pub async fn gate(run: &Run<'_>, subscription: &StoredSubscription) -> Result<He
     if let Some(at) = health.wait_until(now, run.random, manual) {
         return Err(parking::hold(run, org, id, health.clone(), at).await);
     }
+    if let Some(limit) = subscription.rate_limit {
+        rate_limit(run, id, limit).await?;
+    }
     let probe_lease = app.config.delivery_timeout + std::time::Duration::from_secs(5);
     let Some(probing) = health.claim_probe(now, probe_lease, manual) else {
         return Ok(health.clone()); // closed
@@ -100,4 +105,33 @@ pub async fn gate(run: &Run<'_>, subscription: &StoredSubscription) -> Result<He
             reason: Reason::BreakerOpen,
         }),
     }
+}
+
+/// The subscription's rate limit, where the queue does not keep it itself
+/// (SQS; the SQLite lease does): one slot of its current window in the
+/// store, shared by every process and instance, or the job is deferred, no
+/// attempt counted, to its turn in this process's line for the
+/// subscription ([`RateLines::turn`](crate::health::rate::RateLines::turn)).
+/// A window this process found full is not asked again. When the store
+/// cannot count, the job waits a window: the limit holds through an outage.
+async fn rate_limit(run: &Run<'_>, id: &SubscriptionId, limit: u32) -> Result<(), Verdict> {
+    if run.queue.limits_rate() {
+        return Ok(());
+    }
+    let (app, now) = (run.app, run.now);
+    let reason = Reason::RateLimited(limit);
+    if !app.rates.known_full(id, now) {
+        match app.store.take_rate_slot(id, rate::window(now), limit).await {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(e) => {
+                crate::telemetry::metrics::store_error(e.kind());
+                tracing::warn!(subscription_id = %id, error = %e, "cannot count the rate window: deferred");
+                let at = now + rate::WINDOW_MS;
+                return Err(Verdict::Defer { at, reason });
+            }
+        }
+    }
+    let at = app.rates.turn(id, limit, now);
+    Err(Verdict::Defer { at, reason })
 }

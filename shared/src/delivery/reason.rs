@@ -52,6 +52,9 @@ pub enum Reason {
     /// Not attempted: the receiver asked for a pause (a `429` or `503` with
     /// `Retry-After`), which holds every job of the subscription.
     Paused,
+    /// Not attempted: the subscription's rate window (a second) has this
+    /// many deliveries started, its `rateLimit`.
+    RateLimited(u32),
 }
 
 impl fmt::Display for Reason {
@@ -83,6 +86,9 @@ impl fmt::Display for Reason {
             ),
             Reason::Paused => {
                 f.write_str("the receiver asked for a pause (429 or 503 with Retry-After)")
+            }
+            Reason::RateLimited(limit) => {
+                write!(f, "the subscription's rate limit ({limit} a second) is reached")
             }
         }
     }
@@ -150,6 +156,10 @@ mod tests {
             (
                 Reason::Paused,
                 "the receiver asked for a pause (429 or 503 with Retry-After)",
+            ),
+            (
+                Reason::RateLimited(50),
+                "the subscription's rate limit (50 a second) is reached",
             ),
         ];
         for (reason, text) in rows {

@@ -7,13 +7,15 @@
 //!   compare-and-set ([`Store::update_health`](crate::store::Store::update_health));
 //! - [`cache`]: the breakers this process saw open lately, and the unparks
 //!   under way;
-//! - [`in_flight`]: its calls in flight in this process, capped.
+//! - [`in_flight`]: its calls in flight in this process, capped;
+//! - [`rate`]: its rate limit's windows, and the waiting lines of jobs over it.
 //!
 //! State and pure rules only: nothing here reads a port or calls out.
 
 pub mod breaker;
 pub mod cache;
 pub mod in_flight;
+pub mod rate;
 pub mod streak;
 
 pub use breaker::{BreakerRule, BreakerState, Health, Signal};

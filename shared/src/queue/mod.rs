@@ -236,6 +236,13 @@ pub trait DeliveryQueue: Send + Sync {
     fn caps_leases(&self) -> bool {
         false
     }
+    /// Whether [`DeliveryQueue::receive`] itself keeps each subscription
+    /// within its rate limit (SQLite: the lease counts its rate windows);
+    /// otherwise the pipeline counts each attempt in the store's window and
+    /// defers what is over (SQS).
+    fn limits_rate(&self) -> bool {
+        false
+    }
     /// Whether [`DeliveryQueue::park`] parks (true) or defers.
     fn parks(&self) -> bool {
         false

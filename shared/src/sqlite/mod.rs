@@ -92,7 +92,13 @@ pub struct SqliteDb {
     clock: Arc<dyn Clock>,
     /// Where the lease's turn over subscriptions stopped (`queue.rs`).
     turn: Arc<std::sync::Mutex<String>>,
+    /// The current rate window of each rate-limited subscription: the
+    /// deliveries the lease started in it (`queue.rs`, `health/rate.rs`).
+    rates: Arc<std::sync::Mutex<RateCounts>>,
 }
+
+/// Rate windows by subscription id.
+type RateCounts = std::collections::HashMap<String, crate::health::rate::WindowCount>;
 
 /// How long a statement waits for a lock another connection holds before
 /// it fails with `SQLITE_BUSY` (answered `503 STORE_UNAVAILABLE`). This
@@ -200,6 +206,7 @@ impl SqliteDb {
             points: Arc::default(),
             clock: crate::clock::system(),
             turn: Arc::default(),
+            rates: Arc::default(),
         })
     }
 

@@ -82,8 +82,9 @@ const DUE_OF_ONE: &str = "SELECT rowid FROM notifications \
      WHERE subscription_id = ?1 AND due_at IS NOT NULL AND due_at <= ?2 \
      ORDER BY due_at LIMIT CAST(?3 AS INTEGER)";
 
-/// Whether subscription `?1` delivers in order: a primary-key seek.
-const ORDERED: &str = "SELECT ordered FROM subscriptions WHERE id = ?1";
+/// Whether subscription `?1` delivers in order, and its rate limit: one
+/// seek of its primary key.
+const SETTINGS_OF: &str = "SELECT ordered, rate_limit FROM subscriptions WHERE id = ?1";
 
 /// The queued job of subscription `?1` accepted first, leased or not, and
 /// when it is due: the first entry of its range of `notifications_line`.
@@ -100,7 +101,10 @@ const HEAD_OF_LINE: &str = "SELECT rowid, due_at FROM notifications INDEXED BY n
 /// subscriptions visited (at most [`TURNS_PER_LEASE`]), whatever the depth
 /// of any subscription's queue; and every subscription with due work is
 /// visited within `ceil(subscriptions with queued jobs / TURNS_PER_LEASE)`
-/// leases, whatever sits ahead of it.
+/// leases, whatever sits ahead of it. A rate-limited subscription gives at
+/// most what its current rate window has room for (`rates`, one seek of its
+/// row for its settings): the lease starts no more of its deliveries in a
+/// second than its `rateLimit` (`health/rate.rs`).
 ///
 /// An ordered subscription gives at most its head of line (the queued job
 /// accepted first), when it is due and nothing of the subscription is
@@ -108,6 +112,7 @@ const HEAD_OF_LINE: &str = "SELECT rowid, due_at FROM notifications INDEXED BY n
 fn fair_pick(
     tx: &rusqlite::Transaction<'_>,
     turn: &mut String,
+    rates: &mut super::RateCounts,
     now: i64,
     max: usize,
     cap: usize,
@@ -128,7 +133,7 @@ fn fair_pick(
     }
     let mut next = tx.prepare_cached(NEXT_QUEUED)?;
     let mut due = tx.prepare_cached(DUE_OF_ONE)?;
-    let mut ordered = tx.prepare_cached(ORDERED)?;
+    let mut settings = tx.prepare_cached(SETTINGS_OF)?;
     let mut head = tx.prepare_cached(HEAD_OF_LINE)?;
     let start = turn.clone();
     let mut wrapped = false;
@@ -149,13 +154,23 @@ fn fair_pick(
         };
         visits += 1;
         let holds = held.get(&subscription).copied().unwrap_or(0);
-        let room = cap.saturating_sub(holds).min(max - chosen.len());
-        let in_order: bool = ordered
-            .query_row([&subscription], |r| r.get(0))
-            .optional()?
-            .unwrap_or(false);
+        let mut room = cap.saturating_sub(holds).min(max - chosen.len());
+        let (in_order, limit) = match room {
+            0 => (false, None),
+            _ => settings
+                .query_row([&subscription], |r| {
+                    Ok((r.get::<_, bool>(0)?, r.get::<_, Option<u32>>(1)?))
+                })
+                .optional()?
+                .unwrap_or((false, None)),
+        };
+        if let Some(limit) = limit {
+            let window = rates.get(&subscription).copied().unwrap_or_default();
+            room = room.min(window.room(limit, now) as usize);
+        }
+        let before = chosen.len();
         if in_order {
-            if holds == 0 {
+            if holds == 0 && room > 0 {
                 let (rowid, due_at): (i64, i64) =
                     head.query_row([&subscription], |r| Ok((r.get(0)?, r.get(1)?)))?;
                 if due_at <= now {
@@ -167,6 +182,13 @@ fn fair_pick(
             while let Some(r) = rows.next()? {
                 chosen.push(r.get(0)?);
             }
+        }
+        if limit.is_some() && chosen.len() > before {
+            let taken = (chosen.len() - before) as u32;
+            rates
+                .entry(subscription.clone())
+                .or_default()
+                .take(taken, now);
         }
         turn.clone_from(&subscription);
         if chosen.len() >= max || visits >= TURNS_PER_LEASE {
@@ -217,12 +239,18 @@ impl DeliveryQueue for SqliteDb {
         visibility: Duration,
     ) -> Result<Vec<Lease>, QueueError> {
         let now = self.now_ms();
-        let turn = self.turn.clone();
+        let (turn, rates) = (self.turn.clone(), self.rates.clone());
         self.with(move |conn| {
             let tx = conn.transaction().map_err(failure)?;
             let chosen = {
                 let mut turn = turn.lock().unwrap_or_else(|e| e.into_inner());
-                fair_pick(&tx, &mut turn, now, max, per_subscription).map_err(failure)?
+                let mut rates = rates.lock().unwrap_or_else(|e| e.into_inner());
+                // Only windows that can still matter are kept.
+                if rates.len() > 10_000 {
+                    let current = crate::health::rate::window(now);
+                    rates.retain(|_, count| count.window >= current);
+                }
+                fair_pick(&tx, &mut turn, &mut rates, now, max, per_subscription).map_err(failure)?
             };
             let mut leases = Vec::with_capacity(chosen.len());
             {
@@ -301,6 +329,10 @@ impl DeliveryQueue for SqliteDb {
     }
 
     fn caps_leases(&self) -> bool {
+        true
+    }
+
+    fn limits_rate(&self) -> bool {
         true
     }
 

@@ -185,6 +185,12 @@ CREATE INDEX notifications_queued ON notifications (subscription_id, due_at) WHE
 ALTER TABLE subscriptions ADD COLUMN ordered INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX notifications_line ON notifications (subscription_id) WHERE due_at IS NOT NULL;
 "#,
+    r#"
+-- A subscription's rate limit, notifications per second (issue 36); NULL:
+-- unlimited. The lease reads it by primary key for each subscription it
+-- visits (sqlite/queue.rs, docs/decisions/rate-limit.md).
+ALTER TABLE subscriptions ADD COLUMN rate_limit INTEGER;
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

@@ -14,7 +14,7 @@ use crate::store::{
 };
 
 pub(super) const COLUMNS: &str =
-    "id, org_id, uri, event_filters, disabled_filters, expires_at, status, created_at, updated_at, secret, failing_since, previous_secrets, health, health_rev, ordered";
+    "id, org_id, uri, event_filters, disabled_filters, expires_at, status, created_at, updated_at, secret, failing_since, previous_secrets, health, health_rev, ordered, rate_limit";
 
 pub(super) fn row_to_subscription(row: &Row<'_>) -> rusqlite::Result<StoredSubscription> {
     let id: SubscriptionId = row.get(0)?;
@@ -49,6 +49,7 @@ pub(super) fn row_to_subscription(row: &Row<'_>) -> rusqlite::Result<StoredSubsc
             }
         },
         ordered: row.get(14)?,
+        rate_limit: row.get(15)?,
         id,
     })
 }
@@ -81,9 +82,10 @@ impl Store for SqliteDb {
                          expires_at = ?4, status = 'ACTIVE', updated_at = ?5, failing_since = NULL, \
                          health = NULL, health_rev = health_rev + 1, \
                          expiry_reminded_for = CASE WHEN expires_at = ?4 THEN expiry_reminded_for END, \
-                         ordered = COALESCE(?6, ordered) \
+                         rate_limit = CASE WHEN ?6 THEN ?7 ELSE rate_limit END, \
+                         ordered = COALESCE(?8, ordered) \
                          WHERE id = ?1",
-                        params![id, filters, disabled, u.expires_at, u.now, u.ordered],
+                        params![id, filters, disabled, u.expires_at, u.now, u.rate_limit.is_some(), u.rate_limit.flatten(), u.ordered],
                     )
                     .map_err(failure)?;
                     tx.execute("DELETE FROM subscription_filters WHERE subscription_id = ?1", [&id])
@@ -101,9 +103,9 @@ impl Store for SqliteDb {
                     }
                     tx.execute(
                         "INSERT INTO subscriptions (id, org_id, uri, event_filters, disabled_filters, \
-                         expires_at, status, created_at, updated_at, secret, ordered) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'ACTIVE', ?7, ?7, ?8, ?9)",
-                        params![u.new_id, u.org_id, u.uri, filters, disabled, u.expires_at, u.now, u.new_secret, u.ordered.unwrap_or(false)],
+                         expires_at, status, created_at, updated_at, secret, rate_limit, ordered) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'ACTIVE', ?7, ?7, ?8, ?9, ?10)",
+                        params![u.new_id, u.org_id, u.uri, filters, disabled, u.expires_at, u.now, u.new_secret, u.rate_limit.flatten(), u.ordered.unwrap_or(false)],
                     )
                     .map_err(failure)?;
                     u.new_id.to_string()
@@ -266,6 +268,24 @@ impl Store for SqliteDb {
             Ok(changed == 1)
         })
         .await
+    }
+
+    async fn take_rate_slot(
+        &self,
+        subscription: &SubscriptionId,
+        window: i64,
+        limit: u32,
+    ) -> Result<bool, StoreError> {
+        // The lease's own counts (one process owns the file): what the
+        // lease took in the window counts here, and the other way round.
+        let mut rates = self.rates.lock().unwrap_or_else(|e| e.into_inner());
+        let count = rates.entry(subscription.to_string()).or_default();
+        let at = crate::health::rate::window_start(window);
+        if count.room(limit, at) == 0 {
+            return Ok(false);
+        }
+        count.take(1, at);
+        Ok(true)
     }
 
     async fn rotate_secret(

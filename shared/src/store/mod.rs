@@ -48,6 +48,8 @@ pub struct StoredSubscription {
     pub health: Health,
     /// Delivered in acceptance order, one at a time (`ordered`).
     pub ordered: bool,
+    /// Its rate limit, notifications per second (`rateLimit`); None: unlimited.
+    pub rate_limit: Option<u32>,
 }
 
 impl StoredSubscription {
@@ -185,6 +187,9 @@ pub struct Upsert {
     /// Ordered delivery: set when Some, false for a new one when None
     /// (an update that does not mention it keeps it).
     pub ordered: Option<bool>,
+    /// The rate limit to store: `Some(limit)` sets it (`Some(None)`: none),
+    /// `None` keeps an existing subscription's (a new one has none).
+    pub rate_limit: Option<Option<u32>>,
 }
 
 /// The cause a store or queue failure keeps: the adapter's own error
@@ -329,6 +334,19 @@ pub trait Store: Send + Sync {
         id: &SubscriptionId,
         expected_rev: u64,
         new: &Health,
+    ) -> Result<bool, StoreError>;
+
+    /// Counts one delivery of `subscription` in rate window `window`
+    /// ([`crate::health::rate`]) if fewer than `limit` were counted in it;
+    /// false, counting nothing, when the window is full. Shared by every
+    /// process and instance of the backend (DynamoDB: one conditional write
+    /// on the window's item); SQLite, whose one process owns the file and
+    /// whose lease keeps the limit, counts in memory.
+    async fn take_rate_slot(
+        &self,
+        subscription: &SubscriptionId,
+        window: i64,
+        limit: u32,
     ) -> Result<bool, StoreError>;
 
     /// Rotates the signing secret atomically ([`SecretRotation::apply`]),

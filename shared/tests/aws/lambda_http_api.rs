@@ -228,6 +228,7 @@ async fn a_function_behind_the_http_api_serves_the_caller_or_answers_the_refusal
             new_secret: "whsec_c2VlZGVkLXNlY3JldC1mb3ItdGVzdHM=".into(),
             max_per_org: 1000,
             ordered: None,
+            rate_limit: None,
         })
         .await
         .unwrap();

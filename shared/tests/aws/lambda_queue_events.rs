@@ -126,6 +126,7 @@ async fn subscribe_to(
             new_secret: webhook_core::secret::new_signing_secret(),
             max_per_org: 100,
             ordered: None,
+            rate_limit: None,
         })
         .await
         .unwrap();

@@ -147,6 +147,7 @@ fn upsert(org: &str, i: usize) -> Upsert {
         new_secret: webhook_core::secret::new_signing_secret(),
         max_per_org: 1000,
         ordered: None,
+        rate_limit: None,
     }
 }
 

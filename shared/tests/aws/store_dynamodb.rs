@@ -72,6 +72,7 @@ async fn a_dangling_uniqueness_guard_is_replaced() {
         new_secret: "whsec_AAAA".into(),
         max_per_org: 1000,
         ordered: None,
+        rate_limit: None,
     };
     let (first, _) = store.upsert_subscription(upsert("first")).await.unwrap();
     client
@@ -120,6 +121,7 @@ async fn delivery_records_survive_index_entries_removed_by_ttl() {
             new_secret: "whsec_AAAA".into(),
             max_per_org: 1000,
             ordered: None,
+            rate_limit: None,
         })
         .await
         .unwrap();
@@ -170,6 +172,7 @@ async fn expiry_entries_follow_their_subscription_and_stale_ones_are_skipped() {
         new_secret: "whsec_AAAA".into(),
         max_per_org: 1000,
         ordered: None,
+        rate_limit: None,
     };
     let (sub, _) = store.upsert_subscription(upsert(b)).await.unwrap();
     let sk = |at: i64| format!("{at:013}#{org}#{}", sub.id);

@@ -76,6 +76,7 @@ async fn subscribe(w: &World, uri: &str, lifetime: Duration) -> SubscriptionId {
             new_secret: webhook_core::secret::new_signing_secret(),
             max_per_org: 100,
             ordered: None,
+            rate_limit: None,
         })
         .await
         .unwrap();

@@ -100,6 +100,7 @@ mod isolated {
             event_filters: Some(vec![FILTER.to_owned()]),
             expires_date_in_millies: None,
             ordered: None,
+            rate_limit: None,
         };
         subscriptions::create_subscription(app, &caller(), request)
             .await
@@ -421,6 +422,7 @@ mod isolated {
                 new_secret: webhook_core::secret::new_signing_secret(),
                 max_per_org: 10_000,
                 ordered: None,
+                rate_limit: None,
             })
             .await
             .unwrap();

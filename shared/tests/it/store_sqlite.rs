@@ -149,6 +149,7 @@ async fn unknown_stored_values_are_corrupt_and_named() {
         new_secret: webhook_core::secret::new_signing_secret(),
         max_per_org: 10,
         ordered: None,
+        rate_limit: None,
     };
     db.upsert_subscription(upsert.clone()).await.unwrap();
     plant(
@@ -222,6 +223,7 @@ async fn a_get_sees_each_write_at_once_and_another_processs_soon() {
         new_secret: webhook_core::secret::new_signing_secret(),
         max_per_org: 10,
         ordered: None,
+        rate_limit: None,
     };
     let get = || async { db.get_subscription(&org, &id).await.unwrap() };
 

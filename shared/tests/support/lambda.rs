@@ -127,6 +127,7 @@ pub async fn seed(store: &dyn Store, org: &str, id: &str, uri: &str, now: i64) {
             new_secret: "whsec_c2VlZGVkLXNlY3JldC1mb3ItdGVzdHM=".into(),
             max_per_org: 1000,
             ordered: None,
+            rate_limit: None,
         })
         .await
         .unwrap();

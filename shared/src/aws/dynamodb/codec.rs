@@ -47,8 +47,14 @@ pub(super) fn subscription_attributes(sub: &StoredSubscription) -> Item {
     if sub.ordered {
         item.insert("ordered".into(), AttributeValue::Bool(true));
     }
+    if let Some(limit) = sub.rate_limit {
+        item.insert(RATE_LIMIT.into(), n(i64::from(limit)));
+    }
     item
 }
+
+/// The subscription's rate limit (notifications per second), when it has one.
+pub(super) const RATE_LIMIT: &str = "rateLimit";
 
 /// Replaced secrets still in their grace period: a list of `{secret, expiresAt}`.
 pub(super) fn previous_secrets(previous: &[PreviousSecret]) -> AttributeValue {
@@ -186,6 +192,13 @@ fn subscription_of(item: &Item) -> Result<StoredSubscription, StoreError> {
         health: parse_health(item)?,
         // Absent on items written before ordered delivery existed.
         ordered: matches!(item.get("ordered"), Some(AttributeValue::Bool(true))),
+        rate_limit: item
+            .contains_key(RATE_LIMIT)
+            .then(|| {
+                number(item, RATE_LIMIT)
+                    .and_then(|v| u32::try_from(v).map_err(|_| corrupt(RATE_LIMIT)))
+            })
+            .transpose()?,
     })
 }
 
@@ -293,6 +306,7 @@ mod tests {
             failing_since: Some(3),
             health: Default::default(),
             ordered: false,
+            rate_limit: Some(50),
         };
         let item = subscription_item(&sub, 7);
         assert_eq!(parse_subscription(&item).unwrap(), sub);

@@ -239,6 +239,11 @@ pub(super) fn parked_pk(subscription_id: &SubscriptionId) -> String {
     format!("PARKED#{subscription_id}")
 }
 
+/// A subscription's rate window `window` (epoch seconds; `rate.rs`).
+pub(super) fn rate_pk(subscription_id: &SubscriptionId, window: i64) -> String {
+    format!("RATE#{subscription_id}#{window}")
+}
+
 pub(super) fn api_key_pk(key_id: &str) -> String {
     format!("APIKEY#{key_id}")
 }

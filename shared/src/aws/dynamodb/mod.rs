@@ -27,6 +27,7 @@ mod keys;
 mod listing;
 mod messages;
 mod parking;
+mod rate;
 mod read;
 mod store;
 mod tables;

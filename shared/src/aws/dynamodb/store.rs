@@ -175,6 +175,15 @@ impl Store for DynamoStore {
         }
     }
 
+    async fn take_rate_slot(
+        &self,
+        subscription: &SubscriptionId,
+        window: i64,
+        limit: u32,
+    ) -> Result<bool, StoreError> {
+        self.count_in_window(subscription, window, limit).await
+    }
+
     async fn rotate_secret(
         &self,
         org_id: &OrgId,

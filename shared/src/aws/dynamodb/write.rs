@@ -87,6 +87,7 @@ impl DynamoStore {
             failing_since: None,
             health: Default::default(),
             ordered: u.ordered.unwrap_or(false),
+            rate_limit: u.rate_limit.flatten(),
         };
         let table = &self.tables.subscriptions;
         let mut guard = key(org_pk(&u.org_id), uri_sk(&u.uri));
@@ -175,6 +176,7 @@ impl DynamoStore {
                 ..Default::default()
             },
             ordered: u.ordered.unwrap_or(current.ordered),
+            rate_limit: u.rate_limit.unwrap_or(current.rate_limit),
             ..current.clone()
         };
         let table = &self.tables.subscriptions;

@@ -43,6 +43,7 @@ macro_rules! conformance_tests {
             messages_past_their_retention_are_absent,
             fan_out_sees_delivery_bookkeeping,
             the_circuit_breaker_is_compare_and_set_and_a_repost_clears_it,
+            the_rate_limit_is_kept_and_its_windows_count_to_it,
         );
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
@@ -75,6 +76,7 @@ pub fn upsert(org: &str, uri: &str, filters: &[&str], now: i64) -> Upsert {
         new_secret: webhook_core::secret::new_signing_secret(),
         max_per_org: 1000,
         ordered: None,
+        rate_limit: None,
     }
 }
 
@@ -723,5 +725,54 @@ pub async fn fan_out_sees_delivery_bookkeeping(store: Arc<dyn Store>) {
                 .unwrap()
                 .unwrap()
         )
+    );
+}
+
+/// `rateLimit` is stored on create, kept by an update that does not name it,
+/// removed by one that clears it; a rate window counts up to the limit, then
+/// refuses, and the next window, or another subscription, starts afresh.
+pub async fn the_rate_limit_is_kept_and_its_windows_count_to_it(store: Arc<dyn Store>) {
+    let org = unique("org");
+    let f = filter(&org, "rate");
+    let mut first = upsert(&org, "https://example.com/rate", &[&f], 1_000);
+    first.rate_limit = Some(Some(50));
+    let (created, _) = store.upsert_subscription(first).await.unwrap();
+    assert_eq!(created.rate_limit, Some(50));
+    let got = store.get_subscription(&created.org_id, &created.id).await;
+    assert_eq!(got.unwrap().unwrap().rate_limit, Some(50));
+    let kept = upsert(&org, "https://example.com/rate", &[&f], 2_000);
+    let (updated, _) = store.upsert_subscription(kept).await.unwrap();
+    assert_eq!(
+        updated.rate_limit,
+        Some(50),
+        "an update without it keeps it"
+    );
+    let mut cleared = upsert(&org, "https://example.com/rate", &[&f], 3_000);
+    cleared.rate_limit = Some(None);
+    let (updated, _) = store.upsert_subscription(cleared).await.unwrap();
+    assert_eq!(updated.rate_limit, None);
+    let got = store.get_subscription(&created.org_id, &created.id).await;
+    assert_eq!(got.unwrap().unwrap().rate_limit, None);
+
+    let (sub, other) = (created.id.clone(), SubscriptionId::from(unique("sub")));
+    let window = 1_700_000_000 + (uuid::Uuid::new_v4().as_u128() % 1_000_000) as i64;
+    for i in 0..3 {
+        assert!(
+            store.take_rate_slot(&sub, window, 3).await.unwrap(),
+            "slot {i}"
+        );
+    }
+    assert!(
+        !store.take_rate_slot(&sub, window, 3).await.unwrap(),
+        "the window is full"
+    );
+    assert!(!store.take_rate_slot(&sub, window, 3).await.unwrap());
+    assert!(
+        store.take_rate_slot(&sub, window + 1, 3).await.unwrap(),
+        "the next window"
+    );
+    assert!(
+        store.take_rate_slot(&other, window, 3).await.unwrap(),
+        "another subscription"
     );
 }
