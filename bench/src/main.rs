@@ -135,11 +135,16 @@ pub struct Settings {
     #[arg(long, default_value_t = 10)]
     cost_events_per_send: usize,
     /// Backlogs of the cost suite's backlog phase (repeatable; none by
-    /// default): that many events posted at once (`POST /events`, 32
-    /// senders) for one subscription whose callback answers after 1 s; SQS
-    /// requests per notification, printed.
+    /// default): that many events posted (`POST /events`, 32 senders, a
+    /// refused post retried after its `Retry-After`) for one subscription
+    /// whose callback answers after 1 s; the delivery queue's SQS requests
+    /// per notification received, printed and in results.json.
     #[arg(long)]
     cost_backlog: Vec<u64>,
+    /// Events per second at which the backlog phase posts (0: as fast as
+    /// its 32 senders go); above the callback's 32/s, so the backlog builds.
+    #[arg(long, default_value_t = 0.0)]
+    cost_backlog_rate: f64,
     /// Backends of the noisy suite (repeatable): embedded (SQLite), aws (DynamoDB Local + moto).
     #[arg(long, value_enum, default_values_t = [noisy::Backend::Embedded])]
     noisy_backend: Vec<noisy::Backend>,

@@ -67,6 +67,15 @@ impl Receiver {
         self.inner.arrivals.lock().expect("not poisoned").len() as u64
     }
 
+    /// Distinct notifications (by `webhook-id`) received since the last
+    /// [`Receiver::take`]: a redelivery of the same one counts once.
+    pub fn distinct(&self) -> u64 {
+        let arrivals = self.inner.arrivals.lock().expect("not poisoned");
+        let ids: std::collections::HashSet<&str> =
+            arrivals.iter().map(|(id, _)| id.as_str()).collect();
+        ids.len() as u64
+    }
+
     /// Notifications that reached a `/hang/` path so far (never taken).
     pub fn hung(&self) -> u64 {
         self.inner.hung.load(Ordering::Relaxed)

@@ -6,17 +6,21 @@
 //! Each phase is the difference of the proxies' tallies taken before and
 //! after it.
 
+use std::collections::BTreeMap;
 use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use http::header::{CONTENT_TYPE, RETRY_AFTER};
 use http::StatusCode;
 use serde::Serialize;
+use tokio::sync::Semaphore;
 use webhook_core::auth::jwt::{mint_hs256, ALL_SCOPES};
 
 use super::events::{EventsPipeline, Wiring};
 use super::proxy::{tally_since, Proxy, Service, Tally};
 use crate::api::{event_body, inbound_filter, Api};
-use crate::load::{closed_loop, Limit};
 use crate::process::{self, Listening};
 use crate::receiver::Receiver;
 use crate::Settings;
@@ -99,19 +103,10 @@ fn start_service(
 }
 
 /// Waits until the receiver has `expected` notifications and the service
-/// has made no DynamoDB call for a second (the last history updates).
+/// has made no DynamoDB call for a second (the last history updates), and
+/// takes them.
 async fn settle(receiver: &Receiver, expected: u64, proxies: &Proxies) -> Result<(), String> {
-    settle_within(receiver, expected, proxies, Duration::from_secs(300))
-        .await
-        .map(drop)
-}
-
-async fn settle_within(
-    receiver: &Receiver,
-    expected: u64,
-    proxies: &Proxies,
-    limit: Duration,
-) -> Result<u64, String> {
+    let limit = Duration::from_secs(300);
     let deadline = Instant::now() + limit;
     while receiver.count() < expected {
         if Instant::now() > deadline {
@@ -123,6 +118,13 @@ async fn settle_within(
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    quiet(proxies, deadline).await;
+    receiver.take();
+    Ok(())
+}
+
+/// Until the service has made no DynamoDB call for a second, or `deadline`.
+async fn quiet(proxies: &Proxies, deadline: Instant) {
     let mut last = proxies.dynamodb_requests();
     let mut quiet_since = Instant::now();
     while quiet_since.elapsed() < Duration::from_secs(1) && Instant::now() < deadline {
@@ -133,11 +135,10 @@ async fn settle_within(
             quiet_since = Instant::now();
         }
     }
-    Ok(receiver.take().len() as u64)
 }
 
-/// Runs every phase of `operations` operations each.
-pub async fn run(s: &Settings) -> Result<Vec<Phase>, String> {
+/// Runs every phase of `operations` operations each, then the backlogs.
+pub async fn run(s: &Settings) -> Result<(Vec<Phase>, Vec<Backlog>), String> {
     let upstream = |var: &str| {
         std::env::var(var)
             .map_err(|_| format!("{var} is not set: the cost suite needs the emulators"))
@@ -251,68 +252,231 @@ pub async fn run(s: &Settings) -> Result<Vec<Phase>, String> {
         0,
     );
     // Issue 36: a backlog for one slow subscription, its SQS requests per
-    // notification (deferrals over the cap are re-sent messages). Printed.
+    // notification (deferrals over the cap are re-sent messages).
+    let mut backlogs = Vec::new();
     for (k, &depth) in s.cost_backlog.iter().enumerate() {
-        let dep = format!("backlog-{k}");
-        api.create(
-            &receiver.uri(&format!("/slow/{k}")),
-            &inbound_filter(ORG, &dep),
-        )
-        .await?;
-        let before = proxies.tally();
-        let started = Instant::now();
-        // Posted to webhooks-local, faster than the events pipeline: the
-        // backlog must build faster than the callback drains it (32/s).
-        let op = {
-            let (api, dep) = (api.clone(), dep.clone());
-            move |i: u64| {
-                let (api, dep) = (api.clone(), dep.clone());
-                async move {
-                    let id = format!("b{k}-{i}");
-                    api.post(
-                        "/events",
-                        event_body(ORG, &dep, &id, &id),
-                        StatusCode::ACCEPTED,
-                    )
-                    .await
-                    .map(drop)
-                }
-            }
-        };
-        let posted = closed_loop("backlog", 32, Duration::ZERO, Limit::Count(depth), op).await;
-        let queued = depth.saturating_sub(receiver.count());
-        println!(
-            "  backlog of {depth}: posted in {:.0} s ({} errors), {queued} not yet delivered then",
-            posted.elapsed.as_secs_f64(),
-            posted.errors
-        );
-        let received =
-            settle_within(&receiver, posted.ok, &proxies, Duration::from_secs(1800)).await?;
-        let tally = tally_since(&proxies.tally(), &before);
-        let sqs = |action: &str| {
-            tally
-                .get(&format!("sqs:{action}"))
-                .map_or(0, |c| c.requests)
-        };
-        let requests: u64 = tally
-            .iter()
-            .filter(|(k, _)| k.starts_with("sqs:"))
-            .map(|(_, c)| c.requests)
-            .sum();
-        println!(
-            "  backlog of {depth} for a 1 s callback: {received} notifications received in {:.0} s; delivery queue: {requests} SQS requests, {:.2} per notification (ReceiveMessage {}, SendMessage {}, SendMessageBatch {}, DeleteMessage {}, DeleteMessageBatch {})",
-            started.elapsed().as_secs_f64(),
-            requests as f64 / received.max(1) as f64,
-            sqs("ReceiveMessage"),
-            sqs("SendMessage"),
-            sqs("SendMessageBatch"),
-            sqs("DeleteMessage"),
-            sqs("DeleteMessageBatch"),
-        );
+        backlogs.push(backlog(s, &api, &receiver, &proxies, k, depth).await?);
     }
     drop(pipeline);
     drop(service);
-    Ok(phases)
+    Ok((phases, backlogs))
+}
+
+/// One backlog of the cost suite's backlog phase (issue 36), printed and in
+/// results.json.
+#[derive(Debug, Clone, Serialize)]
+pub struct Backlog {
+    /// Events to post (`--cost-backlog`).
+    pub events: u64,
+    /// Events per second offered (`--cost-backlog-rate`; 0: as fast as the senders go).
+    pub rate: f64,
+    /// Events accepted (`202`), after retries.
+    pub posted: u64,
+    /// Answers other than `202` (and transport errors), each retried after
+    /// its `Retry-After`, by status and code.
+    pub refused: BTreeMap<String, u64>,
+    /// Events given up after [`POST_TRIES`] tries.
+    pub failed: u64,
+    /// First post sent → last post answered.
+    pub posting_s: f64,
+    /// Accepted but not yet delivered when the last post was answered: the
+    /// deepest the backlog got (posting outpaces the callback's 32/s).
+    pub queued_when_posted: u64,
+    /// Distinct notifications received (by `webhook-id`).
+    pub received: u64,
+    /// Deliveries received, redeliveries of the same notification included.
+    pub arrivals: u64,
+    /// First post sent → last notification received.
+    pub received_s: f64,
+    /// The delivery queue's SQS requests (ingestion's sends included).
+    pub sqs_requests: u64,
+    /// `sqs_requests` ÷ `received`.
+    pub per_notification: f64,
+    /// The delivery queue's requests by action.
+    pub by_action: BTreeMap<String, u64>,
+}
+
+/// Tries of one backlog event before it is given up.
+const POST_TRIES: u32 = 10;
+/// Posts in flight at once in the backlog phase.
+const BACKLOG_SENDERS: usize = 32;
+/// A backlog's notifications are awaited this long at most, and given up on
+/// when none has arrived for [`BACKLOG_STALL`].
+const BACKLOG_WAIT: Duration = Duration::from_secs(3600);
+const BACKLOG_STALL: Duration = Duration::from_secs(180);
+
+#[derive(Default)]
+struct Posting {
+    posted: AtomicU64,
+    failed: AtomicU64,
+    refused: Mutex<BTreeMap<String, u64>>,
+}
+
+/// Posts one event until it is accepted: a refusal (or a transport error)
+/// waits its `Retry-After` (1 s without one, at most 30 s) and tries again,
+/// counted; the same `eventId` each time, which the service ingests once.
+async fn post_event(api: &Api, body: String, posting: &Posting) {
+    let url = format!("{}/events", api.base);
+    for _ in 0..POST_TRIES {
+        let (why, wait) = match api
+            .client
+            .post(&url)
+            .header(CONTENT_TYPE, "application/json")
+            .body(body.clone())
+            .send()
+            .await
+        {
+            Ok(r) if r.status() == StatusCode::ACCEPTED => {
+                let _ = r.bytes().await;
+                posting.posted.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            Ok(r) => {
+                let status = r.status();
+                let wait = r
+                    .headers()
+                    .get(RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .unwrap_or(1)
+                    .clamp(1, 30);
+                let body = r.bytes().await.unwrap_or_default();
+                let code = serde_json::from_slice::<serde_json::Value>(&body)
+                    .ok()
+                    .and_then(|v| v["code"].as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                (format!("{} {code}", status.as_u16()), wait)
+            }
+            Err(e) if e.is_timeout() => ("timeout".to_owned(), 1),
+            Err(_) => ("connection".to_owned(), 1),
+        };
+        *posting
+            .refused
+            .lock()
+            .expect("not poisoned")
+            .entry(why.trim().to_owned())
+            .or_default() += 1;
+        tokio::time::sleep(Duration::from_secs(wait)).await;
+    }
+    posting.failed.fetch_add(1, Ordering::Relaxed);
+}
+
+/// `depth` events posted for one subscription whose callback answers after
+/// 1 s (at `--cost-backlog-rate` per second, [`BACKLOG_SENDERS`] in flight
+/// at most), delivered to the last: the delivery queue's SQS requests per
+/// notification.
+async fn backlog(
+    s: &Settings,
+    api: &Api,
+    receiver: &Receiver,
+    proxies: &Proxies,
+    k: usize,
+    depth: u64,
+) -> Result<Backlog, String> {
+    let dep = format!("backlog-{k}");
+    api.create(
+        &receiver.uri(&format!("/slow/{k}")),
+        &inbound_filter(ORG, &dep),
+    )
+    .await?;
+    receiver.take();
+    let before = proxies.tally();
+    let started = Instant::now();
+    // Posted to webhooks-local, faster than the events pipeline: the backlog
+    // must build faster than the callback drains it (32/s).
+    let posting = Arc::new(Posting::default());
+    let senders = Arc::new(Semaphore::new(BACKLOG_SENDERS));
+    let rate = s.cost_backlog_rate.max(0.0);
+    let mut posts = tokio::task::JoinSet::new();
+    for i in 0..depth {
+        if rate > 0.0 {
+            tokio::time::sleep_until((started + Duration::from_secs_f64(i as f64 / rate)).into())
+                .await;
+        }
+        let permit = senders
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|e| e.to_string())?;
+        let (api, posting) = (api.clone(), posting.clone());
+        let id = format!("b{k}-{i}");
+        let body = event_body(ORG, &dep, &id, &id);
+        posts.spawn(async move {
+            post_event(&api, body, &posting).await;
+            drop(permit);
+        });
+        while posts.try_join_next().is_some() {}
+    }
+    while posts.join_next().await.is_some() {}
+    let posting_s = started.elapsed().as_secs_f64();
+    let posted = posting.posted.load(Ordering::Relaxed);
+    let failed = posting.failed.load(Ordering::Relaxed);
+    let refused = posting.refused.lock().expect("not poisoned").clone();
+    let queued = posted.saturating_sub(receiver.distinct());
+    println!(
+        "  backlog of {depth}: {posted} posted in {posting_s:.0} s ({} refusals retried: {refused:?}; {failed} given up), {queued} not yet delivered then",
+        refused.values().sum::<u64>(),
+    );
+    // Every accepted event's notification, then a second without DynamoDB calls.
+    let deadline = started + BACKLOG_WAIT;
+    let (mut last_count, mut last_change) = (0, Instant::now());
+    loop {
+        let count = receiver.distinct();
+        if count >= posted {
+            break;
+        }
+        if count != last_count {
+            (last_count, last_change) = (count, Instant::now());
+        }
+        if Instant::now() > deadline || last_change.elapsed() > BACKLOG_STALL {
+            println!(
+                "  backlog of {depth}: only {count} of {posted} notifications received after {:.0} s",
+                started.elapsed().as_secs_f64()
+            );
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let received_s = started.elapsed().as_secs_f64();
+    quiet(proxies, Instant::now() + Duration::from_secs(30)).await;
+    let arrivals = receiver.take();
+    let received = arrivals
+        .iter()
+        .map(|(id, _)| id.as_str())
+        .collect::<std::collections::HashSet<_>>()
+        .len() as u64;
+    let tally = tally_since(&proxies.tally(), &before);
+    let by_action: BTreeMap<String, u64> = tally
+        .iter()
+        .filter_map(|(k, c)| Some((k.strip_prefix("sqs:")?.to_owned(), c.requests)))
+        .collect();
+    let sqs_requests: u64 = by_action.values().sum();
+    let per_notification = sqs_requests as f64 / received.max(1) as f64;
+    let action = |a: &str| by_action.get(a).copied().unwrap_or(0);
+    println!(
+        "  backlog of {depth} for a 1 s callback: {received} of {posted} notifications received ({} deliveries) in {received_s:.0} s; delivery queue: {sqs_requests} SQS requests, {per_notification:.2} per notification (ReceiveMessage {}, SendMessage {}, SendMessageBatch {}, DeleteMessage {}, DeleteMessageBatch {})",
+        arrivals.len(),
+        action("ReceiveMessage"),
+        action("SendMessage"),
+        action("SendMessageBatch"),
+        action("DeleteMessage"),
+        action("DeleteMessageBatch"),
+    );
+    Ok(Backlog {
+        events: depth,
+        rate,
+        posted,
+        refused,
+        failed,
+        posting_s,
+        queued_when_posted: queued,
+        received,
+        arrivals: arrivals.len() as u64,
+        received_s,
+        sqs_requests,
+        per_notification,
+        by_action,
+    })
 }
 
 /// The delivery queue `webhooks-local --create-tables` made for `prefix`

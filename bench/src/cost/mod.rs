@@ -72,6 +72,8 @@ pub struct CostResults {
     pub lambda_ms: BTreeMap<String, f64>,
     pub phases: Vec<Phase>,
     pub scenarios: Vec<Scenario>,
+    /// The backlog phase (`--cost-backlog`), not priced.
+    pub backlogs: Vec<drive::Backlog>,
 }
 
 pub async fn run(s: &Settings, lambda: &[LambdaResult]) -> Result<CostResults, String> {
@@ -87,7 +89,7 @@ pub async fn run(s: &Settings, lambda: &[LambdaResult]) -> Result<CostResults, S
             *ms = r.invoke_p50_us as f64 / 1000.0;
         }
     }
-    let phases = drive::run(s).await?;
+    let (phases, backlogs) = drive::run(s).await?;
     let mut scenarios: Vec<Scenario> = phases.iter().map(|p| scenario(p, &lambda_ms)).collect();
     if let Some(get) = scenarios.iter().find(|s| s.name == GET_SUBSCRIPTION) {
         scenarios.push(on_http_api(get));
@@ -99,6 +101,7 @@ pub async fn run(s: &Settings, lambda: &[LambdaResult]) -> Result<CostResults, S
         lambda_ms,
         phases,
         scenarios,
+        backlogs,
     })
 }
 
