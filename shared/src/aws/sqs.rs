@@ -10,6 +10,17 @@
 //! `MessageGroupId` = the subscription id, so an SQS fair queue keeps one
 //! noisy subscription from delaying the others.
 //!
+//! Ordered jobs ([`DeliveryJob::ordered`]) go to a FIFO queue beside it
+//! (`WEBHOOKS_ORDERED_QUEUE_URL`), `MessageGroupId` = the subscription id,
+//! where a message keeps its place: a retry or a deferral sets the received
+//! message's visibility to its wait (`ChangeMessageVisibility`, at most
+//! 12 hours) instead of sending it again, and its group stays locked while
+//! it is invisible, so nothing after it in the line is received. Such a
+//! lease's receipt says so ([`FIFO_RECEIPT`]); its attempt number is read
+//! from the history ([`DeliveryQueue::attempts_from_history`]). It is
+//! never parked (that would take it out of its line) but deferred, and a
+//! dead letter goes to the FIFO dead-letter queue.
+//!
 //! Two ways to consume, one [`DeliveryQueue`] each, both settled by the same
 //! `delivery::deliver`:
 //! - [`SqsQueue`] polls (`webhooks-local --backend aws`, the way Lambda's
@@ -19,6 +30,7 @@
 //!   failures (Lambda deletes it), never by a delete of ours.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -36,6 +48,17 @@ pub(crate) use send::INGEST_SENDS;
 const MAX_VISIBILITY: Duration = Duration::from_secs(43_200);
 /// SQS's longest delay of one message (15 minutes).
 const MAX_DELAY: Duration = Duration::from_secs(900);
+/// The longest wait of a message kept in its line: SQS's 12 hours from its
+/// receive, less a margin for the time the delivery took. A longer wait
+/// comes back early and is deferred again (`delivery::deliver` reads the
+/// retry's time from the history).
+const MAX_IN_LINE: Duration = Duration::from_secs(43_200 - 600);
+/// How a lease's receipt starts when its message is on the FIFO queue.
+pub const FIFO_RECEIPT: &str = "fifo:";
+/// How long after the FIFO poller last received a message it polls without
+/// waiting: a line's next message is returned as soon as the one before it
+/// is settled, and an emulator's long poll does not wake for that.
+const LINE_BUSY_MS: i64 = 10_000;
 
 /// The delivery queue on SQS, polled (`webhooks-local --backend aws`).
 #[derive(Clone)]
@@ -46,6 +69,30 @@ pub struct SqsQueue {
     /// Where jobs of an open breaker wait ([`DeliveryQueue::park`]); without
     /// one they are deferred like the others.
     parking: Option<Arc<dyn ParkingLot>>,
+    /// The FIFO queue of ordered jobs, when there is one.
+    ordered: Option<Arc<OrderedQueue>>,
+    /// This handle polls the FIFO queue ([`SqsQueue::ordered_poller`]).
+    polls_line: bool,
+}
+
+/// The FIFO delivery queue of ordered subscriptions and its dead-letter queue.
+struct OrderedQueue {
+    url: String,
+    dead_letter_url: Option<String>,
+    /// When the poller last received from it (epoch ms).
+    busy_at: AtomicI64,
+}
+
+/// The SQS receipt handle of a lease on the FIFO queue; None for the standard queue.
+fn in_line(receipt: &str) -> Option<&str> {
+    receipt.strip_prefix(FIFO_RECEIPT)
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(crate::clock::millis)
+        .unwrap_or(0)
 }
 
 fn err(e: impl Into<crate::store::Cause>) -> QueueError {
@@ -131,7 +178,36 @@ impl SqsQueue {
             queue_url: queue_url.into(),
             dead_letter_url,
             parking: None,
+            ordered: None,
+            polls_line: false,
         }
+    }
+
+    /// Sends ordered jobs to the FIFO queue at `url` (dead letters to
+    /// `dead_letter_url`); without it they go to the standard queue, unordered.
+    pub fn with_ordered(mut self, url: impl Into<String>, dead_letter_url: Option<String>) -> Self {
+        self.ordered = Some(Arc::new(OrderedQueue {
+            url: url.into(),
+            dead_letter_url,
+            busy_at: AtomicI64::new(0),
+        }));
+        self
+    }
+
+    /// Whether ordered jobs have their FIFO queue.
+    pub fn keeps_order(&self) -> bool {
+        self.ordered.is_some()
+    }
+
+    /// The same queue, polling the FIFO queue instead of the standard one
+    /// (`webhooks-local --backend aws` runs a worker loop on each); None
+    /// without a FIFO queue.
+    pub fn ordered_poller(&self) -> Option<SqsQueue> {
+        self.ordered.as_ref()?;
+        Some(SqsQueue {
+            polls_line: true,
+            ..self.clone()
+        })
     }
 
     /// Parks the jobs of open breakers in `lot`.
@@ -141,11 +217,14 @@ impl SqsQueue {
     }
 
     /// The job parked (its attempt not counted), then its message done with
-    /// by `done`; without a parking lot, deferred.
+    /// by `done`; without a parking lot, or kept in its line, deferred.
     async fn park_job(&self, lease: &Lease) -> Result<bool, QueueError> {
         let Some(lot) = &self.parking else {
             return Ok(false);
         };
+        if in_line(&lease.receipt).is_some() {
+            return Ok(false);
+        }
         let mut job = lease.job.clone();
         job.attempts = lease.attempt.saturating_sub(1);
         job.not_before = None;
@@ -191,7 +270,25 @@ impl SqsQueue {
         };
         let dead_letters = create(format!("{prefix}-delivery-dlq")).await?;
         let url = create(format!("{prefix}-delivery")).await?;
-        Ok(SqsQueue::new(client, url, Some(dead_letters)))
+        let create_fifo = |name: String| {
+            let client = client.clone();
+            async move {
+                client
+                    .create_queue()
+                    .queue_name(&name)
+                    .attributes(aws_sdk_sqs::types::QueueAttributeName::FifoQueue, "true")
+                    .send()
+                    .await
+                    .map_err(|e| err(format!("creating SQS queue {name}: {}", sdk_err(e))))?
+                    .queue_url()
+                    .map(str::to_owned)
+                    .ok_or_else(|| err(format!("SQS returned no URL for {name}")))
+            }
+        };
+        let ordered_dead_letters = create_fifo(format!("{prefix}-ordered-dlq.fifo")).await?;
+        let ordered = create_fifo(format!("{prefix}-ordered.fifo")).await?;
+        Ok(SqsQueue::new(client, url, Some(dead_letters))
+            .with_ordered(ordered, Some(ordered_dead_letters)))
     }
 
     /// The lease for an SQS message (from `ReceiveMessage` or a Lambda event).
@@ -210,6 +307,71 @@ impl SqsQueue {
             job,
             receipt: receipt.to_owned(),
         })
+    }
+
+    /// The lease for a message of the FIFO queue: its receipt marked so
+    /// ([`FIFO_RECEIPT`]). Its attempt is SQS's receive count until the
+    /// pipeline reads the history ([`DeliveryQueue::attempts_from_history`]).
+    pub fn ordered_lease(
+        body: &str,
+        receipt: &str,
+        receive_count: Option<&str>,
+    ) -> Result<Lease, QueueError> {
+        let mut lease = Self::lease(body, &format!("{FIFO_RECEIPT}{receipt}"), receive_count)?;
+        lease.job.ordered = true;
+        Ok(lease)
+    }
+
+    /// The receipt of a lease on the message with `handle`, from the FIFO
+    /// queue when `fifo` (what [`SqsEventBatch::is_done`] is asked with).
+    pub fn receipt(fifo: bool, handle: &str) -> String {
+        match fifo {
+            true => format!("{FIFO_RECEIPT}{handle}"),
+            false => handle.to_owned(),
+        }
+    }
+
+    /// A batch entry for `job` on the FIFO queue: in its subscription's
+    /// group, deduplicated by its uuid (an ingestion tried again within
+    /// SQS's 5 minutes is sent once), or for a resend or recover by its
+    /// uuid and the attempts before it (not taken for the scheduled one).
+    /// No delay: FIFO queues take none per message.
+    fn line_entry(
+        id: usize,
+        job: &DeliveryJob,
+    ) -> Result<SendMessageBatchRequestEntry, QueueError> {
+        let dedup = match job.trigger {
+            crate::queue::Trigger::Scheduled => job.id.to_string(),
+            crate::queue::Trigger::Manual => format!("{}-manual-{}", job.id, job.history_attempts),
+        };
+        SendMessageBatchRequestEntry::builder()
+            .id(id.to_string())
+            .message_body(serde_json::to_string(job).expect("job serialises"))
+            .message_group_id(job.subscription_id.as_str())
+            .message_deduplication_id(dedup)
+            .set_message_attributes(traceparent_attribute(job))
+            .build()
+            .map_err(err)
+    }
+
+    /// A message kept in its line, visible again after `delay` (whole
+    /// seconds, SQS's unit, rounded to the nearest): its group stays locked
+    /// meanwhile.
+    async fn keep_in_line(&self, handle: &str, delay: Duration) -> Result<(), QueueError> {
+        let Some(ordered) = &self.ordered else {
+            return Err(err(
+                "a FIFO lease without a FIFO queue (WEBHOOKS_ORDERED_QUEUE_URL)",
+            ));
+        };
+        self.client
+            .change_message_visibility()
+            .queue_url(&ordered.url)
+            .receipt_handle(handle)
+            .visibility_timeout(delay.min(MAX_IN_LINE).as_secs_f64().round() as i32)
+            .send()
+            .await
+            .map_err(sdk_err)?;
+        Ok(())
     }
 
     /// A batch entry for `job`, in its subscription's message group, due
@@ -251,7 +413,7 @@ impl SqsQueue {
 
     async fn send_batch(&self, entries: &[SendMessageBatchRequestEntry]) -> Result<(), QueueError> {
         let refused = self
-            .send_entries(entries.to_vec())
+            .send_entries(&self.queue_url, entries.to_vec())
             .await
             .map_err(|e| e.error())?;
         match refused.into_iter().next() {
@@ -295,6 +457,9 @@ impl DeliveryQueue for SqsQueue {
         _per_subscription: usize,
         visibility: Duration,
     ) -> Result<Vec<Lease>, QueueError> {
+        if self.polls_line {
+            return self.receive_in_line(max, visibility).await;
+        }
         let calls = max.div_ceil(10).clamp(1, POLLERS);
         // Only the first waits for messages (long polling); the others take
         // what is there at once, so a poll ends as soon as the first has some.
@@ -317,10 +482,14 @@ impl DeliveryQueue for SqsQueue {
     }
 
     async fn complete(&self, lease: &Lease) -> Result<(), QueueError> {
+        let (url, handle) = match (in_line(&lease.receipt), &self.ordered) {
+            (Some(handle), Some(ordered)) => (&ordered.url, handle),
+            _ => (&self.queue_url, lease.receipt.as_str()),
+        };
         self.client
             .delete_message()
-            .queue_url(&self.queue_url)
-            .receipt_handle(&lease.receipt)
+            .queue_url(url)
+            .receipt_handle(handle)
             .send()
             .await
             .map_err(sdk_err)?;
@@ -328,13 +497,20 @@ impl DeliveryQueue for SqsQueue {
     }
 
     /// Sent again (the attempt counted), then the received one deleted: a
-    /// crash in between sends it twice, never loses it.
+    /// crash in between sends it twice, never loses it. Kept in its line
+    /// (FIFO), the received one is made visible again after `delay`.
     async fn retry_after(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError> {
+        if let Some(handle) = in_line(&lease.receipt) {
+            return self.keep_in_line(handle, delay).await;
+        }
         self.send_again(lease, lease.attempt, delay).await?;
         self.complete(lease).await
     }
 
     async fn defer(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError> {
+        if let Some(handle) = in_line(&lease.receipt) {
+            return self.keep_in_line(handle, delay).await;
+        }
         self.send_again(lease, lease.attempt.saturating_sub(1), delay)
             .await?;
         self.complete(lease).await
@@ -356,6 +532,10 @@ impl DeliveryQueue for SqsQueue {
         self.parking.is_some()
     }
 
+    fn attempts_from_history(&self, lease: &Lease) -> bool {
+        in_line(&lease.receipt).is_some()
+    }
+
     async fn unpark(&self, subscription: &SubscriptionId) -> Result<usize, QueueError> {
         self.unpark_all(subscription).await
     }
@@ -365,16 +545,59 @@ impl DeliveryQueue for SqsQueue {
 const POLLERS: usize = 4;
 
 impl SqsQueue {
+    /// A poll of the FIFO queue: up to [`POLLERS`] calls of one message each,
+    /// one after another, until one finds none. One message a call: a call
+    /// may return a line's next messages with its head. One call at a time:
+    /// SQS keeps concurrent calls from taking two of a group, but moto's
+    /// emulator does not, and a poll's calls are a few milliseconds each.
+    /// The first waits a second for messages unless the queue was busy lately.
+    async fn receive_in_line(
+        &self,
+        max: usize,
+        visibility: Duration,
+    ) -> Result<Vec<Lease>, QueueError> {
+        let Some(ordered) = &self.ordered else {
+            return Ok(Vec::new());
+        };
+        let busy = now_ms() - ordered.busy_at.load(Ordering::Relaxed) < LINE_BUSY_MS;
+        let mut leases = Vec::new();
+        for i in 0..max.clamp(1, POLLERS) {
+            let wait = if i == 0 && !busy { 1 } else { 0 };
+            match self.receive_from(&ordered.url, 1, visibility, wait).await {
+                Ok(batch) if batch.is_empty() => break,
+                Ok(batch) => leases.extend(batch),
+                Err(e) if leases.is_empty() => return Err(e),
+                Err(_) => break,
+            }
+        }
+        if !leases.is_empty() {
+            ordered.busy_at.store(now_ms(), Ordering::Relaxed);
+        }
+        Ok(leases)
+    }
+
     async fn receive_batch(
         &self,
         max: usize,
         visibility: Duration,
         wait_seconds: i32,
     ) -> Result<Vec<Lease>, QueueError> {
+        self.receive_from(&self.queue_url, max, visibility, wait_seconds)
+            .await
+    }
+
+    async fn receive_from(
+        &self,
+        url: &str,
+        max: usize,
+        visibility: Duration,
+        wait_seconds: i32,
+    ) -> Result<Vec<Lease>, QueueError> {
+        let fifo = url != self.queue_url;
         let out = self
             .client
             .receive_message()
-            .queue_url(&self.queue_url)
+            .queue_url(url)
             .max_number_of_messages(max.clamp(1, 10) as i32)
             .visibility_timeout(secs(visibility))
             .wait_time_seconds(wait_seconds)
@@ -391,7 +614,11 @@ impl SqsQueue {
                 .attributes()
                 .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
                 .map(String::as_str);
-            match Self::lease(body, receipt, count) {
+            let lease = match fifo {
+                true => Self::ordered_lease(body, receipt, count),
+                false => Self::lease(body, receipt, count),
+            };
+            match lease {
                 Ok(lease) => leases.push(lease),
                 // A body that is not a job can never be delivered: leave it to
                 // the queue's redrive policy, which moves it to the DLQ.
@@ -401,8 +628,12 @@ impl SqsQueue {
         Ok(leases)
     }
 
-    /// A copy of the job, with its reason, on the dead-letter queue.
+    /// A copy of the job, with its reason, on the dead-letter queue (a job
+    /// kept in its line: the FIFO one, in its subscription's group).
     async fn send_to_dead_letters(&self, lease: &Lease, reason: &str) -> Result<(), QueueError> {
+        if in_line(&lease.receipt).is_some() {
+            return self.send_to_ordered_dead_letters(lease, reason).await;
+        }
         let Some(dlq) = &self.dead_letter_url else {
             return Err(err(
                 "no dead-letter queue is configured (WEBHOOKS_DELIVERY_DLQ_URL)",
@@ -412,6 +643,43 @@ impl SqsQueue {
             .send_message()
             .queue_url(dlq)
             .message_body(serde_json::to_string(&lease.job).expect("job serialises"))
+            .message_attributes(
+                "reason",
+                aws_sdk_sqs::types::MessageAttributeValue::builder()
+                    .data_type("String")
+                    .string_value(reason)
+                    .build()
+                    .map_err(err)?,
+            )
+            .send()
+            .await
+            .map_err(sdk_err)?;
+        Ok(())
+    }
+}
+
+impl SqsQueue {
+    async fn send_to_ordered_dead_letters(
+        &self,
+        lease: &Lease,
+        reason: &str,
+    ) -> Result<(), QueueError> {
+        let Some(dlq) = self
+            .ordered
+            .as_ref()
+            .and_then(|o| o.dead_letter_url.as_ref())
+        else {
+            return Err(err(
+                "no FIFO dead-letter queue is configured (WEBHOOKS_ORDERED_DLQ_URL)",
+            ));
+        };
+        let job = &lease.job;
+        self.client
+            .send_message()
+            .queue_url(dlq)
+            .message_body(serde_json::to_string(job).expect("job serialises"))
+            .message_group_id(job.subscription_id.as_str())
+            .message_deduplication_id(format!("{}-dead-{}", job.id, lease.attempt))
             .message_attributes(
                 "reason",
                 aws_sdk_sqs::types::MessageAttributeValue::builder()
@@ -480,13 +748,21 @@ impl DeliveryQueue for SqsEventBatch {
         Ok(())
     }
 
+    /// Kept in its line (FIFO): made visible again after `delay` and left
+    /// failed in the batch's answer, so Lambda does not delete it.
     async fn retry_after(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError> {
+        if let Some(handle) = in_line(&lease.receipt) {
+            return self.queue.keep_in_line(handle, delay).await;
+        }
         self.queue.send_again(lease, lease.attempt, delay).await?;
         self.mark_done(lease);
         Ok(())
     }
 
     async fn defer(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError> {
+        if let Some(handle) = in_line(&lease.receipt) {
+            return self.queue.keep_in_line(handle, delay).await;
+        }
         let attempts = lease.attempt.saturating_sub(1);
         self.queue.send_again(lease, attempts, delay).await?;
         self.mark_done(lease);
@@ -511,6 +787,10 @@ impl DeliveryQueue for SqsEventBatch {
 
     fn parks(&self) -> bool {
         self.queue.parks()
+    }
+
+    fn attempts_from_history(&self, lease: &Lease) -> bool {
+        in_line(&lease.receipt).is_some()
     }
 
     async fn unpark(&self, subscription: &SubscriptionId) -> Result<usize, QueueError> {

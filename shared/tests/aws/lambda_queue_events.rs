@@ -1067,3 +1067,212 @@ async fn a_refused_entry_fails_only_its_own_event() {
     assert_eq!(failed_ids(&all), Vec::<&str>::new());
     assert_eq!(sends.take(), [1], "only the redelivery's call");
 }
+
+/// Ordered delivery on Lambda (issue 36): an ordered subscription's jobs go
+/// to the FIFO queue, and `deliver-notifications`, fed one record at a time
+/// as the FIFO mapping's batch size of 1 does, delivers them in acceptance
+/// order with failures injected at random: a retry keeps its message in its
+/// line (its visibility, the record reported failed so Lambda leaves it),
+/// each attempt numbered from the history, and a notification that fails
+/// every attempt goes to the FIFO dead-letter queue and lets the next one
+/// go. None lost, and a notification seen again only right after itself
+/// (same uuid). 100 notifications on every commit, 1,000 in the full tier.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ordered_jobs_are_delivered_in_acceptance_order_through_retries() {
+    let mut w = world().await;
+    // Three attempts; SQS's visibility is whole seconds, so 100 ms is 0 s.
+    w.app.config.retry_schedule = vec![Duration::from_millis(100); 2];
+    let name = format!("ordered-{}", uuid::Uuid::new_v4().simple());
+    let fifo = |name: String| {
+        let sqs = w.sqs.clone();
+        async move {
+            sqs.create_queue()
+                .queue_name(name)
+                .attributes(aws_sdk_sqs::types::QueueAttributeName::FifoQueue, "true")
+                .send()
+                .await
+                .unwrap()
+                .queue_url()
+                .unwrap()
+                .to_owned()
+        }
+    };
+    let fifo_dlq = fifo(format!("{name}-dlq.fifo")).await;
+    let fifo_url = fifo(format!("{name}.fifo")).await;
+    let queue = w
+        .queue
+        .clone()
+        .with_ordered(&fifo_url, Some(fifo_dlq.clone()));
+    let outbox = AwsOutbox::new(w.store.clone(), queue.clone(), w.app.clock.clone());
+    let (rx, uri) = receiver().await;
+    let now = chrono::Utc::now().timestamp_millis();
+    let (sub, _) = w
+        .store
+        .upsert_subscription(Upsert {
+            org_id: "org-1".into(),
+            uri,
+            event_filters: vec!["/orgId/org-1/department/dep-1/message?direction=inbound".into()],
+            disabled_filters: vec![],
+            expires_at: now + 3_600_000,
+            now,
+            new_id: uuid::Uuid::now_v7().to_string().into(),
+            new_secret: webhook_core::secret::new_signing_secret(),
+            max_per_org: 100,
+            ordered: Some(true),
+        })
+        .await
+        .unwrap();
+    let sub_id = sub.id.to_string();
+
+    let n = testkit::size::scaled(100, 1_000);
+    // How many attempts fail before notification `i` succeeds: mostly none,
+    // 3 (every attempt: dead-lettered) for one in twenty. Fixed, so a
+    // failure names the same case every run.
+    let failures = |i: usize| match (i * 7_919 + 13) % 100 {
+        0..=74 => 0,
+        75..=86 => 1,
+        87..=94 => 2,
+        _ => 3,
+    };
+    let mut script = Vec::new();
+    for i in 0..n {
+        script.extend(std::iter::repeat_n((400, None), failures(i)));
+        if failures(i) < 3 {
+            script.push((200, None));
+        }
+    }
+    rx.script(&script);
+    let events: Vec<(String, String)> = (0..n)
+        .map(|i| (format!("record-{i}"), format!("evt-ordered-{i}")))
+        .collect();
+    for chunk in events.chunks(10) {
+        let batch: Vec<(&str, &str, &str)> = chunk
+            .iter()
+            .map(|(r, e)| (r.as_str(), e.as_str(), "carrier"))
+            .collect();
+        let response = queues::ingest_events(&w.app, &outbox, events_batch(&batch)).await;
+        assert_eq!(failed_ids(&response), Vec::<&str>::new());
+    }
+    let attempts: usize = (0..n)
+        .map(|i| failures(i) + usize::from(failures(i) < 3))
+        .sum();
+
+    // Lambda's FIFO poller: one record a batch, deleted when not reported.
+    let template = sample_events::text("deliver-notifications-sqs");
+    let started = std::time::Instant::now();
+    let limit = Duration::from_secs(testkit::size::scaled(60, 400) as u64);
+    let mut retried_records = 0;
+    while rx.count() < attempts && started.elapsed() < limit {
+        let out = w
+            .sqs
+            .receive_message()
+            .queue_url(&fifo_url)
+            .max_number_of_messages(1)
+            .visibility_timeout(30)
+            .wait_time_seconds(1)
+            .message_system_attribute_names(
+                aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount,
+            )
+            .send()
+            .await
+            .unwrap();
+        let Some(m) = out.messages().first() else {
+            continue;
+        };
+        let mut event: Value = serde_json::from_str(&template).unwrap();
+        let record = &mut event["Records"][0];
+        record["messageId"] = m.message_id().unwrap().into();
+        record["receiptHandle"] = m.receipt_handle().unwrap().into();
+        record["body"] = m.body().unwrap().into();
+        record["eventSourceARN"] = format!("arn:aws:sqs:us-east-1:123456789012:{name}.fifo").into();
+        record["attributes"]["ApproximateReceiveCount"] = m.attributes().unwrap()
+            [&aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount]
+            .clone()
+            .into();
+        let event: SqsEvent = serde_json::from_value(event).unwrap();
+        let response = queues::deliver_notifications(&w.app, &queue, &outbox, event).await;
+        if response.batch_item_failures.is_empty() {
+            w.sqs
+                .delete_message()
+                .queue_url(&fifo_url)
+                .receipt_handle(m.receipt_handle().unwrap())
+                .send()
+                .await
+                .unwrap();
+        } else {
+            retried_records += 1;
+        }
+    }
+    let arrivals = rx.received();
+    let expected: Vec<String> = (0..n)
+        .map(|i| {
+            webhook_core::notification::notification_id(&format!("evt-ordered-{i}"), &sub_id)
+                .to_string()
+        })
+        .collect();
+    let mut seen: Vec<String> = Vec::new();
+    for arrival in &arrivals {
+        let uuid = arrival.headers["webhook-id"].to_str().unwrap().to_owned();
+        if seen.last() != Some(&uuid) {
+            seen.push(uuid);
+        }
+    }
+    let first_wrong = seen.iter().zip(&expected).position(|(a, b)| a != b);
+    assert!(
+        seen == expected,
+        "{} blocks for {n} notifications ({} of {attempts} attempts), first difference at \
+         {first_wrong:?}",
+        seen.len(),
+        arrivals.len()
+    );
+    for (i, uuid) in expected.iter().enumerate() {
+        let count = arrivals
+            .iter()
+            .filter(|a| a.headers["webhook-id"] == uuid.as_str())
+            .count();
+        assert_eq!(
+            count,
+            failures(i) + usize::from(failures(i) < 3),
+            "notification {i}"
+        );
+    }
+    // Each retry was a record reported failed (kept in its line), not a new message.
+    let retries: usize = (0..n).map(|i| failures(i).min(2)).sum();
+    assert_eq!(retried_records, retries);
+    // The ones that failed every attempt are on the FIFO dead-letter queue.
+    let mut dead = Vec::new();
+    loop {
+        let out = w
+            .sqs
+            .receive_message()
+            .queue_url(&fifo_dlq)
+            .max_number_of_messages(10)
+            .visibility_timeout(300)
+            .wait_time_seconds(0)
+            .send()
+            .await
+            .unwrap();
+        if out.messages().is_empty() {
+            break;
+        }
+        for m in out.messages() {
+            let job: DeliveryJob = serde_json::from_str(m.body().unwrap()).unwrap();
+            dead.push(job.id.to_string());
+            // Deleted, so its group's next is returned.
+            w.sqs
+                .delete_message()
+                .queue_url(&fifo_dlq)
+                .receipt_handle(m.receipt_handle().unwrap())
+                .send()
+                .await
+                .unwrap();
+        }
+    }
+    dead.sort();
+    let mut expected_dead: Vec<String> = (0..n)
+        .filter(|&i| failures(i) == 3)
+        .map(|i| expected[i].clone())
+        .collect();
+    expected_dead.sort();
+    assert_eq!(dead, expected_dead);
+}
