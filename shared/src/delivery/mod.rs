@@ -180,9 +180,15 @@ impl<'a> Run<'a> {
 /// one. Every attempt is recorded before its lease is settled, so the count
 /// is never behind (the read is strongly consistent); a deferral records
 /// nothing, so it counts nothing, unlike SQS's receive count. Without a
-/// summary (none recorded, or expired), the queue's own count stands.
+/// summary (none recorded, or expired), the queue's own count stands. A
+/// resend or recover received for the first time (the queue's count is 1)
+/// is its first attempt, whatever the notification's earlier message (ahead
+/// of it in the line) attempted since it was queued; its retries count
+/// those too.
 fn in_line(lease: &Lease, summary: Option<&NotificationSummary>) -> Lease {
+    let first_manual = lease.job.trigger == Trigger::Manual && lease.attempt <= 1;
     let attempt = match summary {
+        Some(_) if first_manual => 1,
         Some(s) => s.attempts.saturating_sub(lease.job.history_attempts) + 1,
         None => lease.attempt,
     };
@@ -205,20 +211,75 @@ fn line_wait(run: &Run<'_>, summary: &NotificationSummary) -> Option<i64> {
 }
 
 /// A scheduled retry of a notification that a resend delivered meanwhile
-/// (SQS keeps the old message; the SQLite queue replaces it). A job kept in
-/// its line, whose summary was read (`summary`), is also done with once the
-/// history shows it delivered or finally failed: its message came back
-/// because completing it failed or the process stopped in between.
+/// (SQS keeps the old message; the SQLite queue replaces it). A scheduled
+/// job kept in its line, whose summary was read (`summary`), is also done
+/// with once the history shows it delivered or finally failed: its message
+/// came back because completing it failed or the process stopped in
+/// between. (A resend's is not: the message ahead of it may have failed
+/// for good meanwhile, and the resend asks for another try.)
 async fn superseded(run: &Run<'_>, summary: Option<&NotificationSummary>) -> bool {
     if run.lease.attempt < 2 {
         return false;
     }
     if let Some(s) = summary {
-        return s.status != NotificationStatus::Pending;
+        return run.job().trigger == Trigger::Scheduled && s.status != NotificationStatus::Pending;
     }
     let job = run.job();
     matches!(
         run.app.history.get(&job.org_id, &job.subscription_id, &job.id).await,
         Ok(Some(d)) if d.summary.status == NotificationStatus::Delivered
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(attempts: u32) -> NotificationSummary {
+        NotificationSummary {
+            id: "n".into(),
+            subscription_id: "s".into(),
+            event_id: "e".into(),
+            event: String::new(),
+            created_at: 1,
+            status: NotificationStatus::Pending,
+            attempts,
+            last_attempt_at: None,
+            next_attempt_at: None,
+            last_http_status: None,
+            last_code: None,
+        }
+    }
+
+    fn lease(trigger: Trigger, history_attempts: u32, received: u32) -> Lease {
+        let mut job = DeliveryJob::new("n".into(), "o".into(), "s".into(), "{}".into(), 1);
+        job.trigger = trigger;
+        job.ordered = true;
+        job.history_attempts = history_attempts;
+        Lease {
+            job,
+            attempt: received,
+            receipt: "fifo:r".into(),
+        }
+    }
+
+    #[test]
+    fn a_lease_in_line_is_numbered_from_the_history_not_the_receive_count() {
+        // Received 7 times (deferrals among them), 2 attempts recorded: the third.
+        let l = in_line(&lease(Trigger::Scheduled, 0, 7), Some(&summary(2)));
+        assert_eq!(l.attempt, 3);
+        assert_eq!(l.receipt, "fifo:r");
+        // A resend queued after 4 attempts, 1 made since: its second.
+        assert_eq!(
+            in_line(&lease(Trigger::Manual, 4, 3), Some(&summary(5))).attempt,
+            2
+        );
+        // Its first receive is its first attempt, whatever was attempted meanwhile.
+        assert_eq!(
+            in_line(&lease(Trigger::Manual, 4, 1), Some(&summary(6))).attempt,
+            1
+        );
+        // No summary: the queue's count stands.
+        assert_eq!(in_line(&lease(Trigger::Scheduled, 0, 2), None).attempt, 2);
+    }
 }
