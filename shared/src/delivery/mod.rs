@@ -4,7 +4,7 @@
 //! its steps, in this order, each in its own file:
 //!
 //! 0. a job kept in its line (an ordered subscription's, on the SQS FIFO
-//!    queue: [`DeliveryQueue::attempts_from_history`](crate::queue::DeliveryQueue::attempts_from_history))
+//!    queue: [`DeliveryQueue::attempts_from_history`])
 //!    is numbered from its notification's summary, read once: deferred when
 //!    back before its retry's time, dropped when already delivered or failed;
 //! 1. [`admit`]: tenant isolation before anything is read. A job that is not

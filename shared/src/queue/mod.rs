@@ -254,6 +254,12 @@ pub trait DeliveryQueue: Send + Sync {
     fn parks(&self) -> bool {
         false
     }
+    /// Whether a settled delivery may make a job leasable at once, so the
+    /// polling loop leases again right away instead of at its next poll: a
+    /// queue that caps leases (SQLite), or a line's next job (SQS FIFO).
+    fn wakes_on_settle(&self) -> bool {
+        self.caps_leases()
+    }
     /// Whether the lease's attempt number is to be read from the delivery
     /// history ([`DeliveryJob::history_attempts`]) rather than trusted: a
     /// queue that keeps a retry in place instead of sending it again (SQS

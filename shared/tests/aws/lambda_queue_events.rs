@@ -1160,7 +1160,7 @@ async fn ordered_jobs_are_delivered_in_acceptance_order_through_retries() {
     // Lambda's FIFO poller: one record a batch, deleted when not reported.
     let template = sample_events::text("deliver-notifications-sqs");
     let started = std::time::Instant::now();
-    let limit = Duration::from_secs(testkit::size::scaled(60, 400) as u64);
+    let limit = Duration::from_secs(testkit::size::scaled(60, 540) as u64);
     let mut retried_records = 0;
     while rx.count() < attempts && started.elapsed() < limit {
         let out = w
