@@ -135,6 +135,18 @@ KEPT = {
         "(reminders.rs, shared/tests/aws/lambda_queue_events.rs); the rehearsal's has none",
     ("RemindExpiringFunction", "SendMessage", "DeliveryQueue"):
         "the same reminder's delivery job",
+    ("RemindExpiringFunction", "SendMessage", "OrderedDeliveryQueue"):
+        "the same reminder's delivery job, for an ordered operational subscription",
+    ("DeliverNotificationsFunction", "ChangeMessageVisibility,SendMessage", "OrderedDeliveryQueue"):
+        "an ordered notification's retry or deferral kept in its line (its visibility), and an "
+        "operational notification to an ordered subscription: the rehearsal's ordered "
+        "notification is delivered at once; shared/tests/aws/lambda_queue_events.rs drives "
+        "the retries against moto",
+    ("DeliverNotificationsFunction", "SendMessage", "OrderedDeliveryDeadLetterQueue"):
+        "an ordered notification given up on (the same test)",
+    ("RecoverNotificationsFunction", "SendMessage", "OrderedDeliveryQueue"):
+        "the recover of an ordered subscription's failed notifications: the rehearsal's "
+        "failing subscription is unordered",
 }
 
 
@@ -663,6 +675,12 @@ def rehearse(stack, bin_dir, work, webhooks_local=None, http_api=False):
         failing = call("CreateSubscriptionFunction", "POST", "/webhooksubscription", "/webhooksubscription", 200,
                        body={"uri": f"{receiver.base}/fail", "eventFilters": [ok_filter],
                              "expiresDateInMillies": expires})
+        # An ordered subscription: its notifications go to the FIFO queue.
+        ordered = call("CreateSubscriptionFunction", "POST", "/webhooksubscription", "/webhooksubscription", 200,
+                       body={"uri": f"{receiver.base}/ordered", "eventFilters": [ok_filter],
+                             "expiresDateInMillies": expires, "ordered": True})
+        if ordered.get("ordered") is not True:
+            raise Failure(f"create-subscription did not keep ordered: {ordered}")
         sid = {"id": sub_id}
         listed = call("ListSubscriptionsFunction", "GET", "/webhooksubscription/all", "/webhooksubscription/all", 200)
         ids = {s["id"] for s in listed.get("content", [])}
@@ -698,6 +716,19 @@ def rehearse(stack, bin_dir, work, webhooks_local=None, http_api=False):
         log("an event posted to EventsQueue was ingested, delivered and its signature verified")
         if r.get("batchItemFailures"):
             raise Failure(f"deliver-notifications failed records: {r}")
+        line = receive(sqs, outputs["OrderedDeliveryQueueUrl"], 1)
+        if len(line) != 1:
+            raise Failure(f"ingest-events queued {len(line)} jobs on OrderedDeliveryQueueUrl, not 1")
+        r = fn("DeliverNotificationsFunction").invoke(
+            sqs_event(queue_arn(outputs["OrderedDeliveryQueueUrl"]), line))
+        with receiver.cond:
+            receiver.cond.wait_for(lambda: any(p == "/ordered" for p, _, _ in receiver.posts), 15)
+        if not any(p == "/ordered" for p, _, _ in receiver.posts) or r.get("batchItemFailures"):
+            raise Failure(f"deliver-notifications did not deliver the ordered notification: {r}")
+        ordered_nid = json.loads(line[0]["Body"])["id"]
+        # Lambda's mapping deletes a record left out of batchItemFailures: the line's next can go.
+        sqs.delete_message(QueueUrl=outputs["OrderedDeliveryQueueUrl"], ReceiptHandle=line[0]["ReceiptHandle"])
+        log("the ordered subscription's notification went through the FIFO queue and was delivered")
 
         # Read back: by message id, and in the history.
         call("GetMessageFunction", "GET", f"/message/getmessagebyid/{message_id}",
@@ -719,6 +750,12 @@ def rehearse(stack, bin_dir, work, webhooks_local=None, http_api=False):
         call("ResendNotificationFunction", "POST", f"/webhooksubscription/{sub_id}/notifications/{nid}/resend",
              "/webhooksubscription/{id}/notifications/{uuid}/resend", 202,
              path_parameters={"id": sub_id, "uuid": nid})
+        oid = ordered["id"]
+        call("ResendNotificationFunction", "POST", f"/webhooksubscription/{oid}/notifications/{ordered_nid}/resend",
+             "/webhooksubscription/{id}/notifications/{uuid}/resend", 202,
+             path_parameters={"id": oid, "uuid": ordered_nid})
+        if len(receive(sqs, outputs["OrderedDeliveryQueueUrl"], 1)) != 1:
+            raise Failure("the ordered notification's resend is not on OrderedDeliveryQueueUrl")
         fid = failing["id"]
         now = int(time.time() * 1000)
         call("RecoverNotificationsFunction", "POST", f"/webhooksubscription/{fid}/recover",

@@ -99,6 +99,24 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         stop.clone(),
         deliveries.clone(),
     );
+    // The ordered subscriptions' FIFO queue (AWS) has a loop of its own, so
+    // a line's next message is leased as soon as its head is settled, not
+    // after the standard queue's long poll; `deliveries` waits for its
+    // deliveries too.
+    let ordered_workers = services.ordered_queue.clone().map(|queue| {
+        let tracker = TaskTracker::new();
+        let waited = tracker.clone();
+        let _runtime = runtime.enter();
+        deliveries.spawn(async move { waited.wait().await });
+        delivery::run_workers(
+            services.app.clone(),
+            queue,
+            services.outbox.clone(),
+            concurrency,
+            stop.clone(),
+            tracker,
+        )
+    });
     let purges = run_purges(services.app.clone(), stop.clone().cancelled_owned());
     let reminders = run_reminders(
         services.app.clone(),
@@ -137,6 +155,9 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
             println!("Traces (OTLP):            {endpoint}");
         }
         tokio::spawn(workers);
+        if let Some(ordered_workers) = ordered_workers {
+            tokio::spawn(ordered_workers);
+        }
         tokio::spawn(purges);
         tokio::spawn(reminders);
         let router = axum::Router::new()

@@ -33,7 +33,9 @@ pub struct App {
     /// Open breakers seen lately (this process).
     pub breakers: HealthCache,
     /// Whether the delivery queue keeps a subscription's order (`ordered`):
-    /// the SQLite queue does; SQS not yet, so creates asking for it are refused.
+    /// the SQLite queue does, and SQS where the FIFO delivery queue is
+    /// configured (`WEBHOOKS_ORDERED_QUEUE_URL`); elsewhere creates asking
+    /// for it are refused.
     pub ordered_delivery: bool,
     /// Waiting lines of jobs over their subscription's rate limit (this process).
     pub rates: RateLines,

@@ -157,6 +157,11 @@ pub struct Config {
     pub delivery_queue_url: Option<String>,
     /// The delivery queue's dead-letter queue (`WEBHOOKS_DELIVERY_DLQ_URL`); none off AWS.
     pub delivery_dead_letter_url: Option<String>,
+    /// The SQS FIFO delivery queue of ordered subscriptions
+    /// (`WEBHOOKS_ORDERED_QUEUE_URL`); without it, AWS refuses `ordered`.
+    pub ordered_queue_url: Option<String>,
+    /// Its FIFO dead-letter queue (`WEBHOOKS_ORDERED_DLQ_URL`).
+    pub ordered_dead_letter_url: Option<String>,
     /// Timeouts and retries of every DynamoDB and SQS call (`WEBHOOKS_AWS_*`).
     pub aws_calls: crate::call_bounds::AwsCalls,
     /// How long `webhooks-local` lets the requests and deliveries in flight
@@ -371,6 +376,8 @@ impl Config {
             messages_table: get("WEBHOOKS_MESSAGES_TABLE"),
             delivery_queue_url: get("WEBHOOKS_DELIVERY_QUEUE_URL"),
             delivery_dead_letter_url: get("WEBHOOKS_DELIVERY_DLQ_URL"),
+            ordered_queue_url: get("WEBHOOKS_ORDERED_QUEUE_URL"),
+            ordered_dead_letter_url: get("WEBHOOKS_ORDERED_DLQ_URL"),
             aws_calls: crate::call_bounds::AwsCalls::from_lookup(get, parse_duration)
                 .map_err(|(var, message)| ConfigError { var, message })?,
             // Under the 30 s Kubernetes and `docker stop` wait before SIGKILL.

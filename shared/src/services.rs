@@ -74,6 +74,10 @@ pub struct Services {
     pub outbox: Arc<dyn Outbox>,
     /// Where the delivery workers lease jobs.
     pub queue: Arc<dyn DeliveryQueue>,
+    /// Where a second worker loop leases the jobs of ordered subscriptions,
+    /// when they have a queue of their own (SQS FIFO); None where `queue`
+    /// leases them too (SQLite).
+    pub ordered_queue: Option<Arc<dyn DeliveryQueue>>,
 }
 
 impl Services {
@@ -107,6 +111,7 @@ impl Services {
                     ),
                     outbox: db.clone(),
                     queue: db,
+                    ordered_queue: None,
                 })
             }
             #[cfg(feature = "aws")]
@@ -119,7 +124,11 @@ impl Services {
                 let queue = aws::open_queue(&aws, &sdk)
                     .await?
                     .with_parking(store.clone());
-                let app = App::new(config, store.clone()).with_clock(clock);
+                let mut app = App::new(config, store.clone()).with_clock(clock);
+                app.ordered_delivery = queue.keeps_order();
+                let ordered_queue = queue
+                    .ordered_poller()
+                    .map(|q| Arc::new(q) as Arc<dyn DeliveryQueue>);
                 Ok(Services {
                     outbox: Arc::new(crate::aws::outbox::AwsOutbox::new(
                         store,
@@ -128,6 +137,7 @@ impl Services {
                     )),
                     app: Arc::new(app),
                     queue: Arc::new(queue),
+                    ordered_queue,
                 })
             }
         }
@@ -164,6 +174,8 @@ pub mod aws {
         pub tables: Tables,
         /// The delivery queue and its dead-letter queue, when they exist.
         pub queues: Option<(String, Option<String>)>,
+        /// The FIFO queue of ordered subscriptions and its dead-letter queue, when they exist.
+        pub ordered_queues: Option<(String, Option<String>)>,
         /// Whether the tables (and queues) are checked or created at start.
         pub prepare: Prepare,
     }
@@ -178,6 +190,10 @@ pub mod aws {
                     .delivery_queue_url
                     .clone()
                     .map(|url| (url, config.delivery_dead_letter_url.clone())),
+                ordered_queues: config
+                    .ordered_queue_url
+                    .clone()
+                    .map(|url| (url, config.ordered_dead_letter_url.clone())),
                 prepare,
             }
         }
@@ -261,7 +277,10 @@ pub mod aws {
     ) -> Result<SqsQueue, OpenError> {
         let client = aws_sdk_sqs::Client::new(sdk);
         match (&backend.queues, backend.prepare) {
-            (Some((url, dlq)), _) => Ok(SqsQueue::new(client, url, dlq.clone())),
+            (Some((url, dlq)), _) => Ok(with_ordered(
+                SqsQueue::new(client, url, dlq.clone()),
+                &backend.ordered_queues,
+            )),
             (None, Prepare::Create) => {
                 Ok(SqsQueue::create(client, &backend.tables.subscriptions).await?)
             }
@@ -275,6 +294,22 @@ pub mod aws {
         }
     }
 
+    /// `queue` with the FIFO queue of ordered subscriptions, when there is one.
+    fn with_ordered(queue: SqsQueue, ordered: &Option<(String, Option<String>)>) -> SqsQueue {
+        match ordered {
+            Some((url, dlq)) => queue.with_ordered(url, dlq.clone()),
+            None => queue,
+        }
+    }
+
+    /// The FIFO queue of `config`, for [`with_ordered`].
+    fn ordered_of(config: &Config) -> Option<(String, Option<String>)> {
+        config
+            .ordered_queue_url
+            .clone()
+            .map(|url| (url, config.ordered_dead_letter_url.clone()))
+    }
+
     // The Lambda functions below build their clients directly: a deployed
     // stack has its tables and queues, and going through `open_store` /
     // `open_queue` would link table and queue provisioning (and with it the
@@ -286,7 +321,12 @@ pub mod aws {
         let sdk =
             crate::aws::sdk_config_with(&config.aws_calls.api, crate::aws::Roots::Amazon).await;
         let store = DynamoStore::configured(&sdk, tables, &config);
-        Ok(App::new(config, Arc::new(store)))
+        // `ordered` is accepted where the stack has the FIFO queue (its URL
+        // is all the API functions are given of it).
+        let ordered = config.ordered_queue_url.is_some();
+        let mut app = App::new(config, Arc::new(store));
+        app.ordered_delivery = ordered;
+        Ok(app)
     }
 
     /// What the API functions that send notifications again (resend,
@@ -299,9 +339,12 @@ pub mod aws {
         let sdk =
             crate::aws::sdk_config_with(&config.aws_calls.api, crate::aws::Roots::Amazon).await;
         let queue = SqsQueue::new(aws_sdk_sqs::Client::new(&sdk), url, None);
+        let queue = with_ordered(queue, &ordered_of(&config));
         let tables = Tables::required(&config)?;
         let store = DynamoStore::configured(&sdk, tables, &config);
-        Ok((App::new(config, Arc::new(store)), queue))
+        let mut app = App::new(config, Arc::new(store));
+        app.ordered_delivery = queue.keeps_order();
+        Ok((app, queue))
     }
 
     /// What the SQS-triggered functions need: the app, the outbox and the
@@ -331,7 +374,9 @@ pub mod aws {
             config.delivery_dead_letter_url.clone(),
         )
         .with_parking(store.clone());
-        let app = App::new(config, store.clone());
+        let queue = with_ordered(queue, &ordered_of(&config));
+        let mut app = App::new(config, store.clone());
+        app.ordered_delivery = queue.keeps_order();
         Ok(QueueFunctions {
             outbox: AwsOutbox::new(store, queue.clone(), app.clock.clone()),
             app,

@@ -257,6 +257,8 @@ pub async fn resend_notification(
             attempts: 0,
             not_before: None,
             traceparent: None,
+            ordered: subscription.ordered,
+            history_attempts: detail.summary.attempts,
         },
         status: detail.summary.status,
         attempts: detail.summary.attempts,
@@ -316,6 +318,12 @@ pub async fn recover_notifications(
         .map_err(store_problem)?;
     let more = claims.len() > MAX_RECOVER;
     claims.truncate(MAX_RECOVER);
+    for claim in &mut claims {
+        // An ordered subscription's recover takes its place in the line;
+        // its attempts are numbered from those the history counts now.
+        claim.job.ordered = subscription.ordered;
+        claim.job.history_attempts = claim.attempts;
+    }
     send_again(app, queue, &claims).await?;
     tracing::info!(org_id = %caller.org_id, subscription_id = %subscription.id, notifications = claims.len(), more, "failed notifications recovered");
     Ok(Recovered {

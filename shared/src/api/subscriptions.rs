@@ -177,8 +177,8 @@ fn validate(
     if request.ordered == Some(true) && !app.ordered_delivery {
         errors.push(FieldError::new(
             "ordered",
-            "ordered delivery is not available on this deployment's delivery queue yet \
-             (the embedded SQLite backend has it; docs/api.md)",
+            "ordered delivery is not available on this deployment: its delivery queue keeps \
+             no order (on AWS, WEBHOOKS_ORDERED_QUEUE_URL names none; docs/api.md)",
         ));
     }
     let rate_limit = rate_limit(request.rate_limit, &mut errors);

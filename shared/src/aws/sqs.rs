@@ -10,6 +10,17 @@
 //! `MessageGroupId` = the subscription id, so an SQS fair queue keeps one
 //! noisy subscription from delaying the others.
 //!
+//! Ordered jobs ([`DeliveryJob::ordered`]) go to a FIFO queue beside it
+//! (`WEBHOOKS_ORDERED_QUEUE_URL`), `MessageGroupId` = the subscription id,
+//! where a message keeps its place: a retry or a deferral sets the received
+//! message's visibility to its wait (`ChangeMessageVisibility`, at most
+//! 12 hours) instead of sending it again, and its group stays locked while
+//! it is invisible, so nothing after it in the line is received. Such a
+//! lease's receipt says so ([`FIFO_RECEIPT`]); its attempt number is read
+//! from the history ([`DeliveryQueue::attempts_from_history`]). It is
+//! never parked (that would take it out of its line) but deferred, and a
+//! dead letter goes to the FIFO dead-letter queue.
+//!
 //! Two ways to consume, one [`DeliveryQueue`] each, both settled by the same
 //! `delivery::deliver`:
 //! - [`SqsQueue`] polls (`webhooks-local --backend aws`, the way Lambda's
@@ -29,7 +40,10 @@ use aws_sdk_sqs::Client;
 use crate::ids::SubscriptionId;
 use crate::queue::{DeliveryJob, DeliveryQueue, Lease, ParkingLot, QueueError};
 
+mod line;
 mod send;
+pub use line::FIFO_RECEIPT;
+use line::{in_line, OrderedQueue};
 pub(crate) use send::INGEST_SENDS;
 
 /// SQS's longest visibility timeout (12 hours).
@@ -46,6 +60,10 @@ pub struct SqsQueue {
     /// Where jobs of an open breaker wait ([`DeliveryQueue::park`]); without
     /// one they are deferred like the others.
     parking: Option<Arc<dyn ParkingLot>>,
+    /// The FIFO queue of ordered jobs, when there is one.
+    ordered: Option<Arc<OrderedQueue>>,
+    /// This handle polls the FIFO queue ([`SqsQueue::ordered_poller`]).
+    polls_line: bool,
 }
 
 fn err(e: impl Into<crate::store::Cause>) -> QueueError {
@@ -131,6 +149,8 @@ impl SqsQueue {
             queue_url: queue_url.into(),
             dead_letter_url,
             parking: None,
+            ordered: None,
+            polls_line: false,
         }
     }
 
@@ -151,11 +171,14 @@ impl SqsQueue {
     }
 
     /// The job parked (its attempt not counted), then its message done with
-    /// by `done`; without a parking lot, deferred.
+    /// by `done`; without a parking lot, or kept in its line, deferred.
     async fn park_job(&self, lease: &Lease) -> Result<bool, QueueError> {
         let Some(lot) = &self.parking else {
             return Ok(false);
         };
+        if in_line(&lease.receipt).is_some() {
+            return Ok(false);
+        }
         let mut job = lease.job.clone();
         job.attempts = lease.attempt.saturating_sub(1);
         job.not_before = None;
@@ -201,7 +224,25 @@ impl SqsQueue {
         };
         let dead_letters = create(format!("{prefix}-delivery-dlq")).await?;
         let url = create(format!("{prefix}-delivery")).await?;
-        Ok(SqsQueue::new(client, url, Some(dead_letters)))
+        let create_fifo = |name: String| {
+            let client = client.clone();
+            async move {
+                client
+                    .create_queue()
+                    .queue_name(&name)
+                    .attributes(aws_sdk_sqs::types::QueueAttributeName::FifoQueue, "true")
+                    .send()
+                    .await
+                    .map_err(|e| err(format!("creating SQS queue {name}: {}", sdk_err(e))))?
+                    .queue_url()
+                    .map(str::to_owned)
+                    .ok_or_else(|| err(format!("SQS returned no URL for {name}")))
+            }
+        };
+        let ordered_dead_letters = create_fifo(format!("{prefix}-ordered-dlq.fifo")).await?;
+        let ordered = create_fifo(format!("{prefix}-ordered.fifo")).await?;
+        Ok(SqsQueue::new(client, url, Some(dead_letters))
+            .with_ordered(ordered, Some(ordered_dead_letters)))
     }
 
     /// The lease for an SQS message (from `ReceiveMessage` or a Lambda event).
@@ -261,7 +302,7 @@ impl SqsQueue {
 
     async fn send_batch(&self, entries: &[SendMessageBatchRequestEntry]) -> Result<(), QueueError> {
         let refused = self
-            .send_entries(entries.to_vec())
+            .send_entries(&self.queue_url, entries.to_vec())
             .await
             .map_err(|e| e.error())?;
         match refused.into_iter().next() {
@@ -305,6 +346,9 @@ impl DeliveryQueue for SqsQueue {
         _per_subscription: usize,
         visibility: Duration,
     ) -> Result<Vec<Lease>, QueueError> {
+        if self.polls_line {
+            return self.receive_in_line(max, visibility).await;
+        }
         let calls = max.div_ceil(10).clamp(1, POLLERS);
         // Only the first waits for messages (long polling); the others take
         // what is there at once, so a poll ends as soon as the first has some.
@@ -327,10 +371,14 @@ impl DeliveryQueue for SqsQueue {
     }
 
     async fn complete(&self, lease: &Lease) -> Result<(), QueueError> {
+        let (url, handle) = match (in_line(&lease.receipt), &self.ordered) {
+            (Some(handle), Some(ordered)) => (&ordered.url, handle),
+            _ => (&self.queue_url, lease.receipt.as_str()),
+        };
         self.client
             .delete_message()
-            .queue_url(&self.queue_url)
-            .receipt_handle(&lease.receipt)
+            .queue_url(url)
+            .receipt_handle(handle)
             .send()
             .await
             .map_err(sdk_err)?;
@@ -338,13 +386,20 @@ impl DeliveryQueue for SqsQueue {
     }
 
     /// Sent again (the attempt counted), then the received one deleted: a
-    /// crash in between sends it twice, never loses it.
+    /// crash in between sends it twice, never loses it. Kept in its line
+    /// (FIFO), the received one is made visible again after `delay`.
     async fn retry_after(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError> {
+        if let Some(handle) = in_line(&lease.receipt) {
+            return self.keep_in_line(handle, delay).await;
+        }
         self.send_again(lease, lease.attempt, delay).await?;
         self.complete(lease).await
     }
 
     async fn defer(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError> {
+        if let Some(handle) = in_line(&lease.receipt) {
+            return self.keep_in_line(handle, delay).await;
+        }
         self.send_again(lease, lease.attempt.saturating_sub(1), delay)
             .await?;
         self.complete(lease).await
@@ -366,6 +421,15 @@ impl DeliveryQueue for SqsQueue {
         self.parking.is_some()
     }
 
+    fn attempts_from_history(&self, lease: &Lease) -> bool {
+        in_line(&lease.receipt).is_some()
+    }
+
+    /// The FIFO poller: a settled head lets its line's next be received.
+    fn wakes_on_settle(&self) -> bool {
+        self.polls_line
+    }
+
     async fn unpark(&self, subscription: &SubscriptionId) -> Result<usize, QueueError> {
         self.unpark_all(subscription).await
     }
@@ -381,10 +445,22 @@ impl SqsQueue {
         visibility: Duration,
         wait_seconds: i32,
     ) -> Result<Vec<Lease>, QueueError> {
+        self.receive_from(&self.queue_url, max, visibility, wait_seconds)
+            .await
+    }
+
+    async fn receive_from(
+        &self,
+        url: &str,
+        max: usize,
+        visibility: Duration,
+        wait_seconds: i32,
+    ) -> Result<Vec<Lease>, QueueError> {
+        let fifo = url != self.queue_url;
         let out = self
             .client
             .receive_message()
-            .queue_url(&self.queue_url)
+            .queue_url(url)
             .max_number_of_messages(max.clamp(1, 10) as i32)
             .visibility_timeout(secs(visibility))
             .wait_time_seconds(wait_seconds)
@@ -401,7 +477,11 @@ impl SqsQueue {
                 .attributes()
                 .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
                 .map(String::as_str);
-            match Self::lease(body, receipt, count) {
+            let lease = match fifo {
+                true => Self::ordered_lease(body, receipt, count),
+                false => Self::lease(body, receipt, count),
+            };
+            match lease {
                 Ok(lease) => leases.push(lease),
                 // A body that is not a job can never be delivered: leave it to
                 // the queue's redrive policy, which moves it to the DLQ.
@@ -411,8 +491,12 @@ impl SqsQueue {
         Ok(leases)
     }
 
-    /// A copy of the job, with its reason, on the dead-letter queue.
+    /// A copy of the job, with its reason, on the dead-letter queue (a job
+    /// kept in its line: the FIFO one, in its subscription's group).
     async fn send_to_dead_letters(&self, lease: &Lease, reason: &str) -> Result<(), QueueError> {
+        if in_line(&lease.receipt).is_some() {
+            return self.send_to_ordered_dead_letters(lease, reason).await;
+        }
         let Some(dlq) = &self.dead_letter_url else {
             return Err(err(
                 "no dead-letter queue is configured (WEBHOOKS_DELIVERY_DLQ_URL)",
@@ -490,13 +574,21 @@ impl DeliveryQueue for SqsEventBatch {
         Ok(())
     }
 
+    /// Kept in its line (FIFO): made visible again after `delay` and left
+    /// failed in the batch's answer, so Lambda does not delete it.
     async fn retry_after(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError> {
+        if let Some(handle) = in_line(&lease.receipt) {
+            return self.queue.keep_in_line(handle, delay).await;
+        }
         self.queue.send_again(lease, lease.attempt, delay).await?;
         self.mark_done(lease);
         Ok(())
     }
 
     async fn defer(&self, lease: &Lease, delay: Duration) -> Result<(), QueueError> {
+        if let Some(handle) = in_line(&lease.receipt) {
+            return self.queue.keep_in_line(handle, delay).await;
+        }
         let attempts = lease.attempt.saturating_sub(1);
         self.queue.send_again(lease, attempts, delay).await?;
         self.mark_done(lease);
@@ -521,6 +613,10 @@ impl DeliveryQueue for SqsEventBatch {
 
     fn parks(&self) -> bool {
         self.queue.parks()
+    }
+
+    fn attempts_from_history(&self, lease: &Lease) -> bool {
+        in_line(&lease.receipt).is_some()
     }
 
     async fn unpark(&self, subscription: &SubscriptionId) -> Result<usize, QueueError> {

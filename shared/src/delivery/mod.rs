@@ -3,6 +3,10 @@
 //! `deliver-notifications` Lambda). [`deliver`] takes a leased job through
 //! its steps, in this order, each in its own file:
 //!
+//! 0. a job kept in its line (an ordered subscription's, on the SQS FIFO
+//!    queue: [`DeliveryQueue::attempts_from_history`])
+//!    is numbered from its notification's summary, read once: deferred when
+//!    back before its retry's time, dropped when already delivered or failed;
 //! 1. [`admit`]: tenant isolation before anything is read. A job that is not
 //!    due yet, whose subscription's breaker this process saw open lately, or
 //!    whose subscription has its cap of calls in flight is held (deferred,
@@ -50,7 +54,7 @@ pub use reason::Reason;
 pub use worker::run_workers;
 
 use crate::app::App;
-use crate::history::{NotificationStatus, Trigger};
+use crate::history::{NotificationStatus, NotificationSummary, Trigger};
 use crate::queue::{DeliveryJob, DeliveryQueue, Lease, Outbox, StoreOrQueueError};
 use crate::telemetry::trace;
 
@@ -62,13 +66,30 @@ pub async fn deliver(
     outbox: &dyn Outbox,
     lease: &Lease,
 ) -> Result<Verdict, StoreOrQueueError> {
+    // 0. A lease kept in its line (SQS FIFO) is numbered from the history.
+    let counted;
+    let (lease, summary) = match queue.attempts_from_history(lease) {
+        false => (lease, None),
+        true => {
+            let summary = app.history.summary_of(&lease.job).await?;
+            counted = in_line(lease, summary.as_ref());
+            (&counted, summary)
+        }
+    };
     let run = Run::new(app, queue, lease);
+    if let Some(at) = summary.as_ref().and_then(|s| line_wait(&run, s)) {
+        let held = Verdict::Defer {
+            at,
+            reason: Reason::NotDue,
+        };
+        return Ok(settle::settle_held(&run, held).await?);
+    }
     // 1. Admit: due, no breaker remembered open, a slot within the cap.
     let _slot = match admit::admit(&run).await {
         Ok(slot) => slot,
         Err(held) => return Ok(settle::settle_held(&run, held).await?),
     };
-    if superseded(&run).await {
+    if superseded(&run, summary.as_ref()).await {
         return Ok(settle::settled(&run, Verdict::Drop(Reason::Superseded)).await?);
     }
     let mut span = trace::attempt_span(lease.job.traceparent.as_deref(), lease.attempt);
@@ -153,15 +174,112 @@ impl<'a> Run<'a> {
     }
 }
 
+/// The lease of a job kept in its line (SQS FIFO), its attempt numbered
+/// from the history: the attempts the summary counts now, less those it
+/// counted when the job was made ([`DeliveryJob::history_attempts`]), plus
+/// one. Every attempt is recorded before its lease is settled, so the count
+/// is never behind (the read is strongly consistent); a deferral records
+/// nothing, so it counts nothing, unlike SQS's receive count. Without a
+/// summary (none recorded, or expired), the queue's own count stands. A
+/// resend or recover received for the first time (the queue's count is 1)
+/// is its first attempt, whatever the notification's earlier message (ahead
+/// of it in the line) attempted since it was queued; its retries count
+/// those too.
+fn in_line(lease: &Lease, summary: Option<&NotificationSummary>) -> Lease {
+    let first_manual = lease.job.trigger == Trigger::Manual && lease.attempt <= 1;
+    let attempt = match summary {
+        Some(_) if first_manual => 1,
+        Some(s) => s.attempts.saturating_sub(lease.job.history_attempts) + 1,
+        None => lease.attempt,
+    };
+    Lease {
+        attempt,
+        ..lease.clone()
+    }
+}
+
+/// A job kept in its line comes back when its visibility ends, which SQS
+/// caps at 12 hours: one back before its retry's time (the summary's next
+/// attempt, more than a second ahead) is deferred to it. Not a resend or
+/// recover, whose summary still shows the retry it replaces until it is
+/// marked PENDING.
+fn line_wait(run: &Run<'_>, summary: &NotificationSummary) -> Option<i64> {
+    if run.manual() || summary.status != NotificationStatus::Pending {
+        return None;
+    }
+    summary.next_attempt_at.filter(|at| *at > run.now + 1_000)
+}
+
 /// A scheduled retry of a notification that a resend delivered meanwhile
-/// (SQS keeps the old message; the SQLite queue replaces it).
-async fn superseded(run: &Run<'_>) -> bool {
+/// (SQS keeps the old message; the SQLite queue replaces it). A scheduled
+/// job kept in its line, whose summary was read (`summary`), is also done
+/// with once the history shows it delivered or finally failed: its message
+/// came back because completing it failed or the process stopped in
+/// between. (A resend's is not: the message ahead of it may have failed
+/// for good meanwhile, and the resend asks for another try.)
+async fn superseded(run: &Run<'_>, summary: Option<&NotificationSummary>) -> bool {
     if run.lease.attempt < 2 {
         return false;
+    }
+    if let Some(s) = summary {
+        return run.job().trigger == Trigger::Scheduled && s.status != NotificationStatus::Pending;
     }
     let job = run.job();
     matches!(
         run.app.history.get(&job.org_id, &job.subscription_id, &job.id).await,
         Ok(Some(d)) if d.summary.status == NotificationStatus::Delivered
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(attempts: u32) -> NotificationSummary {
+        NotificationSummary {
+            id: "n".into(),
+            subscription_id: "s".into(),
+            event_id: "e".into(),
+            event: String::new(),
+            created_at: 1,
+            status: NotificationStatus::Pending,
+            attempts,
+            last_attempt_at: None,
+            next_attempt_at: None,
+            last_http_status: None,
+            last_code: None,
+        }
+    }
+
+    fn lease(trigger: Trigger, history_attempts: u32, received: u32) -> Lease {
+        let mut job = DeliveryJob::new("n".into(), "o".into(), "s".into(), "{}".into(), 1);
+        job.trigger = trigger;
+        job.ordered = true;
+        job.history_attempts = history_attempts;
+        Lease {
+            job,
+            attempt: received,
+            receipt: "fifo:r".into(),
+        }
+    }
+
+    #[test]
+    fn a_lease_in_line_is_numbered_from_the_history_not_the_receive_count() {
+        // Received 7 times (deferrals among them), 2 attempts recorded: the third.
+        let l = in_line(&lease(Trigger::Scheduled, 0, 7), Some(&summary(2)));
+        assert_eq!(l.attempt, 3);
+        assert_eq!(l.receipt, "fifo:r");
+        // A resend queued after 4 attempts, 1 made since: its second.
+        assert_eq!(
+            in_line(&lease(Trigger::Manual, 4, 3), Some(&summary(5))).attempt,
+            2
+        );
+        // Its first receive is its first attempt, whatever was attempted meanwhile.
+        assert_eq!(
+            in_line(&lease(Trigger::Manual, 4, 1), Some(&summary(6))).attempt,
+            1
+        );
+        // No summary: the queue's count stands.
+        assert_eq!(in_line(&lease(Trigger::Scheduled, 0, 2), None).attempt, 2);
+    }
 }

@@ -30,11 +30,12 @@ pub async fn run_workers(
     let batch = u32::try_from((concurrency / 4).max(1)).unwrap_or(1);
     let wake: Arc<Notify> = app.delivery_wake.clone();
     // A queue that caps leases (SQLite) leases nothing more of a
-    // subscription at its cap until one of its deliveries is settled: each
-    // settled delivery wakes the loop, so a busy subscription is limited by
-    // its cap and its callback, not by the poll interval.
+    // subscription at its cap until one of its deliveries is settled, and a
+    // FIFO queue nothing more of a line: each settled delivery wakes the
+    // loop, so a busy subscription is limited by its cap and its callback,
+    // not by the poll interval.
     let freed = Arc::new(Notify::new());
-    let wake_on_settle = queue.caps_leases();
+    let wake_on_settle = queue.wakes_on_settle();
     let visibility = app.config.delivery_timeout * 2 + Duration::from_secs(5);
     while !stop.is_cancelled() {
         let free = permits.available_permits().clamp(1, 256);

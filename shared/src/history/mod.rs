@@ -253,6 +253,18 @@ pub trait DeliveryHistory: Send + Sync {
         id: &NotificationId,
     ) -> Result<Option<NotificationDetail>, StoreError>;
 
+    /// The summary of the job's notification (status, attempts, next
+    /// attempt), read strongly consistent: what an ordered lease numbers its
+    /// attempt from (`delivery::deliver`). By default through [`Self::get`];
+    /// an adapter with a cheaper read of the summary alone overrides it.
+    async fn summary_of(
+        &self,
+        job: &DeliveryJob,
+    ) -> Result<Option<NotificationSummary>, StoreError> {
+        let detail = self.get(&job.org_id, &job.subscription_id, &job.id).await?;
+        Ok(detail.map(|d| d.summary))
+    }
+
     /// The figures of every notification of the subscription created in the window.
     async fn stats_rows(
         &self,

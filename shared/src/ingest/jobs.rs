@@ -21,6 +21,8 @@ pub(crate) fn job_for(
     let body = serde_json::to_string(&render(&uuid)).expect("notification serialises");
     DeliveryJob {
         traceparent: crate::telemetry::trace::current().map(|t| t.header()),
+        // The subscription as fan-out read it (DynamoDB: its filter-index copy).
+        ordered: to.ordered,
         ..DeliveryJob::new(uuid.into(), to.org_id.clone(), to.id.clone(), body, now)
     }
 }

@@ -175,6 +175,11 @@ fn trace_of(record: &SqsMessage) -> Option<TraceParent> {
 /// is done when delivered, dropped or dead-lettered; anything else (a retry,
 /// whose visibility is now the retry delay, or an unreadable record) is
 /// reported, so SQS redelivers it.
+///
+/// Records of the FIFO queue of ordered subscriptions (an `eventSourceARN`
+/// ending in `.fifo`; its mapping's batches hold one) are kept in their
+/// line: a retry or a deferral sets the message's visibility to its wait
+/// and reports the record failed, so Lambda leaves it where it is.
 pub async fn deliver_notifications(
     app: &App,
     queue: &SqsQueue,
@@ -189,7 +194,8 @@ pub async fn deliver_notifications(
     let attempts = futures_util::future::join_all(deliveries).await;
     let mut response = SqsBatchResponse::default();
     for record in &event.records {
-        if !batch.is_done(record.receipt_handle.as_deref().unwrap_or("")) {
+        let handle = record.receipt_handle.as_deref().unwrap_or("");
+        if !batch.is_done(&SqsQueue::receipt(from_fifo(record), handle)) {
             response.add_failure(record.message_id.clone().unwrap_or_default());
         }
     }
@@ -202,6 +208,14 @@ pub async fn deliver_notifications(
     response
 }
 
+/// Whether the record comes from a FIFO queue (the ordered subscriptions').
+fn from_fifo(record: &SqsMessage) -> bool {
+    record
+        .event_source_arn
+        .as_deref()
+        .is_some_and(|arn| arn.ends_with(".fifo"))
+}
+
 /// One record delivered: the verdict, how long it took (ms) and, for a
 /// delivery, the lag since the notification's creation (ms).
 async fn deliver_record(
@@ -210,7 +224,11 @@ async fn deliver_record(
     outbox: &dyn Outbox,
     record: &SqsMessage,
 ) -> Option<(delivery::Verdict, f64, Option<f64>)> {
-    let lease = match SqsQueue::lease(
+    let lease_of = match from_fifo(record) {
+        true => SqsQueue::ordered_lease,
+        false => SqsQueue::lease,
+    };
+    let lease = match lease_of(
         record.body.as_deref().unwrap_or(""),
         record.receipt_handle.as_deref().unwrap_or(""),
         record

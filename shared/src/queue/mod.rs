@@ -47,6 +47,18 @@ pub struct DeliveryJob {
     /// the queue can delay one message (SQS: 15 minutes) goes in hops.
     #[serde(rename = "notBefore", default, skip_serializing_if = "Option::is_none")]
     pub not_before: Option<i64>,
+    /// `ordered`: its subscription delivers in acceptance order, so the job
+    /// goes where the queue keeps a line per subscription (SQS: the FIFO
+    /// delivery queue). Absent (false) on jobs written before it existed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ordered: bool,
+    /// `historyAttempts`: the attempts the delivery history counted when this
+    /// job was made (a resend or recover: those before it; 0 for a new
+    /// notification). A queue whose message is not sent again for a retry
+    /// (the FIFO queue) numbers an attempt from the history: its count now
+    /// minus this, plus one ([`DeliveryQueue::attempts_from_history`]).
+    #[serde(rename = "historyAttempts", default, skip_serializing_if = "is_zero")]
+    pub history_attempts: u32,
 }
 
 impl DeliveryJob {
@@ -68,6 +80,8 @@ impl DeliveryJob {
             attempts: 0,
             not_before: None,
             traceparent: None,
+            ordered: false,
+            history_attempts: 0,
         }
     }
 }
@@ -245,6 +259,21 @@ pub trait DeliveryQueue: Send + Sync {
     }
     /// Whether [`DeliveryQueue::park`] parks (true) or defers.
     fn parks(&self) -> bool {
+        false
+    }
+    /// Whether a settled delivery may make a job leasable at once, so the
+    /// polling loop leases again right away instead of at its next poll: a
+    /// queue that caps leases (SQLite), or a line's next job (SQS FIFO).
+    fn wakes_on_settle(&self) -> bool {
+        self.caps_leases()
+    }
+    /// Whether the lease's attempt number is to be read from the delivery
+    /// history ([`DeliveryJob::history_attempts`]) rather than trusted: a
+    /// queue that keeps a retry in place instead of sending it again (SQS
+    /// FIFO), where the message cannot carry its attempts and SQS's receive
+    /// count also counts deferrals. The pipeline reads the notification's
+    /// summary once for such a lease (`delivery::deliver`).
+    fn attempts_from_history(&self, _lease: &Lease) -> bool {
         false
     }
     /// Puts the parked jobs of a subscription back in the queue, due now;

@@ -330,6 +330,8 @@ impl DeliveryHistory for SqliteDb {
                             attempts: 0,
                             not_before: None,
                             traceparent: None,
+                            ordered: false,
+                            history_attempts: 0,
                         },
                         status,
                         attempts: r.get(6)?,

@@ -282,6 +282,8 @@ impl DeliveryQueue for SqliteDb {
                                     attempts: 0,
                                     not_before: None,
                                     traceparent: r.get(8)?,
+                                    ordered: false,
+                                    history_attempts: 0,
                                 },
                                 attempt,
                                 receipt: lease.to_string(),

@@ -157,6 +157,7 @@ async fn world(deadline: &str) -> World {
     let services = Services {
         outbox: Arc::new(AwsOutbox::new(store, queue.clone(), app.clock.clone())),
         queue: Arc::new(queue),
+        ordered_queue: None,
         app,
     };
     let mut jwt_config = services.app.config.jwt.clone();

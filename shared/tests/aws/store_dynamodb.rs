@@ -528,6 +528,8 @@ async fn attempts_inline_and_in_items_read_back_in_order() {
         attempts: 0,
         not_before: None,
         traceparent: None,
+        ordered: false,
+        history_attempts: 0,
     };
     h.record_enqueued("event-1", std::slice::from_ref(&job))
         .await

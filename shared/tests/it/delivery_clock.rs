@@ -94,6 +94,8 @@ async fn enqueue(w: &World, subscription_id: &SubscriptionId) {
         attempts: 0,
         not_before: None,
         traceparent: None,
+        ordered: false,
+        history_attempts: 0,
     };
     w.db.enqueue(vec![job]).await.unwrap();
 }

@@ -441,6 +441,8 @@ mod isolated {
             attempts: 0,
             not_before: None,
             traceparent: None,
+            ordered: false,
+            history_attempts: 0,
         };
         t.store.enqueue(vec![job.clone()]).await.unwrap();
         let leases = t

@@ -311,6 +311,23 @@ impl DeliveryHistory for DynamoStore {
         }))
     }
 
+    /// One strongly consistent `GetItem` of the summary (its key is the job's).
+    async fn summary_of(
+        &self,
+        job: &DeliveryJob,
+    ) -> Result<Option<NotificationSummary>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.tables.messages)
+            .set_key(Some(summary_key(job)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(backend)?;
+        out.item().map(parse_summary).transpose()
+    }
+
     async fn stats_rows(
         &self,
         org_id: &OrgId,
@@ -376,6 +393,8 @@ impl DeliveryHistory for DynamoStore {
                         not_before: None,
                         id,
                         traceparent: None,
+                        ordered: false,
+                        history_attempts: 0,
                     },
                     status: status_of(item)?,
                     attempts: number(item, "attempts")?.max(0) as u32,

@@ -14,13 +14,14 @@ impl SqsQueue {
     /// later, the sender's is not).
     pub(super) async fn send_entries(
         &self,
+        url: &str,
         entries: Vec<SendMessageBatchRequestEntry>,
     ) -> Result<Vec<(usize, QueueError)>, CallFailure> {
         let count = entries.len();
         let out = self
             .client
             .send_message_batch()
-            .queue_url(&self.queue_url)
+            .queue_url(url)
             .set_entries(Some(entries))
             .send()
             .await
@@ -44,18 +45,64 @@ impl SqsQueue {
     /// Sends `jobs`, due now, in as few `SendMessageBatch` calls as SQS
     /// allows ([`batches`]), `concurrency` calls at a time; the outcome of
     /// each job, in order. A call that fails fails each of its jobs; an entry
-    /// SQS refuses fails only its own job.
+    /// SQS refuses fails only its own job. Ordered jobs go to the FIFO queue
+    /// when there is one, one call after another, so its lines get them in
+    /// the order of `jobs`.
     pub async fn send_all(
         &self,
         jobs: &[DeliveryJob],
         concurrency: usize,
+    ) -> Vec<Result<(), QueueError>> {
+        let Some(ordered) = self.ordered.clone() else {
+            return self
+                .send_to(&self.queue_url, jobs, concurrency, false)
+                .await;
+        };
+        let (line, rest): (Vec<usize>, Vec<usize>) =
+            (0..jobs.len()).partition(|&i| jobs[i].ordered);
+        if line.is_empty() {
+            return self
+                .send_to(&self.queue_url, jobs, concurrency, false)
+                .await;
+        }
+        let pick = |at: &[usize]| at.iter().map(|&i| jobs[i].clone()).collect::<Vec<_>>();
+        let (line_jobs, rest_jobs) = (pick(&line), pick(&rest));
+        let (in_line, others) = futures_util::join!(
+            self.send_to(&ordered.url, &line_jobs, 1, true),
+            self.send_to(&self.queue_url, &rest_jobs, concurrency, false),
+        );
+        let mut outcomes: Vec<Option<Result<(), QueueError>>> = jobs.iter().map(|_| None).collect();
+        for (at, outcome) in line
+            .into_iter()
+            .zip(in_line)
+            .chain(rest.into_iter().zip(others))
+        {
+            outcomes[at] = Some(outcome);
+        }
+        outcomes
+            .into_iter()
+            .map(|o| o.expect("one outcome per job"))
+            .collect()
+    }
+
+    /// [`Self::send_all`] to one queue: the FIFO one (`fifo`) or the standard one.
+    async fn send_to(
+        &self,
+        url: &str,
+        jobs: &[DeliveryJob],
+        concurrency: usize,
+        fifo: bool,
     ) -> Vec<Result<(), QueueError>> {
         use futures_util::StreamExt;
         let mut outcomes = Vec::with_capacity(jobs.len());
         // (job index, entry) of the jobs that make an entry at all.
         let mut entries = Vec::with_capacity(jobs.len());
         for (i, job) in jobs.iter().enumerate() {
-            match Self::entry(0, job, Duration::ZERO) {
+            let entry = match fifo {
+                true => Self::line_entry(0, job),
+                false => Self::entry(0, job, Duration::ZERO),
+            };
+            match entry {
                 Ok(entry) => {
                     entries.push((i, entry));
                     outcomes.push(Ok(()));
@@ -77,7 +124,7 @@ impl SqsQueue {
                     (*job, entry)
                 })
                 .unzip();
-            async move { (self.send_entries(batch).await, jobs) }
+            async move { (self.send_entries(url, batch).await, jobs) }
         });
         let sent = futures_util::stream::iter(calls)
             .buffer_unordered(concurrency.max(1))

@@ -67,6 +67,8 @@ fn job(f: &Fixture, n: i64) -> DeliveryJob {
         attempts: 0,
         not_before: None,
         traceparent: None,
+        ordered: false,
+        history_attempts: 0,
     }
 }
 

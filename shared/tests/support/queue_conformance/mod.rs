@@ -67,6 +67,8 @@ pub fn job(n: usize) -> DeliveryJob {
         attempts: 0,
         not_before: None,
         traceparent: None,
+        ordered: false,
+        history_attempts: 0,
     }
 }
 
