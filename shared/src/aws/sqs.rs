@@ -208,12 +208,16 @@ impl SqsQueue {
     /// Creates (or finds) the queue `<prefix>-delivery` and its dead-letter
     /// queue `<prefix>-delivery-dlq`, for `webhooks-local --create-tables`.
     pub async fn create(client: Client, prefix: &str) -> Result<SqsQueue, QueueError> {
-        let create = |name: String| {
+        let create = |name: String, fifo: bool| {
             let client = client.clone();
             async move {
-                client
-                    .create_queue()
-                    .queue_name(&name)
+                let request = client.create_queue().queue_name(&name);
+                let request = match fifo {
+                    true => request
+                        .attributes(aws_sdk_sqs::types::QueueAttributeName::FifoQueue, "true"),
+                    false => request,
+                };
+                request
                     .send()
                     .await
                     .map_err(|e| err(format!("creating SQS queue {name}: {}", sdk_err(e))))?
@@ -222,25 +226,10 @@ impl SqsQueue {
                     .ok_or_else(|| err(format!("SQS returned no URL for {name}")))
             }
         };
-        let dead_letters = create(format!("{prefix}-delivery-dlq")).await?;
-        let url = create(format!("{prefix}-delivery")).await?;
-        let create_fifo = |name: String| {
-            let client = client.clone();
-            async move {
-                client
-                    .create_queue()
-                    .queue_name(&name)
-                    .attributes(aws_sdk_sqs::types::QueueAttributeName::FifoQueue, "true")
-                    .send()
-                    .await
-                    .map_err(|e| err(format!("creating SQS queue {name}: {}", sdk_err(e))))?
-                    .queue_url()
-                    .map(str::to_owned)
-                    .ok_or_else(|| err(format!("SQS returned no URL for {name}")))
-            }
-        };
-        let ordered_dead_letters = create_fifo(format!("{prefix}-ordered-dlq.fifo")).await?;
-        let ordered = create_fifo(format!("{prefix}-ordered.fifo")).await?;
+        let dead_letters = create(format!("{prefix}-delivery-dlq"), false).await?;
+        let url = create(format!("{prefix}-delivery"), false).await?;
+        let ordered_dead_letters = create(format!("{prefix}-ordered-dlq.fifo"), true).await?;
+        let ordered = create(format!("{prefix}-ordered.fifo"), true).await?;
         Ok(SqsQueue::new(client, url, Some(dead_letters))
             .with_ordered(ordered, Some(ordered_dead_letters)))
     }
@@ -310,6 +299,15 @@ impl SqsQueue {
             None => Ok(()),
         }
     }
+}
+
+/// A dead letter's reason, as the message attribute `reason`.
+fn reason_attribute(reason: &str) -> Result<aws_sdk_sqs::types::MessageAttributeValue, QueueError> {
+    aws_sdk_sqs::types::MessageAttributeValue::builder()
+        .data_type("String")
+        .string_value(reason)
+        .build()
+        .map_err(err)
 }
 
 /// The job's W3C `traceparent` as a message attribute too, for tools that
@@ -506,14 +504,7 @@ impl SqsQueue {
             .send_message()
             .queue_url(dlq)
             .message_body(serde_json::to_string(&lease.job).expect("job serialises"))
-            .message_attributes(
-                "reason",
-                aws_sdk_sqs::types::MessageAttributeValue::builder()
-                    .data_type("String")
-                    .string_value(reason)
-                    .build()
-                    .map_err(err)?,
-            )
+            .message_attributes("reason", reason_attribute(reason)?)
             .send()
             .await
             .map_err(sdk_err)?;

@@ -195,14 +195,7 @@ impl SqsQueue {
             .message_body(serde_json::to_string(job).expect("job serialises"))
             .message_group_id(job.subscription_id.as_str())
             .message_deduplication_id(format!("{}-dead-{}", job.id, lease.attempt))
-            .message_attributes(
-                "reason",
-                aws_sdk_sqs::types::MessageAttributeValue::builder()
-                    .data_type("String")
-                    .string_value(reason)
-                    .build()
-                    .map_err(err)?,
-            )
+            .message_attributes("reason", super::reason_attribute(reason)?)
             .send()
             .await
             .map_err(sdk_err)?;
