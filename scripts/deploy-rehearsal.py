@@ -37,8 +37,6 @@ import argparse
 import base64
 import copy
 import fnmatch
-import hashlib
-import hmac
 import io
 import json
 import os
@@ -51,8 +49,10 @@ import time
 import urllib.parse
 import uuid
 import zipfile
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+
+from harness import Receiver, Server, mint_token, signature_ok
 
 ROOT = Path(__file__).resolve().parent.parent
 ACCOUNT = "123456789012"
@@ -374,13 +374,6 @@ def delete_stack(name):
 # 3. The functions, run as Lambda runs them
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        pass  # a client that hangs up (a function killed at the end) is no failure
-
-
 class RuntimeApi:
     """A fake Lambda Runtime API for one function process: hands out one invocation at a
     time and waits for its answer."""
@@ -487,57 +480,6 @@ class Function:
         self.stderr.close()
 
 
-class Receiver:
-    """A callback on this machine: answers the handshake, keeps every notification; a path
-    with `fail` in it answers 500."""
-
-    def __init__(self):
-        self.posts = []
-        self.cond = threading.Condition()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def answer(self, code, headers=()):
-                self.send_response(code)
-                for k, v in headers:
-                    self.send_header(k, v)
-                self.send_header("content-length", "0")
-                self.end_headers()
-
-            def do_GET(self):
-                token = self.headers.get("validation-token")
-                self.answer(200, [("validation-token", token)] if token else [])
-
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                with receiver.cond:
-                    receiver.posts.append((self.path, dict(self.headers), body))
-                    receiver.cond.notify_all()
-                self.answer(500 if "fail" in self.path else 200)
-
-        self.server = Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-
-def mint_token(org):
-    def b64(data):
-        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-    header = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
-    now = int(time.time())
-    claims = {"sub": f"rehearsal:{org}", "org_id": org, "scope": "webhooks/read webhooks/write",
-              "iat": now, "exp": now + 600}
-    payload = b64(json.dumps(claims).encode())
-    signature = hmac.new(JWT_SECRET.encode(), f"{header}.{payload}".encode(), hashlib.sha256).digest()
-    return f"{header}.{payload}.{b64(signature)}"
-
-
 def sample(name):
     return json.loads((ROOT / "events" / f"{name}.json").read_text())
 
@@ -601,12 +543,7 @@ def queue_arn(url):
 
 
 def verify_signature(secret, headers, body):
-    key = base64.b64decode(secret.split("_", 1)[1])
-    lower = {k.lower(): v for k, v in headers.items()}
-    signed = f"{lower['webhook-id']}.{lower['webhook-timestamp']}.".encode() + body
-    expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
-    given = [s.split(",", 1)[1] for s in lower["webhook-signature"].split()]
-    if expected not in given:
+    if not signature_ok(secret, headers, body):
         raise Failure("the notification's signature does not verify with the subscription's secret")
 
 
@@ -629,7 +566,7 @@ def rehearse(stack, bin_dir, work, webhooks_local=None, http_api=False):
     receiver = Receiver()
     sqs = client("sqs")
     try:
-        token = mint_token(ORG)
+        token = mint_token(JWT_SECRET, ORG, f"rehearsal:{ORG}")
         if http_api:
             # The HTTP API option: its keys in the stack's subscriptions table, created as the
             # operator does (webhooks-local api-keys), read by the authorizer.

@@ -45,8 +45,6 @@ naming the file.
 
 import argparse
 import base64
-import hashlib
-import hmac
 import json
 import os
 import re
@@ -56,11 +54,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from harness import Receiver, mint_token, signature_ok
 
 ROOT = Path(__file__).resolve().parent.parent
 EVENTS = ROOT / "events"
@@ -285,77 +283,6 @@ def coverage(events_dir, expect, root=ROOT):
 # functions' processes.
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        pass
-
-
-class Receiver:
-    """A callback on this machine: answers the handshake, keeps every POST."""
-
-    def __init__(self):
-        self.posts = []
-        self.cond = threading.Condition()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def answer(self, headers=()):
-                self.send_response(200)
-                for k, v in headers:
-                    self.send_header(k, v)
-                self.send_header("content-length", "0")
-                self.end_headers()
-
-            def do_GET(self):
-                token = self.headers.get("validation-token")
-                self.answer([("validation-token", token)] if token else [])
-
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                with receiver.cond:
-                    receiver.posts.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                    receiver.cond.notify_all()
-                self.answer()
-
-        self.server = Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def wait_for(self, headers, seconds=10):
-        def found():
-            return next((p for p in self.posts if all(p[0].get(k) == v for k, v in headers.items())), None)
-
-        with self.cond:
-            self.cond.wait_for(found, seconds)
-            return found()
-
-
-def verify_signature(secret, headers, body):
-    key = base64.b64decode(secret.split("_", 1)[1])
-    signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.".encode() + body
-    expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
-    return expected in [s.split(",", 1)[1] for s in headers.get("webhook-signature", "").split()]
-
-
-def mint_token(org):
-    def b64(data):
-        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-    now = int(time.time())
-    header = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
-    payload = b64(json.dumps({"sub": f"local:{org}", "org_id": org, "scope": "webhooks/read webhooks/write",
-                              "iat": now, "exp": now + 600}).encode())
-    signature = hmac.new(JWT_SECRET.encode(), f"{header}.{payload}".encode(), hashlib.sha256).digest()
-    return f"{header}.{payload}.{b64(signature)}"
-
-
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -521,10 +448,10 @@ def check_answer(c, rc, out, err, values, receiver):
         if got != fill(want):
             problems.append(f"{path} is {got!r}, expected {fill(want)!r}")
     if "posted" in c:
-        post = receiver.wait_for(c["posted"])
+        post = receiver.wait_for(lambda _, h: all(h.get(k) == v for k, v in c["posted"].items()))
         if post is None:
             problems.append(f"the callback got no POST with {c['posted']}")
-        elif not verify_signature(SECRET, *post):
+        elif not signature_ok(SECRET, post[1], post[2]):
             problems.append("the POST's signature does not verify with the subscription's secret")
     return problems
 
@@ -606,7 +533,7 @@ def main():
                 f"{env['WEBHOOKS_DELIVERY_QUEUE_URL']} with the sample data ({time.time() - started:.1f} s)")
             watch = Watch(args.cargo_lambda, args.bin_dir, env, work)
             log(f"cargo lambda watch --only-lambda-apis on 127.0.0.1:{watch.port}")
-            values = {"receiver": receiver.base, "token": mint_token("org-1"), "api_key": api_key}
+            values = {"receiver": receiver.base, "token": mint_token(JWT_SECRET, "org-1", "local:org-1"), "api_key": api_key}
             seed_notification(watch, work)
             problems, count = run_cases(watch, receiver, values, EXPECT, work)
             if problems:

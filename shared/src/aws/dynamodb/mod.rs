@@ -204,6 +204,26 @@ where
     }
 }
 
+/// A conditional write's outcome: written, or its condition did not hold
+/// (`Ok(false)`); any other failure as [`backend`] makes it.
+pub(super) fn conditional<T, E>(
+    result: Result<T, SdkError<E, aws_sdk_dynamodb::config::http::HttpResponse>>,
+) -> Result<bool, StoreError>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    match result {
+        Ok(_) => Ok(true),
+        Err(e)
+            if e.as_service_error().and_then(|e| e.code())
+                == Some("ConditionalCheckFailedException") =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(backend(e)),
+    }
+}
+
 pub(super) fn backend_build(e: aws_sdk_dynamodb::error::BuildError) -> StoreError {
     StoreError::backend(e)
 }

@@ -16,7 +16,7 @@
 
 use super::codec::n;
 use super::keys::{key, rate_pk};
-use super::{backend, DynamoStore};
+use super::DynamoStore;
 use crate::ids::SubscriptionId;
 use crate::store::StoreError;
 
@@ -45,15 +45,6 @@ impl DynamoStore {
             .expression_attribute_values(":ttl", n(window + WINDOW_TTL_S))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(backend(e)),
-        }
+        super::conditional(result)
     }
 }

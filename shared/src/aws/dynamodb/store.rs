@@ -163,16 +163,7 @@ impl Store for DynamoStore {
             .expression_attribute_values(":old", n(expected_rev as i64))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(super::backend(e)),
-        }
+        super::conditional(result)
     }
 
     async fn take_rate_slot(
