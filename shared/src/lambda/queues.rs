@@ -138,16 +138,22 @@ async fn fan_out_record(
         reason: format!("not an event envelope: {}", e.into_inner()),
         unavailable: false,
     })?;
-    let event = envelope.validate(app.now_ms()).map_err(|e| Rejected {
-        fields: e
-            .errors
-            .iter()
-            .map(|f| f.field.as_str())
-            .collect::<Vec<_>>()
-            .join(","),
-        reason: e.detail,
-        unavailable: false,
-    })?;
+    // An event without `occurredAt` occurred when SQS accepted it: the
+    // same on a redelivery, so its notifications' bytes are too.
+    let accepted_at = sent_at(record, app.now_ms());
+    let mut event = envelope
+        .validate(accepted_at.unwrap_or_else(|| app.now_ms()))
+        .map_err(|e| Rejected {
+            fields: e
+                .errors
+                .iter()
+                .map(|f| f.field.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            reason: e.detail,
+            unavailable: false,
+        })?;
+    event.accepted_at = accepted_at;
     let span = tracing::info_span!("event", org_id = %event.organization_id, event_id = %event.id);
     let trace = trace::start("ingest", trace::Kind::Consumer, trace_of(record));
     let fanned = trace::scope(trace.context(), ingest::fan_out(app, event))
@@ -158,6 +164,22 @@ async fn fan_out_record(
             ..Rejected::from(e.detail)
         })?;
     Ok((trace, fanned))
+}
+
+/// SQS keeps a message at most 14 days: a `SentTimestamp` older than
+/// that (with a day's margin), or ahead of the clock by more than a few
+/// minutes, is not a real record's (a hand-made event: the sample files).
+const SENT_AT_MAX_AGE_MS: i64 = 15 * 86_400_000;
+const SENT_AT_MAX_AHEAD_MS: i64 = 5 * 60_000;
+
+/// When SQS first accepted the record (`SentTimestamp`), the same on every
+/// redelivery: its notifications' time and id. `None` when absent or
+/// implausible: the event is then recorded (docs/decisions/event-ingestion.md).
+fn sent_at(record: &SqsMessage, now: i64) -> Option<i64> {
+    let at: i64 = record.attributes.get("SentTimestamp")?.parse().ok()?;
+    (now - SENT_AT_MAX_AGE_MS..=now + SENT_AT_MAX_AHEAD_MS)
+        .contains(&at)
+        .then_some(at)
 }
 
 /// The trace context an events-queue record carries, if any.
