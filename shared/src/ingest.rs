@@ -156,6 +156,9 @@ pub struct Event {
     /// created at that time and their ids carry it
     /// ([`crate::notification::notification_id_at`]).
     pub accepted_at: Option<i64>,
+    /// SQS handed the event over before (`ApproximateReceiveCount` above 1):
+    /// its first try may have run on a version that recorded events.
+    pub redelivered: bool,
 }
 
 impl Event {
@@ -293,6 +296,7 @@ impl EventEnvelope {
             status: self.status.unwrap_or_default(),
             contact_id,
             accepted_at: None,
+            redelivered: false,
         })
     }
 }

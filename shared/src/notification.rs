@@ -48,11 +48,12 @@ pub fn created_at_of(id: &str) -> Option<i64> {
     Some(i64::from_be_bytes(at))
 }
 
-/// `body` dated `at` instead of its own time: what a retried ingestion sends
-/// for the notification its first try dated (the history keeps that first
-/// time too). `None` for a body that is not a notification.
-pub(crate) fn dated(body: &str, at: i64) -> Option<String> {
+/// `body` named `uuid` and dated `at` instead of its own: what a retried
+/// ingestion sends for the notification its first try named and dated (the
+/// history keeps those too). `None` for a body that is not a notification.
+pub(crate) fn restamped(body: &str, uuid: &str, at: i64) -> Option<String> {
     let mut notification: Notification = serde_json::from_str(body).ok()?;
+    notification.uuid = uuid.to_owned();
     notification.timestamp = at;
     serde_json::to_string(&notification).ok()
 }

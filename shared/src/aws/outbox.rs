@@ -39,6 +39,7 @@ use crate::clock::Clock;
 use crate::history::DeliveryHistory;
 use crate::ids::OrgId;
 use crate::model::Message;
+use crate::notification::{notification_id, restamped};
 use crate::queue::{DeliveryJob, EventCommit, Outbox, QueueError, StoreOrQueueError};
 use crate::store::{Store, StoreError};
 
@@ -78,6 +79,7 @@ impl Outbox for AwsOutbox {
             message: message.cloned(),
             jobs,
             accepted_at: None,
+            redelivered: false,
         };
         let mut outcomes = self.commit_all(vec![event]).await;
         outcomes.pop().expect("one outcome per event")
@@ -195,7 +197,18 @@ impl AwsOutbox {
     /// duplicate, nothing done), then its message and its history. A
     /// failure here leaves a partial record, as one of the later steps does.
     async fn prepare(&self, event: &EventCommit) -> Result<Option<Prepared>, StoreOrQueueError> {
-        if event.accepted_at.is_some() {
+        let record = match (event.accepted_at, event.redelivered) {
+            (Some(_), false) => EventRecord::Absent,
+            // An event carrying its time is recorded by no try of this
+            // version; a redelivered one may have begun on the version
+            // before, whose record is honoured (docs/operations.md#upgrades).
+            _ => {
+                self.store
+                    .event_record(&event.org_id, &event.event_id)
+                    .await?
+            }
+        };
+        if event.accepted_at.is_some() && record == EventRecord::Absent {
             // Dated and named by a time the event carries: a retry or a
             // redelivery repeats the same steps under the same keys, and
             // nothing needs recording.
@@ -207,11 +220,7 @@ impl AwsOutbox {
             self.store_first(event, &ready.jobs).await?;
             return Ok(Some(ready));
         }
-        let accepted_at = match self
-            .store
-            .event_record(&event.org_id, &event.event_id)
-            .await?
-        {
+        let accepted_at = match record {
             EventRecord::Done => return Ok(None),
             // A retry of a failed ingestion: the same history items, not new ones.
             EventRecord::Partial { accepted_at } => accepted_at,
@@ -223,15 +232,21 @@ impl AwsOutbox {
             jobs: event
                 .jobs
                 .iter()
-                .map(|job| DeliveryJob {
-                    created_at: accepted_at,
-                    // A retry sends the payload its first try dated.
-                    body: match job.created_at == accepted_at {
-                        true => job.body.clone(),
-                        false => crate::notification::dated(&job.body, accepted_at)
-                            .unwrap_or_else(|| job.body.clone()),
-                    },
-                    ..job.clone()
+                .map(|job| {
+                    // A retry sends the payload its first try dated and
+                    // named (a recorded event's ids carry no time).
+                    let id = notification_id(&event.event_id, job.subscription_id.as_str());
+                    let same = job.created_at == accepted_at && job.id == id.to_string();
+                    DeliveryJob {
+                        id: id.to_string().into(),
+                        created_at: accepted_at,
+                        body: match same {
+                            true => job.body.clone(),
+                            false => restamped(&job.body, &id.to_string(), accepted_at)
+                                .unwrap_or_else(|| job.body.clone()),
+                        },
+                        ..job.clone()
+                    }
                 })
                 .collect(),
         };

@@ -62,6 +62,7 @@ pub async fn ingest_all(
                 message: event.message.clone(),
                 jobs,
                 accepted_at: event.accepted_at,
+                redelivered: event.redelivered,
             };
             (event, commit)
         })

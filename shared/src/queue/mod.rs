@@ -366,4 +366,7 @@ pub struct EventCommit {
     /// redelivery repeats them and the AWS outbox keeps no event record.
     /// `None`: the outbox records the event (a `POST`, a notice).
     pub accepted_at: Option<i64>,
+    /// Handed over before by SQS: the AWS outbox reads the record a version
+    /// that recorded every event may have left (docs/operations.md#upgrades).
+    pub redelivered: bool,
 }

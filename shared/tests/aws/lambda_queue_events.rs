@@ -994,7 +994,13 @@ async fn a_finished_event_redelivered_is_sent_again_under_its_uuid_and_listed_on
     let template = sample_events::text("deliver-notifications-sqs");
     // The first try, delivered; then SQS hands the same batch over again.
     for round in 1..=2 {
-        let response = queues::ingest_events(&w.app, &w.outbox, batch.clone()).await;
+        let mut batch = batch.clone();
+        for record in &mut batch.records {
+            record
+                .attributes
+                .insert("ApproximateReceiveCount".into(), round.to_string());
+        }
+        let response = queues::ingest_events(&w.app, &w.outbox, batch).await;
         assert_eq!(failed_ids(&response), Vec::<&str>::new(), "round {round}");
         for _ in &events {
             let job = receive_as_event(&w, &template, Duration::from_secs(5))
@@ -1095,6 +1101,92 @@ async fn a_failed_try_of_a_timed_event_is_completed_by_its_redelivery_and_listed
         (summaries[0].id.as_str(), summaries[0].created_at),
         (id.as_str(), sent)
     );
+}
+
+/// Issue 39, the upgrade: an event whose first try ran on the version that
+/// recorded every event, redelivered to this one, honours the record it
+/// left: a finished event is a duplicate, a failed try is completed under
+/// the id and time it gave (UUIDv5, its first acceptance).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redelivery_honours_the_record_of_the_version_before() {
+    use webhook_core::aws::dynamodb::events::EventRecord;
+    let w = world().await;
+    let (_rx, uri) = receiver().await;
+    let (sub_id, _) = subscribe(&w.store, &uri).await;
+    let org = OrgId::from("org-1");
+    let now = chrono::Utc::now().timestamp_millis();
+    let expires = now / 1000 + 86_400;
+    w.store
+        .record_event(&org, "evt-upgrade-done", expires)
+        .await
+        .unwrap();
+    let first_try = now - 30_000;
+    w.store
+        .record_partial_event(&org, "evt-upgrade-partial", first_try, expires)
+        .await
+        .unwrap();
+    let mut batch = timed_batch(
+        &[
+            ("record-done", "evt-upgrade-done", "carrier-1"),
+            ("record-partial", "evt-upgrade-partial", "carrier-2"),
+        ],
+        now - 20_000,
+    );
+    for record in &mut batch.records {
+        record
+            .attributes
+            .insert("ApproximateReceiveCount".into(), "2".into());
+    }
+    let response = queues::ingest_events(&w.app, &w.outbox, batch).await;
+    assert_eq!(failed_ids(&response), Vec::<&str>::new());
+    let id = webhook_core::notification::notification_id("evt-upgrade-partial", &sub_id);
+    assert_eq!(
+        queued_ids(&w).await,
+        [id.to_string()],
+        "the finished one is not sent"
+    );
+    let summaries = listed(&w, &sub_id).await;
+    assert_eq!(summaries.len(), 1);
+    assert_eq!(
+        (summaries[0].id.as_str(), summaries[0].created_at),
+        (id.to_string().as_str(), first_try)
+    );
+    assert_eq!(
+        w.store
+            .event_record(&org, "evt-upgrade-partial")
+            .await
+            .unwrap(),
+        EventRecord::Done
+    );
+}
+
+/// Issue 39: a producer that sends the same event twice (two messages of the
+/// events queue, accepted at different times) with its `occurredAt` gets
+/// one notification: sent twice under one uuid, listed once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_sent_twice_with_its_occurrence_is_one_notification() {
+    let w = world().await;
+    let (_rx, uri) = receiver().await;
+    let (sub_id, _) = subscribe(&w.store, &uri).await;
+    let occurred = chrono::Utc::now().timestamp_millis() - 1_000;
+    let sent_at = |sent: i64| {
+        let mut batch = timed_batch(&[("record", "evt-sent-twice", "carrier")], sent);
+        let body = batch.records[0].body.as_deref().unwrap();
+        let mut body: Value = serde_json::from_str(body).unwrap();
+        body["occurredAt"] = occurred.into();
+        batch.records[0].body = Some(body.to_string());
+        batch
+    };
+    for sent in [occurred + 5, occurred + 900] {
+        let response = queues::ingest_events(&w.app, &w.outbox, sent_at(sent)).await;
+        assert_eq!(failed_ids(&response), Vec::<&str>::new());
+    }
+    let id = webhook_core::notification::notification_id_at("evt-sent-twice", &sub_id, occurred)
+        .to_string();
+    assert_eq!(queued_ids(&w).await, [id.as_str(), id.as_str()]);
+    let summaries = listed(&w, &sub_id).await;
+    assert_eq!(summaries.len(), 1, "listed once: {summaries:?}");
+    assert_eq!(summaries[0].id, id);
 }
 
 /// The notification ids on the delivery queue, each received once (and
