@@ -11,8 +11,8 @@ use super::backoff::Backoff;
 use super::codec::{n, number, optional_text, s, text};
 use super::history_items::{
     attempt_item, attempts_of, condition_failed, durations, inline_attempt, inline_attempts_of,
-    merged, notification_item, parse_summary, status_of, summary_item, summary_key, OutcomeUpdate,
-    INLINE_ATTEMPTS,
+    merged, notification_item, parse_summary, status_of, summary_created_at, summary_item,
+    summary_key, summary_uuid, timed_summary_item, OutcomeUpdate, INLINE_ATTEMPTS, PAYLOAD,
 };
 use super::keys::{history_pk, key, millis_key, notification_pk, summary_sk, NOTIFICATION_SK};
 use super::{backend, backend_build, DynamoStore, Item};
@@ -30,8 +30,6 @@ use crate::telemetry::trace::TraceParent;
 /// `BatchWriteItem` takes at most 25 items, `BatchGetItem` 100 keys.
 const WRITE_BATCH: usize = 25;
 const GET_BATCH: usize = 100;
-/// The payload of a summary whose notification id carries its time.
-const PAYLOAD: &str = "payload";
 /// Conditional writes (a recover's updates, timed summaries) in flight at once.
 const MARKS_IN_FLIGHT: usize = 16;
 
@@ -366,7 +364,7 @@ impl DeliveryHistory for DynamoStore {
             .iter()
             .map(|item| {
                 Ok(StatsRow {
-                    created_at: number(item, "createdAt")?,
+                    created_at: summary_created_at(item)?,
                     status: status_of(item)?,
                     attempts: number(item, "attempts")?.max(0) as u32,
                     durations_ms: durations(item),
@@ -395,7 +393,7 @@ impl DeliveryHistory for DynamoStore {
                 .filter(|item| !item.contains_key(PAYLOAD))
                 .map(|item| {
                     Ok(key(
-                        notification_pk(org_id, &text(item, "uuid")?.into()),
+                        notification_pk(org_id, &summary_uuid(item)?.into()),
                         NOTIFICATION_SK.into(),
                     ))
                 })
@@ -405,7 +403,7 @@ impl DeliveryHistory for DynamoStore {
                 false => self.payloads(keys).await?,
             };
             for item in chunk {
-                let id: NotificationId = text(item, "uuid")?.into();
+                let id: NotificationId = summary_uuid(item)?.into();
                 let own = optional_text(item, PAYLOAD)?;
                 let Some(body) = own.as_ref().or_else(|| payloads.get(id.as_str())) else {
                     continue; // expired between the two reads
@@ -415,7 +413,7 @@ impl DeliveryHistory for DynamoStore {
                         org_id: org_id.clone(),
                         subscription_id: subscription_id.clone(),
                         body: body.clone(),
-                        created_at: number(item, "createdAt")?,
+                        created_at: summary_created_at(item)?,
                         trigger: Trigger::Manual,
                         attempts: 0,
                         not_before: None,
@@ -450,11 +448,7 @@ impl DynamoStore {
     /// payload, unless one is there already (`PutItem` conditional on its
     /// absence: a refused put costs a write unit, only on a redelivery).
     async fn put_timed_summary(&self, event_id: &str, job: &DeliveryJob) -> Result<(), StoreError> {
-        let mut item = summary_item(event_id, job, self.history_ttl(job.created_at));
-        item.insert(PAYLOAD.into(), s(job.body.clone()));
-        if let Some(traceparent) = &job.traceparent {
-            item.insert("traceparent".into(), s(traceparent.clone()));
-        }
+        let item = timed_summary_item(event_id, job, self.history_ttl(job.created_at));
         let result = self
             .client
             .put_item()
