@@ -598,7 +598,8 @@ async fn queue_batches_fail_fast_while_dynamodb_is_frozen_and_recover() {
     .await;
     let (rx, uri) = receiver().await;
     subscribe(&w.store, &uri).await;
-    let sample: SqsEvent = serde_json::from_str(&sample_events::text("ingest-events-sqs")).unwrap();
+    // As SQS hands them over: each record carrying its time (issue 39).
+    let sample = sent_now(sample_events::text("ingest-events-sqs"));
     // Warm the clients (connections, credentials) before the fault.
     w.store
         .get_message(&OrgId::from("org-1"), "none", i64::MIN)
@@ -673,7 +674,8 @@ async fn ingest_batches_fail_fast_while_sqs_is_frozen_and_recover() {
     .await;
     let (rx, uri) = receiver().await;
     subscribe(&w.store, &uri).await;
-    let sample: SqsEvent = serde_json::from_str(&sample_events::text("ingest-events-sqs")).unwrap();
+    // As SQS hands them over: each record carrying its time (issue 39).
+    let sample = sent_now(sample_events::text("ingest-events-sqs"));
     let bound = bounds.operation + Duration::from_secs(2);
 
     ingest_while_frozen(&w, "MOTO_PID", "SQS", sample, bound).await;
@@ -1187,6 +1189,19 @@ async fn an_event_sent_twice_with_its_occurrence_is_one_notification() {
     let summaries = listed(&w, &sub_id).await;
     assert_eq!(summaries.len(), 1, "listed once: {summaries:?}");
     assert_eq!(summaries[0].id, id);
+}
+
+/// A sample event of the events queue, its records sent by SQS just now
+/// (`SentTimestamp`): dated by that, as a real record is, not recorded.
+fn sent_now(sample: String) -> SqsEvent {
+    let mut event: SqsEvent = serde_json::from_str(&sample).unwrap();
+    let now = chrono::Utc::now().timestamp_millis().to_string();
+    for record in &mut event.records {
+        record
+            .attributes
+            .insert("SentTimestamp".into(), now.clone());
+    }
+    event
 }
 
 /// The notification ids on the delivery queue, each received once (and
