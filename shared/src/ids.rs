@@ -98,7 +98,8 @@ id! {
 }
 
 id! {
-    /// A notification's id: its `uuid` and `webhook-id` (UUIDv5 of event and subscription).
+    /// A notification's id: its `uuid` and `webhook-id` (UUIDv5 of event and
+    /// subscription, or UUIDv8 with the time its event carries: [`crate::notification`]).
     NotificationId
 }
 

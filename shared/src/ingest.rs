@@ -151,6 +151,14 @@ pub struct Event {
     pub status: String,
     /// The contact's id, for a contact event.
     pub contact_id: Option<String>,
+    /// When the event was first accepted, if it carries that time (on the
+    /// events queue: the message's `SentTimestamp`): its notifications are
+    /// created at that time and their ids carry it
+    /// ([`crate::notification::notification_id_at`]).
+    pub accepted_at: Option<i64>,
+    /// SQS handed the event over before (`ApproximateReceiveCount` above 1):
+    /// its first try may have run on a version that recorded events.
+    pub redelivered: bool,
 }
 
 impl Event {
@@ -287,6 +295,8 @@ impl EventEnvelope {
             carrier_message_id: self.carrier_message_id.unwrap_or_default(),
             status: self.status.unwrap_or_default(),
             contact_id,
+            accepted_at: None,
+            redelivered: false,
         })
     }
 }

@@ -122,7 +122,7 @@ pub async fn publish(
                 EventFilter::parse(f)
                     .is_ok_and(|p| p.organization_id == org && p.wants_notice(notice.kind))
             })?;
-            Some(job_for(&event_id, r, now, |uuid| Notification {
+            Some(job_for(&event_id, r, now, false, |uuid| Notification {
                 uuid: uuid.to_owned(),
                 timestamp: now,
                 event: matching.clone(),

@@ -19,11 +19,41 @@ pub fn notification_id(event_id: &str, subscription_id: &str) -> Uuid {
     )
 }
 
-/// `body` dated `at` instead of its own time: what a retried ingestion sends
-/// for the notification its first try dated (the history keeps that first
-/// time too). `None` for a body that is not a notification.
-pub(crate) fn dated(body: &str, at: i64) -> Option<String> {
+/// The `uuid` of the notification of event `event_id` to subscription
+/// `subscription_id` whose event carries the time `at` (epoch ms; on the
+/// events queue, when SQS first accepted the message): a UUIDv8 whose first
+/// 48 bits are `at`, as in a UUIDv7, and whose other bits are those of
+/// [`notification_id`]. The same on every redelivery of the event, and the
+/// history finds the notification's summary from the id alone
+/// ([`created_at_of`]; docs/decisions/event-ingestion.md).
+pub fn notification_id_at(event_id: &str, subscription_id: &str, at: i64) -> Uuid {
+    let mut bytes = *notification_id(event_id, subscription_id).as_bytes();
+    bytes[..6].copy_from_slice(&at.clamp(0, MAX_MILLIS).to_be_bytes()[2..]);
+    uuid::Builder::from_custom_bytes(bytes).into_uuid()
+}
+
+/// The largest time a 48-bit field holds (epoch ms, year 10889).
+const MAX_MILLIS: i64 = (1 << 48) - 1;
+
+/// The creation time a notification id carries: `Some` for an id of
+/// [`notification_id_at`] (UUIDv8), `None` for one of [`notification_id`]
+/// (UUIDv5, found through the history's notification item) or not a uuid.
+pub fn created_at_of(id: &str) -> Option<i64> {
+    let uuid = Uuid::parse_str(id).ok()?;
+    if uuid.get_version_num() != 8 {
+        return None;
+    }
+    let mut at = [0u8; 8];
+    at[2..].copy_from_slice(&uuid.as_bytes()[..6]);
+    Some(i64::from_be_bytes(at))
+}
+
+/// `body` named `uuid` and dated `at` instead of its own: what a retried
+/// ingestion sends for the notification its first try named and dated (the
+/// history keeps those too). `None` for a body that is not a notification.
+pub(crate) fn restamped(body: &str, uuid: &str, at: i64) -> Option<String> {
     let mut notification: Notification = serde_json::from_str(body).ok()?;
+    notification.uuid = uuid.to_owned();
     notification.timestamp = at;
     serde_json::to_string(&notification).ok()
 }
@@ -31,7 +61,9 @@ pub(crate) fn dated(body: &str, at: i64) -> Option<String> {
 /// The JSON body POSTed to a callback (the `Notification` schema).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Notification {
-    /// `uuid`: UUID v5 of (event id, subscription id), the same on every retry; also `webhook-id`.
+    /// `uuid`: of the event id and the subscription id ([`notification_id`], or
+    /// [`notification_id_at`] when the event carries its time), the same on every
+    /// retry; also `webhook-id`.
     pub uuid: String,
     /// Epoch milliseconds at which the notification was created.
     pub timestamp: i64,
@@ -151,6 +183,26 @@ mod tests {
         assert_ne!(notification_id("e1", "s1"), notification_id("e1", "s2"));
         assert_ne!(notification_id("e1", "s1"), notification_id("e2", "s1"));
         assert_eq!(notification_id("e1", "s1").get_version_num(), 5);
+    }
+
+    #[test]
+    fn timed_ids_carry_their_time_and_are_stable() {
+        let at = 1_764_237_600_123;
+        let id = notification_id_at("e1", "s1", at);
+        assert_eq!(id, notification_id_at("e1", "s1", at));
+        assert_ne!(id, notification_id_at("e1", "s2", at));
+        assert_ne!(id, notification_id_at("e2", "s1", at));
+        assert_ne!(id, notification_id_at("e1", "s1", at + 1));
+        assert_eq!(id.get_version_num(), 8);
+        assert_eq!(id.get_variant(), uuid::Variant::RFC4122);
+        assert_eq!(created_at_of(&id.to_string()), Some(at));
+        // Ids of the same time sort by it, like UUIDv7s.
+        assert!(notification_id_at("e9", "s9", at - 1).to_string() < id.to_string());
+        assert_eq!(
+            created_at_of(&notification_id("e1", "s1").to_string()),
+            None
+        );
+        assert_eq!(created_at_of("not-a-uuid"), None);
     }
 
     #[test]

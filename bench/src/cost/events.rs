@@ -11,7 +11,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, SendMessageBatchRequestEntry};
+use aws_sdk_sqs::types::{
+    DeleteMessageBatchRequestEntry, MessageSystemAttributeName, SendMessageBatchRequestEntry,
+};
 use serde_json::{json, Value};
 
 use super::proxy::Proxy;
@@ -161,6 +163,8 @@ impl EventsPipeline {
                 .max_number_of_messages(BATCH)
                 .visibility_timeout(60)
                 .wait_time_seconds(1)
+                // As Lambda's mapping hands it on: the event's own time.
+                .message_system_attribute_names(MessageSystemAttributeName::SentTimestamp)
                 .send()
                 .await
                 .map_err(display)
@@ -172,11 +176,16 @@ impl EventsPipeline {
             let records: Vec<Value> = messages
                 .iter()
                 .map(|m| {
+                    let sent = m
+                        .attributes()
+                        .and_then(|a| a.get(&MessageSystemAttributeName::SentTimestamp))
+                        .cloned()
+                        .unwrap_or_default();
                     json!({
                         "messageId": m.message_id(),
                         "receiptHandle": m.receipt_handle(),
                         "body": m.body(),
-                        "attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": "0"},
+                        "attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": sent},
                         "messageAttributes": {},
                         "md5OfBody": m.md5_of_body(),
                         "eventSource": "aws:sqs",

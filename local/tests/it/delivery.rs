@@ -554,3 +554,36 @@ async fn nothing_is_lost_when_the_server_is_killed() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Issue 39: the fan-out read is strongly consistent, so an event posted
+/// right after a create's 200 reaches the new subscription, every time.
+/// Each round is a new subscription under a department of its own, so the
+/// event can match nothing else.
+#[tokio::test]
+async fn an_event_right_after_a_create_reaches_the_new_subscription() {
+    let server = Server::start_with(&[FAST_RETRIES]);
+    let inbox = Receiver::start(Handshake::Echo).await;
+    let rounds = testkit::size::scaled(30, 200);
+    for i in 0..rounds {
+        let dep = format!("dep-rw-{i}");
+        subscribe(
+            &server,
+            "org-rw",
+            &inbox.uri(&format!("/rw/{i}")),
+            &[&inbound("org-rw", &dep)],
+        )
+        .await;
+        let (status, body) = post_event(
+            &server,
+            "org-rw",
+            inbound_event(&format!("evt-rw-{i}"), "org-rw", &dep, "m"),
+        )
+        .await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+        assert_eq!(
+            body["notifications"], 1,
+            "round {i}: the event saw its subscription"
+        );
+    }
+    inbox.wait_for_unique(rounds, WAIT).await;
+}

@@ -1,6 +1,14 @@
 //! The outbox on AWS: the message and the notifications' history (PENDING)
-//! in DynamoDB, the notifications on SQS, and an event record that makes a
-//! redelivered SQS event a no-op.
+//! in DynamoDB, the notifications on SQS; an event record only for an event
+//! that carries no time of its own.
+//!
+//! An event of the events queue carries the time SQS first accepted it
+//! ([`EventCommit::accepted_at`]): its notifications' ids and history keys
+//! derive from it, so a retry or a redelivery writes nothing new (a
+//! summary is written only where none is) and sends the same notifications
+//! again, with the same `uuid`s: no event record is read or written
+//! (docs/decisions/event-ingestion.md). What follows is the path of the
+//! others (`POST /events`, operational notices), which a record dedupes.
 //!
 //! DynamoDB and SQS share no transaction, so the steps are ordered to be
 //! safe to repeat: the history before the notifications are on the queue
@@ -31,6 +39,7 @@ use crate::clock::Clock;
 use crate::history::DeliveryHistory;
 use crate::ids::OrgId;
 use crate::model::Message;
+use crate::notification::{notification_id, restamped};
 use crate::queue::{DeliveryJob, EventCommit, Outbox, QueueError, StoreOrQueueError};
 use crate::store::{Store, StoreError};
 
@@ -69,6 +78,8 @@ impl Outbox for AwsOutbox {
             event_id: event_id.to_owned(),
             message: message.cloned(),
             jobs,
+            accepted_at: None,
+            redelivered: false,
         };
         let mut outcomes = self.commit_all(vec![event]).await;
         outcomes.pop().expect("one outcome per event")
@@ -141,6 +152,9 @@ impl Outbox for AwsOutbox {
                 self.record_partial(event, ready).await;
                 continue;
             }
+            if !ready.recorded {
+                continue;
+            }
             let outcome = match &stopped {
                 Some(e) => Err(again(e)),
                 None => self.record(event).await,
@@ -173,6 +187,8 @@ impl Outbox for AwsOutbox {
 /// by that time.
 struct Prepared {
     accepted_at: i64,
+    /// Whether the event is recorded (it carries no time of its own).
+    recorded: bool,
     jobs: Vec<DeliveryJob>,
 }
 
@@ -181,11 +197,30 @@ impl AwsOutbox {
     /// duplicate, nothing done), then its message and its history. A
     /// failure here leaves a partial record, as one of the later steps does.
     async fn prepare(&self, event: &EventCommit) -> Result<Option<Prepared>, StoreOrQueueError> {
-        let accepted_at = match self
-            .store
-            .event_record(&event.org_id, &event.event_id)
-            .await?
-        {
+        let record = match (event.accepted_at, event.redelivered) {
+            (Some(_), false) => EventRecord::Absent,
+            // An event carrying its time is recorded by no try of this
+            // version; a redelivered one may have begun on the version
+            // before, whose record is honoured (docs/operations.md#upgrades).
+            _ => {
+                self.store
+                    .event_record(&event.org_id, &event.event_id)
+                    .await?
+            }
+        };
+        if event.accepted_at.is_some() && record == EventRecord::Absent {
+            // Dated and named by a time the event carries: a retry or a
+            // redelivery repeats the same steps under the same keys, and
+            // nothing needs recording.
+            let ready = Prepared {
+                accepted_at: 0,
+                recorded: false,
+                jobs: event.jobs.clone(),
+            };
+            self.store_first(event, &ready.jobs).await?;
+            return Ok(Some(ready));
+        }
+        let accepted_at = match record {
             EventRecord::Done => return Ok(None),
             // A retry of a failed ingestion: the same history items, not new ones.
             EventRecord::Partial { accepted_at } => accepted_at,
@@ -193,18 +228,25 @@ impl AwsOutbox {
         };
         let ready = Prepared {
             accepted_at,
+            recorded: true,
             jobs: event
                 .jobs
                 .iter()
-                .map(|job| DeliveryJob {
-                    created_at: accepted_at,
-                    // A retry sends the payload its first try dated.
-                    body: match job.created_at == accepted_at {
-                        true => job.body.clone(),
-                        false => crate::notification::dated(&job.body, accepted_at)
-                            .unwrap_or_else(|| job.body.clone()),
-                    },
-                    ..job.clone()
+                .map(|job| {
+                    // A retry sends the payload its first try dated and
+                    // named (a recorded event's ids carry no time).
+                    let id = notification_id(&event.event_id, job.subscription_id.as_str());
+                    let same = job.created_at == accepted_at && job.id == id.to_string();
+                    DeliveryJob {
+                        id: id.to_string().into(),
+                        created_at: accepted_at,
+                        body: match same {
+                            true => job.body.clone(),
+                            false => restamped(&job.body, &id.to_string(), accepted_at)
+                                .unwrap_or_else(|| job.body.clone()),
+                        },
+                        ..job.clone()
+                    }
                 })
                 .collect(),
         };
@@ -238,7 +280,7 @@ impl AwsOutbox {
     /// Best effort: the error that failed the event is what its caller
     /// needs to hear.
     async fn record_partial(&self, event: &EventCommit, ready: &Prepared) {
-        if ready.accepted_at != 0 {
+        if ready.recorded && ready.accepted_at != 0 {
             let _ = self
                 .store
                 .record_partial_event(

@@ -22,6 +22,9 @@ pub struct FannedOut {
 /// organization to its filter, rendered now (in the caller's trace).
 pub async fn fan_out(app: &App, event: Event) -> Result<FannedOut, ApiError> {
     let now = app.now_ms();
+    // A time the event carries dates its notifications, so a redelivery
+    // repeats their ids and history keys without an event record.
+    let at = event.accepted_at.unwrap_or(now);
     let filter = event.filter().to_string();
     let subscriptions = app
         .store
@@ -33,8 +36,8 @@ pub async fn fan_out(app: &App, event: Event) -> Result<FannedOut, ApiError> {
         .filter(|s| is_deliverable(s, now))
         .filter(|s| s.org_id == event.organization_id)
         .map(|s| {
-            job_for(&event.id, s, now, |uuid| {
-                render(&event, &filter, s.id.as_str(), uuid, now)
+            job_for(&event.id, s, at, event.accepted_at.is_some(), |uuid| {
+                render(&event, &filter, s.id.as_str(), uuid, at)
             })
         })
         .collect();
@@ -58,6 +61,8 @@ pub async fn ingest_all(
                 event_id: event.id.clone(),
                 message: event.message.clone(),
                 jobs,
+                accepted_at: event.accepted_at,
+                redelivered: event.redelivered,
             };
             (event, commit)
         })

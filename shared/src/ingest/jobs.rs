@@ -5,25 +5,31 @@
 use crate::app::App;
 use crate::ids::OrgId;
 use crate::model::Message;
-use crate::notification::{notification_id, Notification};
+use crate::notification::{notification_id, notification_id_at, Notification};
 use crate::queue::{DeliveryJob, EventCommit, Outbox, StoreOrQueueError};
 use crate::store::StoredSubscription;
 
-/// The job that delivers the notification `render(uuid)` to `to`, its
-/// uuid derived from the event and the subscription (the same on a repeat).
+/// The job that delivers the notification `render(uuid)` to `to`, created
+/// at `at`, its uuid derived from the event and the subscription (the same
+/// on a repeat) and, when the event carries its time (`timed`), from `at`.
 pub(crate) fn job_for(
     event_id: &str,
     to: &StoredSubscription,
-    now: i64,
+    at: i64,
+    timed: bool,
     render: impl FnOnce(&str) -> Notification,
 ) -> DeliveryJob {
-    let uuid = notification_id(event_id, to.id.as_str()).to_string();
+    let uuid = match timed {
+        true => notification_id_at(event_id, to.id.as_str(), at),
+        false => notification_id(event_id, to.id.as_str()),
+    }
+    .to_string();
     let body = serde_json::to_string(&render(&uuid)).expect("notification serialises");
     DeliveryJob {
         traceparent: crate::telemetry::trace::current().map(|t| t.header()),
         // The subscription as fan-out read it (DynamoDB: its filter-index copy).
         ordered: to.ordered,
-        ..DeliveryJob::new(uuid.into(), to.org_id.clone(), to.id.clone(), body, now)
+        ..DeliveryJob::new(uuid.into(), to.org_id.clone(), to.id.clone(), body, at)
     }
 }
 

@@ -138,16 +138,27 @@ async fn fan_out_record(
         reason: format!("not an event envelope: {}", e.into_inner()),
         unavailable: false,
     })?;
-    let event = envelope.validate(app.now_ms()).map_err(|e| Rejected {
-        fields: e
-            .errors
-            .iter()
-            .map(|f| f.field.as_str())
-            .collect::<Vec<_>>()
-            .join(","),
-        reason: e.detail,
-        unavailable: false,
-    })?;
+    // An event without `occurredAt` occurred when SQS accepted it: the
+    // same on a redelivery, so its notifications' bytes are too.
+    let accepted_at = accepted_at(record, envelope.occurred_at, app.now_ms());
+    let mut event = envelope
+        .validate(accepted_at.unwrap_or_else(|| app.now_ms()))
+        .map_err(|e| Rejected {
+            fields: e
+                .errors
+                .iter()
+                .map(|f| f.field.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            reason: e.detail,
+            unavailable: false,
+        })?;
+    event.accepted_at = accepted_at;
+    event.redelivered = record
+        .attributes
+        .get("ApproximateReceiveCount")
+        .and_then(|n| n.parse::<u32>().ok())
+        .is_some_and(|n| n > 1);
     let span = tracing::info_span!("event", org_id = %event.organization_id, event_id = %event.id);
     let trace = trace::start("ingest", trace::Kind::Consumer, trace_of(record));
     let fanned = trace::scope(trace.context(), ingest::fan_out(app, event))
@@ -158,6 +169,33 @@ async fn fan_out_record(
             ..Rejected::from(e.detail)
         })?;
     Ok((trace, fanned))
+}
+
+/// SQS keeps a message at most 14 days: a `SentTimestamp` older than
+/// that (with a day's margin), or ahead of the clock by more than a few
+/// minutes, is not a real record's (a hand-made event: the sample files).
+const SENT_AT_MAX_AGE_MS: i64 = 15 * 86_400_000;
+const SENT_AT_MAX_AHEAD_MS: i64 = 5 * 60_000;
+
+/// How long before SQS accepted it an event's `occurredAt` may be and
+/// still date its notifications.
+const OCCURRED_WITHIN_MS: i64 = 3_600_000;
+
+/// The time the record's event carries, which dates its notifications and
+/// their ids (docs/decisions/event-ingestion.md): its `occurredAt` when that
+/// is within the hour before SQS accepted it (so a producer that sends the
+/// same event twice gets the same ids), else when SQS accepted it
+/// (`SentTimestamp`, the same on every redelivery). `None` when the record
+/// has no plausible `SentTimestamp`: the event is then recorded.
+fn accepted_at(record: &SqsMessage, occurred_at: Option<i64>, now: i64) -> Option<i64> {
+    let sent: i64 = record.attributes.get("SentTimestamp")?.parse().ok()?;
+    if !(now - SENT_AT_MAX_AGE_MS..=now + SENT_AT_MAX_AHEAD_MS).contains(&sent) {
+        return None;
+    }
+    Some(match occurred_at {
+        Some(at) if (sent - OCCURRED_WITHIN_MS..=sent + SENT_AT_MAX_AHEAD_MS).contains(&at) => at,
+        _ => sent,
+    })
 }
 
 /// The trace context an events-queue record carries, if any.
@@ -260,5 +298,36 @@ async fn deliver_record(
             tracing::error!(part = e.part(), error = %e, notification = %lease.job.id, "cannot settle a delivery; SQS redelivers it");
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sent(at: &str) -> SqsMessage {
+        let mut record = SqsMessage::default();
+        record
+            .attributes
+            .insert("SentTimestamp".into(), at.to_owned());
+        record
+    }
+
+    #[test]
+    fn an_event_is_dated_by_what_it_carries() {
+        let now = 1_800_000_000_000;
+        let at = now - 2_000;
+        let record = sent(&at.to_string());
+        assert_eq!(accepted_at(&record, None, now), Some(at));
+        assert_eq!(accepted_at(&record, Some(at - 500), now), Some(at - 500));
+        // An occurrence too old (or ahead) to be the notification's time.
+        assert_eq!(accepted_at(&record, Some(at - 3_600_001), now), Some(at));
+        assert_eq!(accepted_at(&record, Some(at + 600_000), now), Some(at));
+        // No plausible SentTimestamp: a hand-made record, recorded instead.
+        assert_eq!(accepted_at(&SqsMessage::default(), None, now), None);
+        assert_eq!(accepted_at(&sent("1700000000000"), None, now), None);
+        assert_eq!(accepted_at(&sent("soon"), None, now), None);
+        let ahead = (now + 3_600_000).to_string();
+        assert_eq!(accepted_at(&sent(&ahead), None, now), None);
     }
 }

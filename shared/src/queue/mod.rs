@@ -361,4 +361,12 @@ pub struct EventCommit {
     pub message: Option<Message>,
     /// Its notifications, one per matching subscription.
     pub jobs: Vec<DeliveryJob>,
+    /// When the event was first accepted, as it carries it (the events
+    /// queue's `SentTimestamp`): its jobs are dated and named by it, so a
+    /// redelivery repeats them and the AWS outbox keeps no event record.
+    /// `None`: the outbox records the event (a `POST`, a notice).
+    pub accepted_at: Option<i64>,
+    /// Handed over before by SQS: the AWS outbox reads the record a version
+    /// that recorded every event may have left (docs/operations.md#upgrades).
+    pub redelivered: bool,
 }

@@ -619,3 +619,77 @@ async fn an_unknown_stored_status_is_corrupt() {
     )
     .await;
 }
+
+/// Issue 39: the fan-out read is strongly consistent, so an event ingested
+/// after a create has answered sees the new subscription. DynamoDB Local
+/// answers every read consistently, so the request itself is checked: each
+/// `Query` of the filter index asks for `ConsistentRead`.
+#[tokio::test]
+async fn the_fan_out_query_is_strongly_consistent() {
+    use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+    use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+    use std::sync::Mutex;
+    use webhook_core::store::{Store, Upsert};
+
+    /// The bodies of the `Query` requests sent.
+    #[derive(Debug, Default, Clone)]
+    struct Queries(Arc<Mutex<Vec<serde_json::Value>>>);
+
+    impl Intercept for Queries {
+        fn name(&self) -> &'static str {
+            "Queries"
+        }
+
+        fn read_before_transmit(
+            &self,
+            context: &BeforeTransmitInterceptorContextRef<'_>,
+            _: &RuntimeComponents,
+            _: &mut ConfigBag,
+        ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+            let request = context.request();
+            let query = request
+                .headers()
+                .get("x-amz-target")
+                .is_some_and(|t| t.ends_with(".Query"));
+            if let (true, Some(body)) = (query, request.body().bytes()) {
+                self.0.lock().unwrap().push(serde_json::from_slice(body)?);
+            }
+            Ok(())
+        }
+    }
+
+    let (client, tables) = dynamodb_local::tables_for_this_run().await;
+    let queries = Queries::default();
+    let config = client
+        .config()
+        .to_builder()
+        .interceptor(queries.clone())
+        .build();
+    let store = DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config), tables);
+    let org = format!("org-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let filter = format!("/orgId/{org}/department/d/contact");
+    store
+        .upsert_subscription(Upsert {
+            org_id: org.clone().into(),
+            uri: "https://example.com/consistent".into(),
+            event_filters: vec![filter.clone()],
+            disabled_filters: vec![],
+            expires_at: 9_000_000_000_000,
+            now: 1_000,
+            new_id: uuid::Uuid::now_v7().to_string().into(),
+            new_secret: "whsec_AAAA".into(),
+            max_per_org: 1000,
+            ordered: None,
+            rate_limit: None,
+        })
+        .await
+        .unwrap();
+    queries.0.lock().unwrap().clear();
+    let found = store.subscriptions_for_filter(&filter).await.unwrap();
+    assert_eq!(found.len(), 1);
+    let sent = queries.0.lock().unwrap().clone();
+    assert!(!sent.is_empty(), "the fan-out is a Query");
+    for query in &sent {
+        assert_eq!(query["ConsistentRead"], true, "{query}");
+    }
+}

@@ -11,8 +11,8 @@ use super::backoff::Backoff;
 use super::codec::{n, number, optional_text, s, text};
 use super::history_items::{
     attempt_item, attempts_of, condition_failed, durations, inline_attempt, inline_attempts_of,
-    merged, notification_item, parse_summary, status_of, summary_item, summary_key, OutcomeUpdate,
-    INLINE_ATTEMPTS,
+    merged, notification_item, parse_summary, status_of, summary_created_at, summary_item,
+    summary_key, summary_uuid, timed_summary_item, OutcomeUpdate, INLINE_ATTEMPTS, PAYLOAD,
 };
 use super::keys::{history_pk, key, millis_key, notification_pk, summary_sk, NOTIFICATION_SK};
 use super::{backend, backend_build, DynamoStore, Item};
@@ -30,7 +30,7 @@ use crate::telemetry::trace::TraceParent;
 /// `BatchWriteItem` takes at most 25 items, `BatchGetItem` 100 keys.
 const WRITE_BATCH: usize = 25;
 const GET_BATCH: usize = 100;
-/// Conditional updates of a recover in flight at once.
+/// Conditional writes (a recover's updates, timed summaries) in flight at once.
 const MARKS_IN_FLIGHT: usize = 16;
 
 impl DynamoStore {
@@ -163,8 +163,22 @@ impl DeliveryHistory for DynamoStore {
         event_id: &str,
         jobs: &[DeliveryJob],
     ) -> Result<(), StoreError> {
-        let items = jobs
-            .iter()
+        // A notification whose id carries its time: one summary holding
+        // the payload, written only where none is (a redelivery keeps the
+        // history it finds).
+        let (timed, named): (Vec<&DeliveryJob>, Vec<&DeliveryJob>) = jobs.iter().partition(|job| {
+            crate::notification::created_at_of(job.id.as_str()) == Some(job.created_at)
+        });
+        let puts: Vec<_> = timed
+            .into_iter()
+            .map(|job| self.put_timed_summary(event_id, job))
+            .collect();
+        stream::iter(puts)
+            .buffer_unordered(MARKS_IN_FLIGHT)
+            .try_collect::<Vec<()>>()
+            .await?;
+        let items = named
+            .into_iter()
             .flat_map(|job| {
                 let ttl = self.history_ttl(job.created_at);
                 [
@@ -261,6 +275,11 @@ impl DeliveryHistory for DynamoStore {
         subscription_id: &SubscriptionId,
         id: &NotificationId,
     ) -> Result<Option<NotificationDetail>, StoreError> {
+        if let Some(created_at) = crate::notification::created_at_of(id.as_str()) {
+            return self
+                .timed_detail(org_id, subscription_id, id, created_at)
+                .await;
+        }
         let items = self
             .query_history(notification_pk(org_id, id), None, true, &[], true)
             .await?;
@@ -345,7 +364,7 @@ impl DeliveryHistory for DynamoStore {
             .iter()
             .map(|item| {
                 Ok(StatsRow {
-                    created_at: number(item, "createdAt")?,
+                    created_at: summary_created_at(item)?,
                     status: status_of(item)?,
                     attempts: number(item, "attempts")?.max(0) as u32,
                     durations_ms: durations(item),
@@ -367,19 +386,26 @@ impl DeliveryHistory for DynamoStore {
         summaries.truncate(max);
         let mut claims = Vec::with_capacity(summaries.len());
         for chunk in summaries.chunks(GET_BATCH) {
+            // A summary holds its payload since ids carry their time; older
+            // ones have it in their notification item.
             let keys: Vec<Item> = chunk
                 .iter()
+                .filter(|item| !item.contains_key(PAYLOAD))
                 .map(|item| {
                     Ok(key(
-                        notification_pk(org_id, &text(item, "uuid")?.into()),
+                        notification_pk(org_id, &summary_uuid(item)?.into()),
                         NOTIFICATION_SK.into(),
                     ))
                 })
                 .collect::<Result<_, StoreError>>()?;
-            let payloads = self.payloads(keys).await?;
+            let payloads = match keys.is_empty() {
+                true => HashMap::new(),
+                false => self.payloads(keys).await?,
+            };
             for item in chunk {
-                let id: NotificationId = text(item, "uuid")?.into();
-                let Some(body) = payloads.get(id.as_str()) else {
+                let id: NotificationId = summary_uuid(item)?.into();
+                let own = optional_text(item, PAYLOAD)?;
+                let Some(body) = own.as_ref().or_else(|| payloads.get(id.as_str())) else {
                     continue; // expired between the two reads
                 };
                 claims.push(Claim {
@@ -387,7 +413,7 @@ impl DeliveryHistory for DynamoStore {
                         org_id: org_id.clone(),
                         subscription_id: subscription_id.clone(),
                         body: body.clone(),
-                        created_at: number(item, "createdAt")?,
+                        created_at: summary_created_at(item)?,
                         trigger: Trigger::Manual,
                         attempts: 0,
                         not_before: None,
@@ -418,6 +444,79 @@ impl DeliveryHistory for DynamoStore {
 }
 
 impl DynamoStore {
+    /// The summary of a notification whose id carries its time, with its
+    /// payload, unless one is there already (`PutItem` conditional on its
+    /// absence: a refused put costs a write unit, only on a redelivery).
+    async fn put_timed_summary(&self, event_id: &str, job: &DeliveryJob) -> Result<(), StoreError> {
+        let item = timed_summary_item(event_id, job, self.history_ttl(job.created_at));
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.tables.messages)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(backend(e)),
+        }
+    }
+
+    /// A notification whose id carries its time: its summary (which holds
+    /// the payload) by key, then, only when the summary counts attempts it
+    /// does not hold inline, their items. An attempt's item is written
+    /// before the summary counts it, so reading the summary first finds
+    /// every attempt it counts.
+    async fn timed_detail(
+        &self,
+        org_id: &OrgId,
+        subscription_id: &SubscriptionId,
+        id: &NotificationId,
+        created_at: i64,
+    ) -> Result<Option<NotificationDetail>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.tables.messages)
+            .set_key(Some(key(
+                history_pk(org_id, subscription_id),
+                summary_sk(created_at, id),
+            )))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(backend)?;
+        let Some(item) = out.item() else {
+            return Ok(None);
+        };
+        let inline = inline_attempts_of(item)?;
+        let summary = parse_summary(item)?;
+        let stored = match summary.attempts as usize > inline.len() {
+            true => {
+                let items = self
+                    .query_history(notification_pk(org_id, id), None, true, &[], true)
+                    .await?;
+                attempts_of(&items)?
+            }
+            false => Vec::new(),
+        };
+        Ok(Some(NotificationDetail {
+            payload: text(item, PAYLOAD)?,
+            attempts: merged(stored, &inline),
+            trace_id: optional_text(item, "traceparent")?
+                .and_then(|t| TraceParent::parse(&t))
+                .map(|t| t.trace_id_hex()),
+            summary,
+        }))
+    }
+
     /// Marks one claimed summary PENDING if it is still as read: 1 if it was.
     /// A mark already made at `now` also counts: the SDK may send the write
     /// again after an attempt timed out that DynamoDB had applied.

@@ -43,6 +43,60 @@ pub(super) fn summary_item(event_id: &str, job: &DeliveryJob, ttl: AttributeValu
     item
 }
 
+/// The payload of a summary whose notification id carries its time.
+pub(super) const PAYLOAD: &str = "payload";
+
+/// The summary of a notification whose id carries its time (UUIDv8), which
+/// holds its payload: what the key and the payload say (uuid, subscription,
+/// creation time, event) is not repeated, so that with its two inline
+/// attempts it stays under 1 KB and each write of it costs one unit
+/// (`tests::a_delivered_timed_summary_is_one_write_unit`).
+pub(super) fn timed_summary_item(event_id: &str, job: &DeliveryJob, ttl: AttributeValue) -> Item {
+    let mut item = summary_key(job);
+    item.insert("eventId".into(), s(event_id.to_owned()));
+    item.insert(
+        "status".into(),
+        s(NotificationStatus::Pending.as_str().into()),
+    );
+    item.insert("attempts".into(), n(0));
+    item.insert("nextAttemptAt".into(), n(job.created_at));
+    item.insert("ttl".into(), ttl);
+    item.insert(PAYLOAD.into(), s(job.body.clone()));
+    if let Some(traceparent) = &job.traceparent {
+        item.insert("traceparent".into(), s(traceparent.clone()));
+    }
+    item
+}
+
+/// A summary's uuid: its attribute, or its sort key's (`<ms>#<uuid>`).
+pub(super) fn summary_uuid(item: &Item) -> Result<String, StoreError> {
+    match opt_text(item, "uuid") {
+        Some(uuid) => Ok(uuid),
+        None => keyed(item, sort_key_part(item, 1)),
+    }
+}
+
+/// A summary's creation time: its attribute, or its sort key's.
+pub(super) fn summary_created_at(item: &Item) -> Result<i64, StoreError> {
+    match opt_number(item, "createdAt")? {
+        Some(at) => Ok(at),
+        None => keyed(
+            item,
+            sort_key_part(item, 0)?
+                .parse()
+                .map_err(|_| super::codec::corrupt("sk")),
+        ),
+    }
+}
+
+fn sort_key_part(item: &Item, part: usize) -> Result<String, StoreError> {
+    text(item, "sk")?
+        .split('#')
+        .nth(part)
+        .map(str::to_owned)
+        .ok_or_else(|| super::codec::corrupt("sk"))
+}
+
 pub(super) fn notification_item(job: &DeliveryJob, ttl: AttributeValue) -> Item {
     let mut item = key(
         notification_pk(&job.org_id, &job.id),
@@ -258,12 +312,25 @@ pub(super) fn parse_summary(item: &Item) -> Result<NotificationSummary, StoreErr
 }
 
 fn summary_of(item: &Item) -> Result<NotificationSummary, StoreError> {
+    // A timed summary has these in its key (`HIST#<org>#<sub>`) and payload.
+    let subscription_id = match opt_text(item, "subscriptionId") {
+        Some(id) => id,
+        None => text(item, "pk")?
+            .rsplit('#')
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
+    };
+    let event = match opt_text(item, "event") {
+        Some(event) => event,
+        None => history::event_of(&text(item, PAYLOAD)?),
+    };
     Ok(NotificationSummary {
-        id: text(item, "uuid")?.into(),
-        subscription_id: text(item, "subscriptionId")?.into(),
+        id: summary_uuid(item)?.into(),
+        subscription_id: subscription_id.into(),
         event_id: text(item, "eventId")?,
-        event: text(item, "event")?,
-        created_at: number(item, "createdAt")?,
+        event,
+        created_at: summary_created_at(item)?,
         status: status_of(item)?,
         attempts: number(item, "attempts")?.max(0) as u32,
         last_attempt_at: opt_number(item, "lastAttemptAt")?,
@@ -304,5 +371,86 @@ pub(super) fn durations(item: &Item) -> Vec<u64> {
             })
             .collect(),
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Trigger;
+
+    /// An item's size as DynamoDB bills it (its documentation, "Item sizes
+    /// and formats"): names and values in UTF-8, a number about one byte
+    /// per two significant digits plus one, a list or map 3 bytes plus 1
+    /// per element.
+    fn size(value: &AttributeValue) -> usize {
+        match value {
+            AttributeValue::S(v) => v.len(),
+            AttributeValue::N(v) => v.trim_start_matches('-').len().div_ceil(2) + 1,
+            AttributeValue::L(items) => 3 + items.iter().map(|v| size(v) + 1).sum::<usize>(),
+            AttributeValue::M(m) => 3 + m.iter().map(|(k, v)| k.len() + size(v) + 1).sum::<usize>(),
+            _ => 1,
+        }
+    }
+
+    fn item_size(item: &Item) -> usize {
+        item.iter().map(|(k, v)| k.len() + size(v)).sum()
+    }
+
+    /// Issue 39: a timed summary holds its payload; delivered at the first
+    /// try (one short attempt inline) it must stay under 1 KB, or the
+    /// delivery's update would cost two write units. Ids as long as
+    /// production's (36 characters), a traceparent, a message payload.
+    #[test]
+    fn a_delivered_timed_summary_is_one_write_unit() {
+        let long = "0192f3a4-5b6c-7d8e-9f01-23456789abcd";
+        let at = 1_764_237_600_123;
+        let id = crate::notification::notification_id_at(long, long, at).to_string();
+        let filter = format!("/orgId/{long}/department/{long}/message?direction=inbound");
+        let body = serde_json::to_string(&crate::notification::Notification {
+            uuid: id.clone(),
+            timestamp: at,
+            event: filter,
+            subscription_id: long.into(),
+            message_info: Some(crate::notification::MessageInfo {
+                organization_id: long.into(),
+                department_id: long.into(),
+                last_updated: at,
+                message_id: long.into(),
+                carrier_message_id: long.into(),
+                status: "RECEIVED".into(),
+            }),
+            contact_info: None,
+            subscription_info: None,
+        })
+        .unwrap();
+        let job = DeliveryJob {
+            traceparent: Some(format!("00-{}-{}-01", "a".repeat(32), "b".repeat(16))),
+            ..DeliveryJob::new(id.into(), long.into(), long.into(), body, at)
+        };
+        let mut item = timed_summary_item(long, &job, n(at / 1000 + 30 * 86_400));
+        let pending = item_size(&item);
+        let attempt = AttemptRecord {
+            at: at + 250,
+            duration_ms: 120,
+            http_status: Some(204),
+            code: None,
+            response_body: String::new(),
+            trigger: Trigger::Scheduled,
+        };
+        item.insert("status".into(), s("DELIVERED".into()));
+        item.remove("nextAttemptAt");
+        item.insert("lastAttemptAt".into(), n(attempt.at));
+        item.insert("lastHttpStatus".into(), n(204));
+        item.insert("durations".into(), AttributeValue::L(vec![n(120)]));
+        let inline = inline_attempt(&attempt).expect("a short attempt is kept inline");
+        item.insert(INLINE_ATTEMPTS.into(), AttributeValue::L(vec![inline]));
+        let delivered = item_size(&item);
+        assert!(
+            delivered < 1024,
+            "PENDING {pending} B, delivered {delivered} B"
+        );
+        // 953 B when written: a change that grows it shows here.
+        assert!((900..1000).contains(&delivered), "{pending} {delivered} B");
     }
 }

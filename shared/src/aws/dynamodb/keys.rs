@@ -81,39 +81,45 @@
 //!   DynamoDB deletes expired items only eventually (typically within days),
 //!   so a read treats a message received before the retention's start as
 //!   absent (`404`), as SQLite does before its purge.
-//! - The outbox writes an event record per ingested event, after its
-//!   notifications are on the queue, so a redelivered SQS event is
-//!   recognised and skipped; it expires after 15 days (longer than SQS
-//!   keeps a message).
+//! - The outbox writes an event record for an event that carries no time of
+//!   its own (`POST /events`, a notice), after its notifications are on the
+//!   queue, so a repeat is recognised and skipped; it expires after 15 days
+//!   (longer than SQS keeps a message). An event of the events queue has
+//!   none: its notifications' ids and keys derive from the time it carries
+//!   (docs/decisions/event-ingestion.md).
 //! - **Upgrading from `ORG#<org>` keys.** Messages written before the per-id keys
 //!   are found by a second `GetItem` of their old key when the new one is
 //!   missing ([`legacy_msg_sk`]); `webhooks-local migrate-messages` stamps
 //!   each of them with `receivedAt` = the migration time and its `ttl`, so
 //!   they are removed one retention later like any other. Once that
 //!   retention has passed after the migration, no old-key message is left
-//!   and the fallback can go. Old event records are not read: they expire
-//!   by their own `ttl`, and an SQS redelivery of an event ingested just
-//!   before the upgrade is ingested again (the same notification `uuid`s,
-//!   which receivers already drop as duplicates).
+//!   and the fallback can go. Old event records are left to expire by
+//!   their own `ttl`.
 //!
 //! # Delivery history (messages table)
 //!
 //! | item | `pk` | `sk` | attributes |
 //! |---|---|---|---|
-//! | notification summary | `HIST#<org>#<subscription>` | `<created ms, 13 digits>#<uuid>` | `eventId`, `event`, `status`, `attempts`, `lastAttemptAt`, `nextAttemptAt`, `lastHttpStatus`, `lastCode`, `durations`, `inlineAttempts` (up to 2 attempts with answers ≤ 128 B), `ttl` |
-//! | notification | `NOTIF#<org>#<uuid>` | `N` | `subscriptionId`, `createdAt`, `payload`, `ttl` |
+//! | notification summary | `HIST#<org>#<subscription>` | `<created ms, 13 digits>#<uuid>` | `eventId`, `event`, `status`, `attempts`, `lastAttemptAt`, `nextAttemptAt`, `lastHttpStatus`, `lastCode`, `durations`, `inlineAttempts` (up to 2 attempts with answers ≤ 128 B), `ttl`; `payload` and `traceparent` when the uuid carries its time (UUIDv8) |
+//! | notification (UUIDv5 ids only) | `NOTIF#<org>#<uuid>` | `N` | `subscriptionId`, `createdAt`, `payload`, `ttl` |
 //! | attempt | `NOTIF#<org>#<uuid>` | `A#<at ms, 13 digits>#<random>` | `durationMs`, `httpStatus`, `code`, `responseBody`, `trigger`, `ttl` |
 //!
 //! - A subscription's list, stats and recover are one `Query` on its
 //!   summaries, the window a key condition on `sk` (newest first by
 //!   default); the summaries stay small (no payload) so a page of the window
-//!   costs little. One notification is one `Query` on `NOTIF#<org>#<uuid>`
+//!   costs little (a UUIDv8's summary holds its payload, ~0.35 KB more). One
+//!   notification whose uuid carries its time (UUIDv8: the first 48 bits
+//!   are the creation ms) is one `GetItem` of its summary, whose key the uuid
+//!   gives, and a `Query` on `NOTIF#<org>#<uuid>` only when it has attempts
+//!   not kept inline; a UUIDv5 is one `Query` on `NOTIF#<org>#<uuid>`
 //!   (payload and attempts) and one `GetItem` of its summary.
-//! - Ingestion writes the summary and the notification (`BatchWriteItem`);
-//!   an attempt with a short answer (≤ 128 B, the first two) is appended to
-//!   the summary in its update, a longer one or a later one writes an attempt
-//!   item first; both before the queue message is settled: 3 writes of under
-//!   1 KB per notification delivered at the first try.
+//! - Ingestion of a UUIDv8 puts its summary with the payload if absent (a
+//!   redelivery keeps what it finds); of a UUIDv5, the summary and the
+//!   notification (`BatchWriteItem`). An attempt with a short answer
+//!   (≤ 128 B, the first two) is appended to the summary in its update, a
+//!   longer one or a later one writes an attempt item first; both before
+//!   the queue message is settled: 2 writes of under 1 KB per UUIDv8
+//!   notification delivered at the first try (3 for a UUIDv5).
 //! - Everything carries `ttl` = creation + `WEBHOOKS_DELIVERY_RETENTION`.
 
 use std::collections::HashMap;

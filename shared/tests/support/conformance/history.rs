@@ -23,6 +23,7 @@ macro_rules! history_conformance_tests {
             lists_filter_by_status_and_window_and_page,
             claims_are_marked_pending_once,
             stats_rows_carry_attempt_durations,
+            a_timed_notification_enqueued_again_keeps_its_history,
         );
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
@@ -397,4 +398,58 @@ pub async fn stats_rows_carry_attempt_durations(h: Arc<dyn DeliveryHistory>) {
         .await
         .unwrap()
         .is_empty());
+}
+
+/// Issue 39: a notification whose id carries its time (an event of the
+/// events queue) enqueued again after its delivery (SQS redelivered the
+/// event) is still one notification, its history kept; the repeat's
+/// delivery is one more attempt. It is found, resent and recovered by its
+/// id alone.
+pub async fn a_timed_notification_enqueued_again_keeps_its_history(h: Arc<dyn DeliveryHistory>) {
+    let f = fixture();
+    let at = T0 + 7;
+    let id = webhook_core::notification::notification_id_at("event-t", f.sub.as_str(), at);
+    let base = job(&f, 7);
+    let j = DeliveryJob {
+        id: id.to_string().into(),
+        body: base.body.replace(base.id.as_str(), &id.to_string()),
+        ..base
+    };
+    h.record_enqueued("event-t", std::slice::from_ref(&j))
+        .await
+        .unwrap();
+    deliver(&*h, &j, at + 10, Trigger::Scheduled).await;
+    h.record_enqueued("event-t", std::slice::from_ref(&j))
+        .await
+        .unwrap();
+    let listed = h
+        .list(&f.org, &f.sub, &everything(), &page(""))
+        .await
+        .unwrap();
+    assert_eq!(listed.total_elements, 1);
+    let s = &listed.content[0];
+    assert_eq!(
+        (s.id.as_str(), s.status, s.attempts, s.created_at),
+        (j.id.as_str(), NotificationStatus::Delivered, 1, at),
+        "enqueued again: the history kept"
+    );
+    deliver(&*h, &j, at + 20, Trigger::Scheduled).await;
+    let detail = h
+        .get(&f.org, &f.sub, &j.id)
+        .await
+        .unwrap()
+        .expect("by its id");
+    assert_eq!(detail.payload, j.body);
+    assert_eq!(
+        detail.summary.attempts, 2,
+        "the repeat is a further attempt"
+    );
+    let times: Vec<i64> = detail.attempts.iter().map(|a| a.at).collect();
+    assert_eq!(times, [at + 10, at + 20]);
+    let claims = h.claims(&f.org, &f.sub, &everything(), 10).await.unwrap();
+    assert_eq!(claims.len(), 1);
+    assert_eq!(
+        (claims[0].job.id.as_str(), claims[0].job.body.as_str()),
+        (j.id.as_str(), j.body.as_str())
+    );
 }
