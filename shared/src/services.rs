@@ -99,16 +99,30 @@ impl Services {
                     })?;
                 }
                 let db = Arc::new(SqliteDb::open(&path)?.with_clock(clock.clone()));
+                #[cfg(feature = "aws")]
+                let destinations = {
+                    // AWS destinations with the credentials of the environment.
+                    let sdk = crate::aws::sdk_config_with(
+                        &config.aws_calls.api,
+                        crate::aws::Roots::System,
+                    )
+                    .await;
+                    aws::destinations(&sdk)
+                };
                 let released = db.release_leases().await?;
                 if released > 0 {
                     tracing::info!(released, "resuming deliveries left in flight");
                 }
+                #[allow(unused_mut)]
+                let mut app = App::new(config, db.clone())
+                    .with_clock(clock)
+                    .with_ordered_delivery();
+                #[cfg(feature = "aws")]
+                {
+                    app.destinations = destinations;
+                }
                 Ok(Services {
-                    app: Arc::new(
-                        App::new(config, db.clone())
-                            .with_clock(clock)
-                            .with_ordered_delivery(),
-                    ),
+                    app: Arc::new(app),
                     outbox: db.clone(),
                     queue: db,
                     ordered_queue: None,
@@ -126,6 +140,7 @@ impl Services {
                     .with_parking(store.clone());
                 let mut app = App::new(config, store.clone()).with_clock(clock);
                 app.ordered_delivery = queue.keeps_order();
+                app.destinations = aws::destinations(&sdk);
                 let ordered_queue = queue
                     .ordered_poller()
                     .map(|q| Arc::new(q) as Arc<dyn DeliveryQueue>);
@@ -326,7 +341,18 @@ pub mod aws {
         let ordered = config.ordered_queue_url.is_some();
         let mut app = App::new(config, Arc::new(store));
         app.ordered_delivery = ordered;
+        // create-subscription validates destinations; nothing is built until then.
+        app.destinations = destinations(&sdk);
         Ok(app)
+    }
+
+    /// The AWS destinations' sender on `sdk` (its STS client built on first
+    /// use); none without a region.
+    pub fn destinations(
+        sdk: &aws_config::SdkConfig,
+    ) -> Option<Arc<dyn crate::callback::destination::Destinations>> {
+        crate::aws::destination::AwsDestinations::new(sdk)
+            .map(|d| Arc::new(d) as Arc<dyn crate::callback::destination::Destinations>)
     }
 
     /// What the API functions that send notifications again (resend,
@@ -377,6 +403,7 @@ pub mod aws {
         let queue = with_ordered(queue, &ordered_of(&config));
         let mut app = App::new(config, store.clone());
         app.ordered_delivery = queue.keeps_order();
+        app.destinations = destinations(&sdk);
         Ok(QueueFunctions {
             outbox: AwsOutbox::new(store, queue.clone(), app.clock.clone()),
             app,
