@@ -8,7 +8,9 @@
 mod common;
 
 mod console;
+mod customer;
 mod delivery;
+mod destinations;
 mod faults;
 mod history;
 mod isolation;

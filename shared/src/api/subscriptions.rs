@@ -89,14 +89,12 @@ pub async fn create_subscription(
 fn check_callback(app: &App, uri: &str) -> Result<CallbackTarget, ApiError> {
     match app.callbacks.policy.check_uri(uri) {
         Ok(target) => Ok(target),
-        Err(UriProblem::Invalid(m)) => return Err(ApiError::field("uri", m)),
-        Err(UriProblem::Forbidden(ip)) => {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                ErrorCode::AddressForbidden,
-                format!("callbacks to {ip} are not allowed (private, loopback, link-local or reserved address)"),
-            ))
-        }
+        Err(UriProblem::Invalid(m)) => Err(ApiError::field("uri", m)),
+        Err(UriProblem::Forbidden(ip)) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::AddressForbidden,
+            format!("callbacks to {ip} are not allowed (private, loopback, link-local or reserved address)"),
+        )),
     }
 }
 

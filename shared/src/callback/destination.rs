@@ -157,7 +157,7 @@ impl Destination {
 
     /// The kind of destination a stored `uri` names, if it is an ARN.
     pub fn kind_of(uri: &str) -> Option<DestinationKind> {
-        match uri.splitn(4, ':').nth(2) {
+        match uri.split(':').nth(2) {
             _ if !uri.starts_with("arn:") => None,
             Some("sqs") => Some(DestinationKind::Sqs),
             Some("events") => Some(DestinationKind::EventBridge),

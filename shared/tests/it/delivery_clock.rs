@@ -77,6 +77,7 @@ async fn subscribe(w: &World, uri: &str, lifetime: Duration) -> SubscriptionId {
             max_per_org: 100,
             ordered: None,
             rate_limit: None,
+            role_arn: None,
         })
         .await
         .unwrap();
@@ -172,13 +173,13 @@ async fn an_expired_subscription_is_shown_expired_and_not_delivered() {
     let id = subscribe(&w, &refusing_uri(), HOUR).await;
     let sub = w.db.get_subscription(&org(), &id).await.unwrap().unwrap();
     assert_eq!(
-        render(&sub, w.clock.now_ms()).status,
+        render(&sub, w.clock.now_ms(), "webhooks").status,
         SubscriptionStatus::Active
     );
-    assert_eq!(render(&sub, w.clock.now_ms()).expires_in, 3_600_000);
+    assert_eq!(render(&sub, w.clock.now_ms(), "webhooks").expires_in, 3_600_000);
 
     w.clock.advance(HOUR);
-    let shown = render(&sub, w.clock.now_ms());
+    let shown = render(&sub, w.clock.now_ms(), "webhooks");
     assert_eq!(
         (shown.status, shown.expires_in),
         (SubscriptionStatus::Expired, 0)

@@ -317,6 +317,7 @@ mod tests {
             health: Default::default(),
             ordered: false,
             rate_limit: Some(50),
+            role_arn: None,
         };
         let item = subscription_item(&sub, 7);
         assert_eq!(parse_subscription(&item).unwrap(), sub);
