@@ -35,7 +35,8 @@ evaluation: an AssumeRole is refused (AccessDenied) unless the role exists and i
 allows sts:AssumeRole with the request's conditions (sts:ExternalId); and a request signed with
 credentials moto issued through AssumeRole is checked against the assumed role's policies
 (SQS: the queue's ARN; EventBridge: the bus's; a queue that does not exist is left to SQS's own
-NonExistentQueue). The trust policy's principal is not checked: every caller of this moto is its
+NonExistentQueue), a role's inline policy read whether IAM (JSON text) or CloudFormation (a
+dict) made it. The trust policy's principal is not checked: every caller of this moto is its
 one default user. Requests signed with any other key are unchanged.
 
 Started by scripts/emulators.sh (`moto_command`) in place of `moto_server`, for the shared
@@ -314,6 +315,24 @@ def _authorize_assumed_roles(self, iam_request_cls, resource="*"):
 
 
 ActionAuthenticatorMixin._authenticate_and_authorize_action = _authorize_assumed_roles
+
+_require(
+    'policy["policy_document"]' in _source(access_control.IAMPolicy, "__init__"),
+    "IAM of assumed roles",
+    "IAMPolicy.__init__ changed",
+)
+_policy_init = access_control.IAMPolicy.__init__
+
+
+def _policy_of_any_form(self, policy):
+    """A role's inline policy made by CloudFormation is kept as a dict, not the JSON text
+    IAMPolicy reads (moto never evaluated one before these rules)."""
+    if isinstance(policy, dict) and "policy_document" not in policy:
+        policy = json.dumps(policy)
+    _policy_init(self, policy)
+
+
+access_control.IAMPolicy.__init__ = _policy_of_any_form
 
 if __name__ == "__main__":
     sys.exit(main())

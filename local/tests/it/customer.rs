@@ -82,13 +82,18 @@ impl Customer {
         format!("{}/{ACCOUNT}/{name}", self.moto)
     }
 
-    async fn iam(&self, action: &str, params: &[(&str, &str)]) {
-        let mut pairs = vec![("Action", action), ("Version", "2010-05-08")];
+    async fn iam(&self, action: &str, params: &[(&str, &str)]) -> String {
+        self.query("iam", "2010-05-08", action, params).await
+    }
+
+    /// A call of a query-protocol service (IAM, CloudFormation); its XML answer.
+    async fn query(&self, service: &str, version: &str, action: &str, params: &[(&str, &str)]) -> String {
+        let mut pairs = vec![("Action", action), ("Version", version)];
         pairs.extend_from_slice(params);
         let response = self
             .http
             .post(&self.moto)
-            .header("authorization", scope("iam"))
+            .header("authorization", scope(service))
             .header("x-moto-account-id", ACCOUNT)
             .header("content-type", "application/x-www-form-urlencoded")
             .body(form_encode(&pairs))
@@ -97,7 +102,28 @@ impl Customer {
             .expect("moto answers");
         let status = response.status();
         let body = response.text().await.unwrap_or_default();
-        assert!(status.is_success(), "IAM {action}: {status} {body}");
+        assert!(status.is_success(), "{service} {action}: {status} {body}");
+        body
+    }
+
+    /// Deploys `template` with `parameters` as a CloudFormation stack; its
+    /// output `RoleArn`.
+    pub async fn stack(&self, name: &str, template: &str, parameters: &[(&str, &str)]) -> String {
+        let mut params = vec![("StackName".to_owned(), name.to_owned()), ("TemplateBody".to_owned(), template.to_owned())];
+        for (i, (k, v)) in parameters.iter().enumerate() {
+            params.push((format!("Parameters.member.{}.ParameterKey", i + 1), (*k).to_owned()));
+            params.push((format!("Parameters.member.{}.ParameterValue", i + 1), (*v).to_owned()));
+        }
+        params.push(("Capabilities.member.1".to_owned(), "CAPABILITY_IAM".to_owned()));
+        let borrowed: Vec<(&str, &str)> = params.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        self.query("cloudformation", "2010-05-15", "CreateStack", &borrowed).await;
+        let described = self
+            .query("cloudformation", "2010-05-15", "DescribeStacks", &[("StackName", name)])
+            .await;
+        assert!(described.contains("CREATE_COMPLETE"), "{described}");
+        let start = described.find("<OutputValue>").expect("the stack has an output") + "<OutputValue>".len();
+        let end = described[start..].find("</OutputValue>").unwrap() + start;
+        described[start..end].to_owned()
     }
 
     async fn json(&self, service: &str, target: &str, body: Value) -> Value {
@@ -129,7 +155,7 @@ impl Customer {
             "Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
             "Action": "sts:AssumeRole",
             "Condition": {"StringEquals": {"sts:ExternalId": external_id}}}]});
-        self.iam(
+        let _ = self.iam(
             "CreateRole",
             &[
                 ("RoleName", name),
@@ -147,7 +173,7 @@ impl Customer {
             statements.push(json!({"Effect": "Allow", "Action": "events:PutEvents", "Resource": arns}));
         }
         let policy = json!({"Version": "2012-10-17", "Statement": statements});
-        self.iam(
+        let _ = self.iam(
             "PutRolePolicy",
             &[
                 ("RoleName", name),

@@ -277,3 +277,45 @@ fn chrono_like_now() -> i64 {
         .as_millis() as i64
         - 1_000
 }
+
+/// The first `yaml` block of docs/destinations.md: the template a customer deploys.
+fn documented_template() -> &'static str {
+    let page = include_str!("../../../docs/destinations.md");
+    let start = page.find("```yaml\n").expect("docs/destinations.md has the template") + "```yaml\n".len();
+    let end = page[start..].find("```").unwrap() + start;
+    &page[start..end]
+}
+
+#[tokio::test]
+#[ignore = "needs moto (STS, SQS, EventBridge): scripts/test.sh runs it on both backends"]
+async fn a_role_from_the_documented_template_is_accepted() {
+    let customer = Customer::new();
+    let org = unique_name("org-dest");
+    let queue = unique_name("orders");
+    customer.create_queue(&queue).await;
+    let external = external_id("webhooks", &org.as_str().into());
+    let arn = Customer::queue_arn(&queue);
+    let role_arn = customer
+        .stack(
+            &unique_name("webhooks-destination"),
+            documented_template(),
+            &[("ServiceAccountId", "123456789012"), ("ExternalId", &external), ("DestinationArn", &arn)],
+        )
+        .await;
+    let server = start(&[]);
+    let (status, sub) = create(&server, &org, "sqs", &arn, &role_arn).await;
+    assert_eq!(status, StatusCode::OK, "{sub}");
+    customer.wait_for(&queue, 1).await;
+    post_inbound(&server, &org, "evt-1").await;
+    let got = customer.wait_for(&queue, 1).await;
+    let sub_id = sub["id"].as_str().unwrap();
+    assert_eq!(attribute(&got[0], "webhook-id"), webhook_core::notification::notification_id("evt-1", sub_id).to_string());
+    // The role is the one destination's: another queue of the account is refused.
+    let other = unique_name("other");
+    customer.create_queue(&other).await;
+    let (status, body) = create(&server, &org, "sqs", &Customer::queue_arn(&other), &role_arn).await;
+    assert_eq!((status, body["code"].as_str()), (StatusCode::BAD_REQUEST, Some("SEND_DENIED")), "{body}");
+    // And another organization's external id does not open it.
+    let (status, body) = create(&server, &unique_name("org-other"), "sqs", &arn, &role_arn).await;
+    assert_eq!((status, body["code"].as_str()), (StatusCode::BAD_REQUEST, Some("ROLE_NOT_ASSUMABLE")), "{body}");
+}
