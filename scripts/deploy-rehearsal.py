@@ -144,6 +144,13 @@ KEPT = {
         "the retries against moto",
     ("DeliverNotificationsFunction", "SendMessage", "OrderedDeliveryDeadLetterQueue"):
         "an ordered notification given up on (the same test)",
+    ("CreateSubscriptionFunction", "AssumeRole", "arn:aws:iam::*:role/*"):
+        "an AWS destination's validation assumes the customer's role (only with an external id "
+        "of the stack's prefix): the rehearsal has no customer account; "
+        "local/tests/it/destinations.rs and shared/tests/aws/lambda_destinations.rs prove it "
+        "against moto's STS, which scripts/moto_server.py makes check the trust policy",
+    ("DeliverNotificationsFunction", "AssumeRole", "arn:aws:iam::*:role/*"):
+        "the same, to deliver into an AWS destination (the same tests)",
     ("RecoverNotificationsFunction", "SendMessage", "OrderedDeliveryQueue"):
         "the recover of an ordered subscription's failed notifications: the rehearsal's "
         "failing subscription is unordered",

@@ -7,7 +7,7 @@
 //! SQLite and on the AWS backend.
 
 use crate::common::*;
-use crate::customer::{attribute, server_env, Customer};
+use testkit::customer::{attribute, server_env, Customer};
 
 use std::time::Duration;
 

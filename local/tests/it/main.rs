@@ -8,7 +8,6 @@
 mod common;
 
 mod console;
-mod customer;
 mod delivery;
 mod destinations;
 mod faults;

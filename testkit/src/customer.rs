@@ -11,7 +11,7 @@ pub const REGION: &str = "us-east-1";
 
 /// moto's endpoint, or a panic naming the command that starts it.
 pub fn moto() -> String {
-    testkit::emulators::require(testkit::emulators::SQS)
+    crate::emulators::require(crate::emulators::SQS)
 }
 
 /// What `webhooks-local` needs to reach moto's STS and EventBridge too
@@ -28,6 +28,7 @@ pub fn server_env() -> Vec<(&'static str, String)> {
     ]
 }
 
+/// The customer's account in moto.
 pub struct Customer {
     http: reqwest::Client,
     moto: String,
@@ -56,6 +57,12 @@ fn form_encode(pairs: &[(&str, &str)]) -> String {
         .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
         .collect::<Vec<_>>()
         .join("&")
+}
+
+impl Default for Customer {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Customer {
