@@ -390,11 +390,18 @@ impl Config {
                 None => "webhooks".to_owned(),
                 // An external id allows `[\w+=,.@:/-]`; the prefix keeps to a
                 // stack name's characters so the IAM condition `<prefix>-*` is exact.
-                Some(p) if p.len() <= 128 && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') => p,
+                Some(p)
+                    if p.len() <= 128
+                        && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') =>
+                {
+                    p
+                }
                 Some(p) => {
                     return Err(ConfigError {
                         var: "WEBHOOKS_DESTINATION_EXTERNAL_ID_PREFIX",
-                        message: format!("expected letters, digits and '-' (at most 128), got '{p}'"),
+                        message: format!(
+                            "expected letters, digits and '-' (at most 128), got '{p}'"
+                        ),
                     })
                 }
             },

@@ -301,7 +301,12 @@ mod tests {
                         ordered,
                         rate_limit,
                         destination: destination.map(|(kind, arn, role_arn, external_id)| {
-                            DestinationView { kind, arn, role_arn, external_id }
+                            DestinationView {
+                                kind,
+                                arn,
+                                role_arn,
+                                external_id,
+                            }
                         }),
                     }
                 },

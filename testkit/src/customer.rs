@@ -94,7 +94,13 @@ impl Customer {
     }
 
     /// A call of a query-protocol service (IAM, CloudFormation); its XML answer.
-    async fn query(&self, service: &str, version: &str, action: &str, params: &[(&str, &str)]) -> String {
+    async fn query(
+        &self,
+        service: &str,
+        version: &str,
+        action: &str,
+        params: &[(&str, &str)],
+    ) -> String {
         let mut pairs = vec![("Action", action), ("Version", version)];
         pairs.extend_from_slice(params);
         let response = self
@@ -116,19 +122,43 @@ impl Customer {
     /// Deploys `template` with `parameters` as a CloudFormation stack; its
     /// output `RoleArn`.
     pub async fn stack(&self, name: &str, template: &str, parameters: &[(&str, &str)]) -> String {
-        let mut params = vec![("StackName".to_owned(), name.to_owned()), ("TemplateBody".to_owned(), template.to_owned())];
+        let mut params = vec![
+            ("StackName".to_owned(), name.to_owned()),
+            ("TemplateBody".to_owned(), template.to_owned()),
+        ];
         for (i, (k, v)) in parameters.iter().enumerate() {
-            params.push((format!("Parameters.member.{}.ParameterKey", i + 1), (*k).to_owned()));
-            params.push((format!("Parameters.member.{}.ParameterValue", i + 1), (*v).to_owned()));
+            params.push((
+                format!("Parameters.member.{}.ParameterKey", i + 1),
+                (*k).to_owned(),
+            ));
+            params.push((
+                format!("Parameters.member.{}.ParameterValue", i + 1),
+                (*v).to_owned(),
+            ));
         }
-        params.push(("Capabilities.member.1".to_owned(), "CAPABILITY_IAM".to_owned()));
-        let borrowed: Vec<(&str, &str)> = params.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        self.query("cloudformation", "2010-05-15", "CreateStack", &borrowed).await;
+        params.push((
+            "Capabilities.member.1".to_owned(),
+            "CAPABILITY_IAM".to_owned(),
+        ));
+        let borrowed: Vec<(&str, &str)> = params
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        self.query("cloudformation", "2010-05-15", "CreateStack", &borrowed)
+            .await;
         let described = self
-            .query("cloudformation", "2010-05-15", "DescribeStacks", &[("StackName", name)])
+            .query(
+                "cloudformation",
+                "2010-05-15",
+                "DescribeStacks",
+                &[("StackName", name)],
+            )
             .await;
         assert!(described.contains("CREATE_COMPLETE"), "{described}");
-        let start = described.find("<OutputValue>").expect("the stack has an output") + "<OutputValue>".len();
+        let start = described
+            .find("<OutputValue>")
+            .expect("the stack has an output")
+            + "<OutputValue>".len();
         let end = described[start..].find("</OutputValue>").unwrap() + start;
         described[start..end].to_owned()
     }
@@ -162,33 +192,37 @@ impl Customer {
             "Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
             "Action": "sts:AssumeRole",
             "Condition": {"StringEquals": {"sts:ExternalId": external_id}}}]});
-        let _ = self.iam(
-            "CreateRole",
-            &[
-                ("RoleName", name),
-                ("AssumeRolePolicyDocument", &trust.to_string()),
-            ],
-        )
-        .await;
+        let _ = self
+            .iam(
+                "CreateRole",
+                &[
+                    ("RoleName", name),
+                    ("AssumeRolePolicyDocument", &trust.to_string()),
+                ],
+            )
+            .await;
         let mut statements = Vec::new();
         if !queues.is_empty() {
             let arns: Vec<String> = queues.iter().map(|q| Self::queue_arn(q)).collect();
-            statements.push(json!({"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": arns}));
+            statements
+                .push(json!({"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": arns}));
         }
         if !buses.is_empty() {
             let arns: Vec<String> = buses.iter().map(|b| Self::bus_arn(b)).collect();
-            statements.push(json!({"Effect": "Allow", "Action": "events:PutEvents", "Resource": arns}));
+            statements
+                .push(json!({"Effect": "Allow", "Action": "events:PutEvents", "Resource": arns}));
         }
         let policy = json!({"Version": "2012-10-17", "Statement": statements});
-        let _ = self.iam(
-            "PutRolePolicy",
-            &[
-                ("RoleName", name),
-                ("PolicyName", "send"),
-                ("PolicyDocument", &policy.to_string()),
-            ],
-        )
-        .await;
+        let _ = self
+            .iam(
+                "PutRolePolicy",
+                &[
+                    ("RoleName", name),
+                    ("PolicyName", "send"),
+                    ("PolicyDocument", &policy.to_string()),
+                ],
+            )
+            .await;
     }
 
     pub async fn create_queue(&self, name: &str) {

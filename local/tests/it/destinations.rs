@@ -26,10 +26,21 @@ fn start(extra: &[(&str, &str)]) -> Server {
     Server::start_with(&all)
 }
 
-async fn create(server: &Server, org: &str, kind: &str, arn: &str, role: &str) -> (StatusCode, Value) {
+async fn create(
+    server: &Server,
+    org: &str,
+    kind: &str,
+    arn: &str,
+    role: &str,
+) -> (StatusCode, Value) {
     let body = json!({"destination": {"type": kind, "arn": arn, "roleArn": role},
                       "eventFilters": [inbound(org, "d")], "expiresDateInMillies": 0});
-    send(server.req(Method::POST, "/webhooksubscription", org).json(&body)).await
+    send(
+        server
+            .req(Method::POST, "/webhooksubscription", org)
+            .json(&body),
+    )
+    .await
 }
 
 async fn post_inbound(server: &Server, org: &str, id: &str) {
@@ -64,14 +75,22 @@ fn verify(secret: &str, id: &str, timestamp: &str, signature: &str, body: &str) 
         .expect("the signature verifies");
 }
 
-async fn wait_until(server: &Server, org: &str, path: &str, done: impl Fn(&Value) -> bool) -> Value {
+async fn wait_until(
+    server: &Server,
+    org: &str,
+    path: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
     let started = std::time::Instant::now();
     loop {
         let (status, body) = server.get(path, org).await;
         if status == StatusCode::OK && done(&body) {
             return body;
         }
-        assert!(started.elapsed() < WAIT, "{path} never got there: {status} {body}");
+        assert!(
+            started.elapsed() < WAIT,
+            "{path} never got there: {status} {body}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -81,13 +100,18 @@ async fn wait_until(server: &Server, org: &str, path: &str, done: impl Fn(&Value
 async fn sqs_fifo_and_eventbridge_destinations_get_signed_notifications() {
     let customer = Customer::new();
     let org = unique_name("org-dest");
-    let (queue, fifo) = (unique_name("orders"), format!("{}.fifo", unique_name("orders")));
+    let (queue, fifo) = (
+        unique_name("orders"),
+        format!("{}.fifo", unique_name("orders")),
+    );
     let (bus, copy, role) = (unique_name("bus"), unique_name("copy"), unique_name("role"));
     customer.create_queue(&queue).await;
     customer.create_queue(&fifo).await;
     customer.bus(&bus, &copy).await;
     let external = external_id("webhooks", &org.as_str().into());
-    customer.role(&role, &external, &[&queue, &fifo], &[&bus]).await;
+    customer
+        .role(&role, &external, &[&queue, &fifo], &[&bus])
+        .await;
     let role_arn = Customer::role_arn(&role);
     let server = start(&[]);
 
@@ -123,7 +147,11 @@ async fn sqs_fifo_and_eventbridge_destinations_get_signed_notifications() {
     let (status, page) = server.get("/webhooksubscription/all", &org).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(page["totalElements"], 3, "{page}");
-    assert!(page["content"].as_array().unwrap().iter().all(|s| s["destination"]["roleArn"] == role_arn.as_str()));
+    assert!(page["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s["destination"]["roleArn"] == role_arn.as_str()));
 
     post_inbound(&server, &org, "evt-1").await;
     let uuid = |sub: &str| webhook_core::notification::notification_id("evt-1", sub).to_string();
@@ -136,9 +164,21 @@ async fn sqs_fifo_and_eventbridge_destinations_get_signed_notifications() {
         let body = m["Body"].as_str().unwrap();
         let id = attribute(m, "webhook-id");
         assert_eq!(id, uuid(sub));
-        verify(&secret(&server, &org, sub).await, id, attribute(m, "webhook-timestamp"), attribute(m, "webhook-signature"), body);
+        verify(
+            &secret(&server, &org, sub).await,
+            id,
+            attribute(m, "webhook-timestamp"),
+            attribute(m, "webhook-signature"),
+            body,
+        );
         let notification: Value = serde_json::from_str(body).unwrap();
-        assert_eq!((notification["uuid"].as_str(), notification["subscriptionId"].as_str()), (Some(id), Some(sub.as_str())));
+        assert_eq!(
+            (
+                notification["uuid"].as_str(),
+                notification["subscriptionId"].as_str()
+            ),
+            (Some(id), Some(sub.as_str()))
+        );
         if name.ends_with(".fifo") {
             // Deduplicated by the uuid, one message group per subscription.
             assert_eq!(m["Attributes"]["MessageDeduplicationId"], id, "{m}");
@@ -148,7 +188,10 @@ async fn sqs_fifo_and_eventbridge_destinations_get_signed_notifications() {
     // EventBridge: detail-type from the event's kind; the signed text in the detail.
     let got = customer.wait_for(&copy, 1).await;
     let event: Value = serde_json::from_str(got[0]["Body"].as_str().unwrap()).unwrap();
-    assert_eq!((event["detail-type"].as_str(), event["source"].as_str()), (Some("message.inbound"), Some("webhooks")));
+    assert_eq!(
+        (event["detail-type"].as_str(), event["source"].as_str()),
+        (Some("message.inbound"), Some("webhooks"))
+    );
     let detail = &event["detail"];
     assert_eq!(detail["webhookId"], uuid(&subs[2]));
     verify(
@@ -165,7 +208,11 @@ async fn sqs_fifo_and_eventbridge_destinations_get_signed_notifications() {
         let path = format!("/webhooksubscription/{sub}/notifications/{}", uuid(sub));
         let n = wait_until(&server, &org, &path, |n| n["status"] == "DELIVERED").await;
         let attempt = &n["attempts"][0];
-        assert_eq!((&attempt["outcome"], &attempt["code"]), (&json!("SUCCEEDED"), &Value::Null), "{n}");
+        assert_eq!(
+            (&attempt["outcome"], &attempt["code"]),
+            (&json!("SUCCEEDED"), &Value::Null),
+            "{n}"
+        );
         assert!(attempt.get("httpStatus").is_none_or(Value::is_null), "{n}");
     }
 }
@@ -175,7 +222,11 @@ async fn sqs_fifo_and_eventbridge_destinations_get_signed_notifications() {
 async fn creation_refuses_each_failing_step_with_its_code() {
     let customer = Customer::new();
     let org = unique_name("org-dest");
-    let (queue, other, bus) = (unique_name("orders"), unique_name("other"), unique_name("bus"));
+    let (queue, other, bus) = (
+        unique_name("orders"),
+        unique_name("other"),
+        unique_name("bus"),
+    );
     let (role, stranger) = (unique_name("role"), unique_name("stranger"));
     customer.create_queue(&queue).await;
     customer.create_queue(&other).await;
@@ -189,25 +240,78 @@ async fn creation_refuses_each_failing_step_with_its_code() {
     let (role_arn, q) = (Customer::role_arn(&role), Customer::queue_arn(&queue));
 
     let cases = [
-        ("sqs", q.clone(), Customer::role_arn(&stranger), "ROLE_NOT_ASSUMABLE", "the external id is refused"),
-        ("sqs", q.clone(), Customer::role_arn(&unique_name("nobody")), "ROLE_NOT_ASSUMABLE", "no such role"),
-        ("sqs", Customer::queue_arn(&unique_name("missing")), role_arn.clone(), "DESTINATION_NOT_FOUND", "no such queue"),
-        ("sqs", Customer::queue_arn(&other), role_arn.clone(), "SEND_DENIED", "the role may not send there"),
-        ("eventbridge", Customer::bus_arn(&bus), role_arn.clone(), "SEND_DENIED", "the role may not put events"),
-        ("sqs", q.replace("us-east-1", "eu-west-1"), role_arn.clone(), "DESTINATION_FORBIDDEN", "another region"),
+        (
+            "sqs",
+            q.clone(),
+            Customer::role_arn(&stranger),
+            "ROLE_NOT_ASSUMABLE",
+            "the external id is refused",
+        ),
+        (
+            "sqs",
+            q.clone(),
+            Customer::role_arn(&unique_name("nobody")),
+            "ROLE_NOT_ASSUMABLE",
+            "no such role",
+        ),
+        (
+            "sqs",
+            Customer::queue_arn(&unique_name("missing")),
+            role_arn.clone(),
+            "DESTINATION_NOT_FOUND",
+            "no such queue",
+        ),
+        (
+            "sqs",
+            Customer::queue_arn(&other),
+            role_arn.clone(),
+            "SEND_DENIED",
+            "the role may not send there",
+        ),
+        (
+            "eventbridge",
+            Customer::bus_arn(&bus),
+            role_arn.clone(),
+            "SEND_DENIED",
+            "the role may not put events",
+        ),
+        (
+            "sqs",
+            q.replace("us-east-1", "eu-west-1"),
+            role_arn.clone(),
+            "DESTINATION_FORBIDDEN",
+            "another region",
+        ),
     ];
     for (kind, arn, role, code, why) in cases {
         let (status, body) = create(&server, &org, kind, &arn, &role).await;
-        assert_eq!((status, body["code"].as_str()), (StatusCode::BAD_REQUEST, Some(code)), "{why}: {body}");
+        assert_eq!(
+            (status, body["code"].as_str()),
+            (StatusCode::BAD_REQUEST, Some(code)),
+            "{why}: {body}"
+        );
     }
     let (status, body) = create(&server, &org, "sqs", &q, &Customer::role_arn(&stranger)).await;
-    assert!(body["detail"].as_str().unwrap().contains(&external), "the refusal names the external id: {status} {body}");
+    assert!(
+        body["detail"].as_str().unwrap().contains(&external),
+        "the refusal names the external id: {status} {body}"
+    );
     let (status, body) = create(&server, &org, "kinesis", &q, &role_arn).await;
     assert_invalid(status, &body, "destination.type", "an unknown type");
-    let (status, body) = create(&server, &org, "sqs", "https://sqs.us-east-1.amazonaws.com/222222222222/x", &role_arn).await;
+    let (status, body) = create(
+        &server,
+        &org,
+        "sqs",
+        "https://sqs.us-east-1.amazonaws.com/222222222222/x",
+        &role_arn,
+    )
+    .await;
     assert_invalid(status, &body, "destination.arn", "a URL, not an ARN");
     let (_, page) = server.get("/webhooksubscription/all", &org).await;
-    assert_eq!(page["totalElements"], 0, "nothing refused was stored: {page}");
+    assert_eq!(
+        page["totalElements"], 0,
+        "nothing refused was stored: {page}"
+    );
     // The one that may: created.
     let (status, body) = create(&server, &org, "sqs", &q, &role_arn).await;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -225,7 +329,11 @@ async fn a_deleted_queue_disables_the_subscription_and_nothing_is_lost() {
     let server = start(&[("WEBHOOKS_RETRY_SCHEDULE", "100ms,100ms")]);
     let ops = Receiver::start(Handshake::Echo).await;
     let (status, body) = server
-        .create(&org, &ops.uri("/ops"), &[&format!("/orgId/{org}/subscription?type=disabled")])
+        .create(
+            &org,
+            &ops.uri("/ops"),
+            &[&format!("/orgId/{org}/subscription?type=disabled")],
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let (arn, role_arn) = (Customer::queue_arn(&queue), Customer::role_arn(&role));
@@ -243,24 +351,51 @@ async fn a_deleted_queue_disables_the_subscription_and_nothing_is_lost() {
     let uuid = webhook_core::notification::notification_id("evt-1", &sub_id).to_string();
     let one = format!("{base}/notifications/{uuid}");
     let failed = wait_until(&server, &org, &one, |n| n["status"] == "FAILED").await;
-    assert_eq!(failed["attempts"].as_array().unwrap().len(), 1, "not retried: {failed}");
-    assert_eq!(failed["attempts"][0]["code"], "DESTINATION_NOT_FOUND", "{failed}");
+    assert_eq!(
+        failed["attempts"].as_array().unwrap().len(),
+        1,
+        "not retried: {failed}"
+    );
+    assert_eq!(
+        failed["attempts"][0]["code"], "DESTINATION_NOT_FOUND",
+        "{failed}"
+    );
     let (_, now) = server.get(&base, &org).await;
     assert_eq!(now["status"], "BLACKLISTED", "{now}");
     let told = ops.wait_for(1, WAIT).await;
     let notice: Value = serde_json::from_slice(&told[0].body).unwrap();
     let info = &notice["subscriptionInfo"];
-    assert_eq!((info["type"].as_str(), info["subscriptionId"].as_str()), (Some("subscription.disabled"), Some(sub_id.as_str())), "{notice}");
-    assert_eq!(info["lastAttempt"]["code"], "DESTINATION_NOT_FOUND", "{notice}");
+    assert_eq!(
+        (info["type"].as_str(), info["subscriptionId"].as_str()),
+        (Some("subscription.disabled"), Some(sub_id.as_str())),
+        "{notice}"
+    );
+    assert_eq!(
+        info["lastAttempt"]["code"], "DESTINATION_NOT_FOUND",
+        "{notice}"
+    );
 
     // Fixed: the queue again, the subscription posted again (validated
     // again), recover sends the failed one with its uuid; resend again.
     customer.create_queue(&queue).await;
     let (status, again) = create(&server, &org, "sqs", &arn, &role_arn).await;
-    assert_eq!((status, again["id"].as_str(), again["status"].as_str()), (StatusCode::OK, Some(sub_id.as_str()), Some("ACTIVE")), "{again}");
+    assert_eq!(
+        (status, again["id"].as_str(), again["status"].as_str()),
+        (StatusCode::OK, Some(sub_id.as_str()), Some("ACTIVE")),
+        "{again}"
+    );
     customer.wait_for(&queue, 1).await;
-    let (status, body) = send(server.req(Method::POST, &format!("{base}/recover"), &org).json(&json!({"since": started}))).await;
-    assert_eq!((status, &body["notifications"]), (StatusCode::ACCEPTED, &json!(1)), "{body}");
+    let (status, body) = send(
+        server
+            .req(Method::POST, &format!("{base}/recover"), &org)
+            .json(&json!({"since": started})),
+    )
+    .await;
+    assert_eq!(
+        (status, &body["notifications"]),
+        (StatusCode::ACCEPTED, &json!(1)),
+        "{body}"
+    );
     let got = customer.wait_for(&queue, 1).await;
     assert_eq!(attribute(&got[0], "webhook-id"), uuid);
     wait_until(&server, &org, &one, |n| n["status"] == "DELIVERED").await;
@@ -281,7 +416,10 @@ fn chrono_like_now() -> i64 {
 /// The first `yaml` block of docs/destinations.md: the template a customer deploys.
 fn documented_template() -> &'static str {
     let page = include_str!("../../../docs/destinations.md");
-    let start = page.find("```yaml\n").expect("docs/destinations.md has the template") + "```yaml\n".len();
+    let start = page
+        .find("```yaml\n")
+        .expect("docs/destinations.md has the template")
+        + "```yaml\n".len();
     let end = page[start..].find("```").unwrap() + start;
     &page[start..end]
 }
@@ -299,7 +437,11 @@ async fn a_role_from_the_documented_template_is_accepted() {
         .stack(
             &unique_name("webhooks-destination"),
             documented_template(),
-            &[("ServiceAccountId", "123456789012"), ("ExternalId", &external), ("DestinationArn", &arn)],
+            &[
+                ("ServiceAccountId", "123456789012"),
+                ("ExternalId", &external),
+                ("DestinationArn", &arn),
+            ],
         )
         .await;
     let server = start(&[]);
@@ -309,13 +451,31 @@ async fn a_role_from_the_documented_template_is_accepted() {
     post_inbound(&server, &org, "evt-1").await;
     let got = customer.wait_for(&queue, 1).await;
     let sub_id = sub["id"].as_str().unwrap();
-    assert_eq!(attribute(&got[0], "webhook-id"), webhook_core::notification::notification_id("evt-1", sub_id).to_string());
+    assert_eq!(
+        attribute(&got[0], "webhook-id"),
+        webhook_core::notification::notification_id("evt-1", sub_id).to_string()
+    );
     // The role is the one destination's: another queue of the account is refused.
     let other = unique_name("other");
     customer.create_queue(&other).await;
-    let (status, body) = create(&server, &org, "sqs", &Customer::queue_arn(&other), &role_arn).await;
-    assert_eq!((status, body["code"].as_str()), (StatusCode::BAD_REQUEST, Some("SEND_DENIED")), "{body}");
+    let (status, body) = create(
+        &server,
+        &org,
+        "sqs",
+        &Customer::queue_arn(&other),
+        &role_arn,
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("SEND_DENIED")),
+        "{body}"
+    );
     // And another organization's external id does not open it.
     let (status, body) = create(&server, &unique_name("org-other"), "sqs", &arn, &role_arn).await;
-    assert_eq!((status, body["code"].as_str()), (StatusCode::BAD_REQUEST, Some("ROLE_NOT_ASSUMABLE")), "{body}");
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("ROLE_NOT_ASSUMABLE")),
+        "{body}"
+    );
 }

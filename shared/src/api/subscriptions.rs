@@ -8,9 +8,7 @@ use http::StatusCode;
 use super::problem::store_problem;
 use crate::app::App;
 use crate::auth::Caller;
-use crate::callback::destination::{
-    external_id, Destination, DestinationKind, DestinationProblem,
-};
+use crate::callback::destination::{external_id, Destination, DestinationKind, DestinationProblem};
 use crate::callback::{CallbackTarget, UriProblem};
 use crate::clock::iso_millis;
 use crate::error::{ApiError, ErrorCode, FieldError};
@@ -18,8 +16,8 @@ use crate::failure::{CallFailure, Failure};
 use crate::filter::EventFilter;
 use crate::ids::SubscriptionId;
 use crate::model::{
-    DestinationRequest, DestinationView, DisabledFilter, LastFailure, Page, SigningSecret, Subscription, SubscriptionHealth,
-    SubscriptionRequest,
+    DestinationRequest, DestinationView, DisabledFilter, LastFailure, Page, SigningSecret,
+    Subscription, SubscriptionHealth, SubscriptionRequest,
 };
 use crate::page::PageRequest;
 use crate::secret;
@@ -82,7 +80,11 @@ pub async fn create_subscription(
         .await
         .map_err(store_problem)?;
     tracing::info!(org_id = %caller.org_id, subscription_id = %stored.id, created, "subscription saved");
-    Ok(render(&stored, app.now_ms(), &app.config.external_id_prefix))
+    Ok(render(
+        &stored,
+        app.now_ms(),
+        &app.config.external_id_prefix,
+    ))
 }
 
 /// An HTTPS callback's `uri` under the address policy.
@@ -428,7 +430,11 @@ pub async fn get_subscription(
     id: &SubscriptionId,
 ) -> Result<Subscription, ApiError> {
     let stored = find(app, caller, id).await?;
-    Ok(render(&stored, app.now_ms(), &app.config.external_id_prefix))
+    Ok(render(
+        &stored,
+        app.now_ms(),
+        &app.config.external_id_prefix,
+    ))
 }
 
 /// `DELETE /webhooksubscription/{id}`.

@@ -180,10 +180,7 @@ fn queue_url(d: &Destination) -> String {
         "aws-cn" => "amazonaws.com.cn",
         _ => "amazonaws.com",
     };
-    format!(
-        "https://sqs.{}.{domain}/{}/{}",
-        d.region, d.account, d.name
-    )
+    format!("https://sqs.{}.{domain}/{}/{}", d.region, d.account, d.name)
 }
 
 async fn send_sqs(
@@ -269,7 +266,10 @@ fn refused<E: aws_sdk_sqs::error::ProvideErrorMetadata>(e: &SdkError<E, HttpResp
     let status = s.raw().status().as_u16();
     if matches!(
         code,
-        "ExpiredToken" | "ExpiredTokenException" | "InvalidClientTokenId" | "UnrecognizedClientException"
+        "ExpiredToken"
+            | "ExpiredTokenException"
+            | "InvalidClientTokenId"
+            | "UnrecognizedClientException"
     ) {
         return Refused::Credentials;
     }
@@ -277,8 +277,12 @@ fn refused<E: aws_sdk_sqs::error::ProvideErrorMetadata>(e: &SdkError<E, HttpResp
         "AWS.SimpleQueueService.NonExistentQueue"
         | "QueueDoesNotExist"
         | "ResourceNotFoundException" => CallFailure::DestinationNotFound,
-        "AccessDenied" | "AccessDeniedException" | "KmsAccessDenied" | "KmsDisabled"
-        | "KmsNotFound" | "NotAuthorizedForSourceException" => CallFailure::SendDenied,
+        "AccessDenied"
+        | "AccessDeniedException"
+        | "KmsAccessDenied"
+        | "KmsDisabled"
+        | "KmsNotFound"
+        | "NotAuthorizedForSourceException" => CallFailure::SendDenied,
         _ if is_throttling(code, status) => CallFailure::DestinationThrottled,
         _ if status == 403 => CallFailure::SendDenied,
         _ => CallFailure::DestinationError,
@@ -422,9 +426,18 @@ mod tests {
 
     #[test]
     fn entry_codes_are_classified() {
-        assert_eq!(entry_failure("ThrottlingException"), CallFailure::DestinationThrottled);
-        assert_eq!(entry_failure("AccessDeniedException"), CallFailure::SendDenied);
-        assert_eq!(entry_failure("InternalFailure"), CallFailure::DestinationError);
+        assert_eq!(
+            entry_failure("ThrottlingException"),
+            CallFailure::DestinationThrottled
+        );
+        assert_eq!(
+            entry_failure("AccessDeniedException"),
+            CallFailure::SendDenied
+        );
+        assert_eq!(
+            entry_failure("InternalFailure"),
+            CallFailure::DestinationError
+        );
         assert!(is_throttling("RequestThrottled", 400));
         assert!(!is_throttling("AccessDenied", 403));
     }

@@ -206,7 +206,8 @@ pub fn external_id(prefix: &str, org: &OrgId) -> String {
 }
 
 /// The namespace of [`external_id`]'s UUIDs.
-const EXTERNAL_ID_NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6d1f_4c7e_9a0b_4e58_b2f1_3c5d_7e9a_0b38);
+const EXTERNAL_ID_NAMESPACE: uuid::Uuid =
+    uuid::Uuid::from_u128(0x6d1f_4c7e_9a0b_4e58_b2f1_3c5d_7e9a_0b38);
 
 /// One notification to send, signed as a POST would be.
 pub struct DestinationMessage<'a> {
@@ -293,15 +294,32 @@ mod tests {
 
     const ROLE: &str = "arn:aws:iam::222222222222:role/webhooks-delivery";
 
-    fn parse(kind: DestinationKind, arn: &str, role: &str) -> Result<Destination, DestinationProblem> {
+    fn parse(
+        kind: DestinationKind,
+        arn: &str,
+        role: &str,
+    ) -> Result<Destination, DestinationProblem> {
         Destination::parse(kind, arn, role, "aws", "us-east-1")
     }
 
     #[test]
     fn destinations_of_the_service_region_parse() {
-        let q = parse(DestinationKind::Sqs, "arn:aws:sqs:us-east-1:222222222222:orders", ROLE).unwrap();
-        assert_eq!((q.account.as_str(), q.name.as_str(), q.is_fifo()), ("222222222222", "orders", false));
-        let f = parse(DestinationKind::Sqs, "arn:aws:sqs:us-east-1:222222222222:orders.fifo", ROLE).unwrap();
+        let q = parse(
+            DestinationKind::Sqs,
+            "arn:aws:sqs:us-east-1:222222222222:orders",
+            ROLE,
+        )
+        .unwrap();
+        assert_eq!(
+            (q.account.as_str(), q.name.as_str(), q.is_fifo()),
+            ("222222222222", "orders", false)
+        );
+        let f = parse(
+            DestinationKind::Sqs,
+            "arn:aws:sqs:us-east-1:222222222222:orders.fifo",
+            ROLE,
+        )
+        .unwrap();
         assert!(f.is_fifo());
         let b = parse(
             DestinationKind::EventBridge,
@@ -310,9 +328,15 @@ mod tests {
         )
         .unwrap();
         assert_eq!(b.name, "orders");
-        assert_eq!(Destination::kind_of(&b.arn), Some(DestinationKind::EventBridge));
+        assert_eq!(
+            Destination::kind_of(&b.arn),
+            Some(DestinationKind::EventBridge)
+        );
         assert_eq!(Destination::kind_of(&q.arn), Some(DestinationKind::Sqs));
-        assert_eq!(Destination::kind_of("https://example.com/arn:aws:sqs"), None);
+        assert_eq!(
+            Destination::kind_of("https://example.com/arn:aws:sqs"),
+            None
+        );
     }
 
     #[test]
@@ -321,23 +345,59 @@ mod tests {
         let forbidden = [
             (Sqs, "arn:aws:sqs:eu-west-1:222222222222:orders", ROLE),
             (Sqs, "arn:aws-cn:sqs:us-east-1:222222222222:orders", ROLE),
-            (Sqs, "arn:aws:sqs:us-east-1:222222222222:orders", "arn:aws:iam::333333333333:role/x"),
+            (
+                Sqs,
+                "arn:aws:sqs:us-east-1:222222222222:orders",
+                "arn:aws:iam::333333333333:role/x",
+            ),
         ];
         for (kind, arn, role) in forbidden {
-            assert!(matches!(parse(kind, arn, role), Err(DestinationProblem::Forbidden(_))), "{arn} {role}");
+            assert!(
+                matches!(
+                    parse(kind, arn, role),
+                    Err(DestinationProblem::Forbidden(_))
+                ),
+                "{arn} {role}"
+            );
         }
         let invalid = [
             (Sqs, "arn:aws:sqs:us-east-1:22222222222:orders", ROLE),
             (Sqs, "arn:aws:sqs:us-east-1:222222222222:", ROLE),
             (Sqs, "arn:aws:sqs:us-east-1:222222222222:a/b", ROLE),
-            (Sqs, "https://sqs.us-east-1.amazonaws.com/222222222222/orders", ROLE),
-            (Sqs, "arn:aws:events:us-east-1:222222222222:event-bus/b", ROLE),
-            (EventBridge, "arn:aws:events:us-east-1:222222222222:rule/b", ROLE),
-            (Sqs, "arn:aws:sqs:us-east-1:222222222222:orders", "arn:aws:iam::222222222222:user/x"),
-            (Sqs, "arn:aws:sqs:us-east-1:222222222222:orders", "arn:aws:sts::222222222222:role/x"),
+            (
+                Sqs,
+                "https://sqs.us-east-1.amazonaws.com/222222222222/orders",
+                ROLE,
+            ),
+            (
+                Sqs,
+                "arn:aws:events:us-east-1:222222222222:event-bus/b",
+                ROLE,
+            ),
+            (
+                EventBridge,
+                "arn:aws:events:us-east-1:222222222222:rule/b",
+                ROLE,
+            ),
+            (
+                Sqs,
+                "arn:aws:sqs:us-east-1:222222222222:orders",
+                "arn:aws:iam::222222222222:user/x",
+            ),
+            (
+                Sqs,
+                "arn:aws:sqs:us-east-1:222222222222:orders",
+                "arn:aws:sts::222222222222:role/x",
+            ),
         ];
         for (kind, arn, role) in invalid {
-            assert!(matches!(parse(kind, arn, role), Err(DestinationProblem::Invalid { .. })), "{arn} {role}");
+            assert!(
+                matches!(
+                    parse(kind, arn, role),
+                    Err(DestinationProblem::Invalid { .. })
+                ),
+                "{arn} {role}"
+            );
         }
     }
 
@@ -351,7 +411,10 @@ mod tests {
 
     #[test]
     fn detail_types_name_the_event_kind() {
-        assert_eq!(detail_type("/orgId/o/department/d/message?direction=inbound"), "message.inbound");
+        assert_eq!(
+            detail_type("/orgId/o/department/d/message?direction=inbound"),
+            "message.inbound"
+        );
         assert_eq!(detail_type("/orgId/o/department/d/contact"), "contact");
     }
 }

@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use super::{Attempt, Reason, Run};
-use crate::callback::post::{Posted, SignedNotification};
 use crate::callback::destination::{
     detail_type, external_id, Destination, DestinationMessage, DestinationProblem, Sent,
 };
+use crate::callback::post::{Posted, SignedNotification};
 use crate::callback::{CallbackTarget, UriProblem};
 use crate::failure::CallFailure;
 use crate::model::SubscriptionStatus;
@@ -73,7 +73,10 @@ pub async fn prepare(run: &Run<'_>) -> Result<Ready, Attempt> {
                 .filter_map(|secret| SigningKey::from_secret(secret).ok()),
         )
         .collect();
-    let target = match (Destination::kind_of(&subscription.uri), &subscription.role_arn) {
+    let target = match (
+        Destination::kind_of(&subscription.uri),
+        &subscription.role_arn,
+    ) {
         (Some(kind), Some(role)) => match &app.destinations {
             // A runtime without the SDK cannot send it; another one may.
             None => Err(CallFailure::DestinationError),
@@ -155,7 +158,12 @@ pub async fn post(run: &Run<'_>, ready: &Ready, trace: TraceParent) -> Posted {
     let started = std::time::Instant::now();
     let external_id = external_id(&run.app.config.external_id_prefix, &job.org_id);
     let sent = sender
-        .send(destination, &external_id, message, run.app.config.delivery_timeout)
+        .send(
+            destination,
+            &external_id,
+            message,
+            run.app.config.delivery_timeout,
+        )
         .await;
     match sent {
         Sent::Accepted(id) => Posted::Accepted {

@@ -130,8 +130,7 @@ async fn a_destination_subscription_is_delivered_and_disabled_by_the_queue_funct
     assert!(attribute(&validation[0], "webhook-validation-token").len() > 20);
 
     // ingest-events, then deliver-notifications: into the customer's queue, signed.
-    let sample: SqsEvent =
-        serde_json::from_str(&sample_events::text("ingest-events-sqs")).unwrap();
+    let sample: SqsEvent = serde_json::from_str(&sample_events::text("ingest-events-sqs")).unwrap();
     queues::ingest_events(&w.app, &w.outbox, sample).await;
     let event = next_event(&w).await;
     let response = queues::deliver_notifications(&w.app, &w.queue, &w.outbox, event).await;
@@ -173,7 +172,10 @@ async fn a_destination_subscription_is_delivered_and_disabled_by_the_queue_funct
         .unwrap();
     let event = next_event(&w).await;
     let response = queues::deliver_notifications(&w.app, &w.queue, &w.outbox, event).await;
-    assert!(response.batch_item_failures.is_empty(), "done with: dead-lettered");
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "done with: dead-lettered"
+    );
     let stored = w
         .store
         .get_subscription(&"org-1".into(), &sub.id.as_str().into())

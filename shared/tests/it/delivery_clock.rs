@@ -176,7 +176,10 @@ async fn an_expired_subscription_is_shown_expired_and_not_delivered() {
         render(&sub, w.clock.now_ms(), "webhooks").status,
         SubscriptionStatus::Active
     );
-    assert_eq!(render(&sub, w.clock.now_ms(), "webhooks").expires_in, 3_600_000);
+    assert_eq!(
+        render(&sub, w.clock.now_ms(), "webhooks").expires_in,
+        3_600_000
+    );
 
     w.clock.advance(HOUR);
     let shown = render(&sub, w.clock.now_ms(), "webhooks");
