@@ -41,6 +41,8 @@ export function form({ created, cancel }) {
   const aws = () => target.value !== 'https';
   target.addEventListener('change', () => {
     callbackFields.hidden = aws();
+    // A hidden required field would stop the browser from submitting.
+    uri.required = !aws();
     awsFields.hidden = !aws();
     arn.placeholder = target.value === 'eventbridge'
       ? 'arn:aws:events:us-east-1:111122223333:event-bus/orders'
