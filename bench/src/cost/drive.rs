@@ -156,8 +156,7 @@ pub async fn run(s: &Settings) -> Result<(Vec<Phase>, Vec<Backlog>), String> {
         sqs: Proxy::start(Service::Sqs, &upstream("AWS_ENDPOINT_URL_SQS")?).await?,
         events: Proxy::start(Service::Sqs, &upstream("AWS_ENDPOINT_URL_SQS")?).await?,
         // moto serves STS and EventBridge on SQS's endpoint.
-        destination: Proxy::start(Service::Destination, &upstream("AWS_ENDPOINT_URL_SQS")?)
-            .await?,
+        destination: Proxy::start(Service::Destination, &upstream("AWS_ENDPOINT_URL_SQS")?).await?,
     };
     let data = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (key, secret) = (format!("bench-{}", random_hex()), random_hex());
@@ -188,20 +187,21 @@ pub async fn run(s: &Settings) -> Result<(Vec<Phase>, Vec<Backlog>), String> {
     let api = Api::new(format!("http://{}/prod", service.addr), &key, &token, 4);
     let n = s.cost_operations.max(1);
     let mut phases = Vec::new();
-    let mut record = |name: &str, before: &Tally, operations: u64, notifications: u64, seconds: f64| {
-        let phase = Phase {
-            name: name.to_owned(),
-            operations,
-            notifications,
-            seconds,
-            tally: tally_since(&proxies.tally(), before),
+    let mut record =
+        |name: &str, before: &Tally, operations: u64, notifications: u64, seconds: f64| {
+            let phase = Phase {
+                name: name.to_owned(),
+                operations,
+                notifications,
+                seconds,
+                tally: tally_since(&proxies.tally(), before),
+            };
+            println!(
+                "  {name}: {operations} operations, {} DynamoDB/SQS actions",
+                phase.tally.len()
+            );
+            phases.push(phase);
         };
-        println!(
-            "  {name}: {operations} operations, {} DynamoDB/SQS actions",
-            phase.tally.len()
-        );
-        phases.push(phase);
-    };
 
     // The ten subscriptions of the fan-out-10 events, outside any phase.
     let ten = inbound_filter(ORG, "ten");
@@ -228,7 +228,13 @@ pub async fn run(s: &Settings) -> Result<(Vec<Phase>, Vec<Backlog>), String> {
     let started = Instant::now();
     pipeline.ingest(&bodies).await?;
     let arrived = settle(&receiver, n, &proxies).await?;
-    record("event, fan-out 1", &before, n, n, (arrived - started).as_secs_f64());
+    record(
+        "event, fan-out 1",
+        &before,
+        n,
+        n,
+        (arrived - started).as_secs_f64(),
+    );
 
     let before = proxies.tally();
     let bodies: Vec<String> = (0..n)
@@ -237,7 +243,13 @@ pub async fn run(s: &Settings) -> Result<(Vec<Phase>, Vec<Backlog>), String> {
     let started = Instant::now();
     pipeline.ingest(&bodies).await?;
     let arrived = settle(&receiver, n * 10, &proxies).await?;
-    record("event, fan-out 10", &before, n, n * 10, (arrived - started).as_secs_f64());
+    record(
+        "event, fan-out 10",
+        &before,
+        n,
+        n * 10,
+        (arrived - started).as_secs_f64(),
+    );
 
     // Issue 38: the same event at fan-out 1 into an AWS destination of a
     // customer account in moto (docs/destinations.md), each subscription
@@ -255,8 +267,18 @@ pub async fn run(s: &Settings) -> Result<(Vec<Phase>, Vec<Backlog>), String> {
     customer.role(&role, &external, &[&queue], &[&bus]).await;
     let role_arn = testkit::customer::Customer::role_arn(&role);
     for (kind, label, arn, read) in [
-        ("sqs", "an SQS queue", testkit::customer::Customer::queue_arn(&queue), &queue),
-        ("eventbridge", "an EventBridge bus", testkit::customer::Customer::bus_arn(&bus), &copy),
+        (
+            "sqs",
+            "an SQS queue",
+            testkit::customer::Customer::queue_arn(&queue),
+            &queue,
+        ),
+        (
+            "eventbridge",
+            "an EventBridge bus",
+            testkit::customer::Customer::bus_arn(&bus),
+            &copy,
+        ),
     ] {
         let department = format!("dest-{kind}");
         let body = serde_json::json!({
@@ -264,11 +286,19 @@ pub async fn run(s: &Settings) -> Result<(Vec<Phase>, Vec<Backlog>), String> {
             "eventFilters": [inbound_filter(ORG, &department)],
             "expiresDateInMillies": 0,
         });
-        api.post("/webhooksubscription", body.to_string(), StatusCode::OK).await?;
+        api.post("/webhooksubscription", body.to_string(), StatusCode::OK)
+            .await?;
         customer.wait_for(read, 1).await; // the validation message
         let before = proxies.tally();
         let bodies: Vec<String> = (0..n)
-            .map(|i| event_body(ORG, &department, &format!("e-{kind}-{i}"), &format!("m-{kind}-{i}")))
+            .map(|i| {
+                event_body(
+                    ORG,
+                    &department,
+                    &format!("e-{kind}-{i}"),
+                    &format!("m-{kind}-{i}"),
+                )
+            })
             .collect();
         let started = Instant::now();
         pipeline.ingest(&bodies).await?;
@@ -282,7 +312,13 @@ pub async fn run(s: &Settings) -> Result<(Vec<Phase>, Vec<Backlog>), String> {
         }
         let seconds = started.elapsed().as_secs_f64();
         quiet(&proxies, deadline).await;
-        record(&format!("event to {label}, fan-out 1"), &before, n, n, seconds);
+        record(
+            &format!("event to {label}, fan-out 1"),
+            &before,
+            n,
+            n,
+            seconds,
+        );
     }
 
     let before = proxies.tally();

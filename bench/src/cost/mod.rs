@@ -336,14 +336,25 @@ pub fn sections(cost: &CostResults) -> Vec<Section> {
             "—".to_owned(),
         ]);
     }
-    for phase in cost.phases.iter().filter(|p| p.name.starts_with("event to ")) {
+    for phase in cost
+        .phases
+        .iter()
+        .filter(|p| p.name.starts_with("event to "))
+    {
         let per = phase.notifications.max(1) as f64;
-        let count = |key: &str, f: fn(&proxy::Counts) -> f64| phase.tally.get(key).map_or(0.0, f) / per;
-        let sqs = count(&format!("{}SendMessage", proxy::DESTINATION_SQS), |c| c.billed_requests as f64);
+        let count =
+            |key: &str, f: fn(&proxy::Counts) -> f64| phase.tally.get(key).map_or(0.0, f) / per;
+        let sqs = count(&format!("{}SendMessage", proxy::DESTINATION_SQS), |c| {
+            c.billed_requests as f64
+        });
         let events = count("destination:PutEvents", |c| c.entries as f64);
         let price = prices::US_EAST_1;
         destinations.row([
-            phase.name.trim_start_matches("event to ").trim_end_matches(", fan-out 1").to_owned(),
+            phase
+                .name
+                .trim_start_matches("event to ")
+                .trim_end_matches(", fan-out 1")
+                .to_owned(),
             format!("{:.0}", rate(phase)),
             http.map_or(String::new(), |h| format!("{:.2}", rate(phase) / rate(h))),
             units(sqs + events),
@@ -366,7 +377,11 @@ pub fn sections(cost: &CostResults) -> Vec<Section> {
              webhooks-local polls the delivery queue itself (ReceiveMessage, DeleteMessage one \
              by one); the priced model counts the event source mapping's batches instead.",
         ),
-        Section::table("AWS destinations (issue 38): the customer's side, and throughput", destinations).with_intro(
+        Section::table(
+            "AWS destinations (issue 38): the customer's side, and throughput",
+            destinations,
+        )
+        .with_intro(
             "The same event at fan-out 1, delivered by webhooks-local --backend aws into a \
              customer account's SQS queue or EventBridge bus in moto (docs/destinations.md) \
              beside an HTTPS callback on loopback; the service's own units and price are the \

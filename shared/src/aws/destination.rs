@@ -112,10 +112,12 @@ impl AwsDestinations {
                     .build(),
             ),
         };
-        self.sessions
-            .lock()
-            .expect("sessions")
-            .insert(key, session.clone());
+        let mut sessions = self.sessions.lock().expect("sessions");
+        // Sessions past their renewal go with the next one made: the map
+        // holds the roles delivered to lately, not every role ever seen.
+        let now = SystemTime::now();
+        sessions.retain(|_, s| s.renew_at > now);
+        sessions.insert(key, session.clone());
         Ok(session)
     }
 
