@@ -426,6 +426,92 @@ mod tests {
         );
     }
 
+    /// An SDK error as the SDK makes it of an answer with `status` and `code`.
+    fn answered<E>(
+        status: u16,
+        code: &str,
+        make: fn(aws_sdk_sqs::error::ErrorMetadata) -> E,
+    ) -> SdkError<E, HttpResponse> {
+        let meta = aws_sdk_sqs::error::ErrorMetadata::builder()
+            .code(code)
+            .build();
+        let raw = HttpResponse::new(
+            status.try_into().unwrap(),
+            aws_smithy_types::body::SdkBody::empty(),
+        );
+        SdkError::service_error(make(meta), raw)
+    }
+
+    #[test]
+    fn send_failures_are_classified_by_code_and_status() {
+        use aws_sdk_sqs::operation::send_message::SendMessageError as E;
+        let step = |status, code| match refused(&answered(status, code, E::generic)) {
+            Refused::Step(f) => Some(f),
+            Refused::Credentials => None,
+        };
+        // Throttling and AWS's own failures retry and count toward the breaker.
+        assert_eq!(
+            step(400, "AWS.SimpleQueueService.RequestThrottled"),
+            Some(CallFailure::DestinationThrottled)
+        );
+        assert_eq!(
+            step(429, "Anything"),
+            Some(CallFailure::DestinationThrottled)
+        );
+        assert_eq!(
+            step(500, "InternalError"),
+            Some(CallFailure::DestinationError)
+        );
+        assert_eq!(
+            step(503, "ServiceUnavailable"),
+            Some(CallFailure::DestinationError)
+        );
+        // The customer's configuration disables the subscription.
+        assert_eq!(
+            step(400, "AWS.SimpleQueueService.NonExistentQueue"),
+            Some(CallFailure::DestinationNotFound)
+        );
+        assert_eq!(
+            step(400, "QueueDoesNotExist"),
+            Some(CallFailure::DestinationNotFound)
+        );
+        assert_eq!(
+            step(400, "ResourceNotFoundException"),
+            Some(CallFailure::DestinationNotFound)
+        );
+        assert_eq!(step(403, "AccessDenied"), Some(CallFailure::SendDenied));
+        assert_eq!(step(400, "KmsAccessDenied"), Some(CallFailure::SendDenied));
+        assert_eq!(step(403, ""), Some(CallFailure::SendDenied));
+        for disables in [
+            CallFailure::DestinationNotFound,
+            CallFailure::SendDenied,
+            CallFailure::RoleNotAssumable,
+        ] {
+            assert!(disables.disables());
+        }
+        assert!(
+            !CallFailure::DestinationThrottled.disables()
+                && !CallFailure::DestinationError.disables()
+        );
+        // Credentials AWS stopped taking: forgotten, not the customer's fault.
+        assert_eq!(step(403, "ExpiredToken"), None);
+        let timeout: SdkError<E, HttpResponse> = SdkError::timeout_error("slow");
+        assert!(matches!(
+            refused(&timeout),
+            Refused::Step(CallFailure::Timeout)
+        ));
+    }
+
+    #[test]
+    fn assume_role_failures_are_the_roles_unless_sts_fails() {
+        use aws_sdk_sts::operation::assume_role::AssumeRoleError as E;
+        let step = |status, code| assume_failure(&answered(status, code, E::generic));
+        assert_eq!(step(403, "AccessDenied"), CallFailure::RoleNotAssumable);
+        assert_eq!(step(400, "ValidationError"), CallFailure::RoleNotAssumable);
+        assert_eq!(step(400, "Throttling"), CallFailure::DestinationThrottled);
+        assert_eq!(step(500, "InternalFailure"), CallFailure::DestinationError);
+    }
+
     #[test]
     fn entry_codes_are_classified() {
         assert_eq!(
