@@ -689,6 +689,11 @@ def rehearse(stack, bin_dir, work, webhooks_local=None, http_api=False):
         log(f"read back: message {message_id}, notification {nid} DELIVERED in the history")
         call("GetNotificationFunction", "GET", f"/webhooksubscription/{sub_id}/notifications/{nid}",
              "/webhooksubscription/{id}/notifications/{uuid}", 200, path_parameters={"id": sub_id, "uuid": nid})
+        identity = call("GetDestinationIdentityFunction", "GET", "/webhooksubscription/destination-identity",
+                        "/webhooksubscription/destination-identity", 200)
+        prefix = stack["functions"]["GetDestinationIdentityFunction"]["env"]["WEBHOOKS_DESTINATION_EXTERNAL_ID_PREFIX"]
+        if not identity.get("externalId", "").startswith(f"{prefix}-") or identity.get("accountId") != ACCOUNT:
+            raise Failure(f"get-destination-identity: not this stack's external id and account: {identity}")
         call("GetDeliveryStatsFunction", "GET", f"/webhooksubscription/{sub_id}/stats",
              "/webhooksubscription/{id}/stats", 200, path_parameters=sid)
         call("ResendNotificationFunction", "POST", f"/webhooksubscription/{sub_id}/notifications/{nid}/resend",
@@ -714,6 +719,7 @@ def rehearse(stack, bin_dir, work, webhooks_local=None, http_api=False):
         if page.get("statusCode") != 200:
             raise Failure(f"console: {page.get('statusCode')}")
         log("every other API function answered (get, list, secret, rotate, resend, recover, stats, "
+            "destination identity, "
             "delete, console) and remind-expiring ran")
     finally:
         for f in running.values():

@@ -27,6 +27,22 @@ export function form({ created, cancel }) {
   const uri = h('input', { id: 'new-uri', name: 'uri', type: 'url', required: true, placeholder: 'https://example.com/webhooks', autocomplete: 'off' });
   const arn = h('input', { id: 'new-arn', name: 'arn', type: 'text', placeholder: 'arn:aws:sqs:us-east-1:111122223333:orders', autocomplete: 'off', spellcheck: 'false' });
   const role = h('input', { id: 'new-role', name: 'roleArn', type: 'text', placeholder: 'arn:aws:iam::111122223333:role/webhooks-delivery', autocomplete: 'off', spellcheck: 'false' });
+  // What the role must trust, asked for once the first time an AWS destination is picked.
+  const identity = h('dl', { class: 'facts identity' });
+  let identityAsked = false;
+  const showIdentity = async () => {
+    if (identityAsked) return;
+    identityAsked = true;
+    try {
+      const { externalId, accountId } = await api.get('webhooksubscription/destination-identity');
+      identity.replaceChildren(
+        h('dt', {}, 'External id'), h('dd', {}, h('code', { class: 'external-id' }, externalId)),
+        ...(accountId ? [h('dt', {}, 'Trusted account'), h('dd', {}, h('code', { class: 'account-id' }, accountId))] : []));
+    } catch (e) {
+      identityAsked = false;
+      identity.replaceChildren(h('dd', { class: 'error' }, `Could not read the external id: ${e.message}`));
+    }
+  };
   const callbackFields = h('div', { class: 'target-fields' },
     h('label', { for: 'new-uri' }, 'Callback URI'),
     uri,
@@ -37,12 +53,14 @@ export function form({ created, cancel }) {
     h('label', { for: 'new-role' }, 'Role ARN'),
     role,
     h('p', { class: 'hint' }, 'A role in the same account that trusts the service with your organization\'s external id '
-      + '(docs/destinations.md has its CloudFormation template). The service assumes it, then sends a validation message.'));
+      + '(docs/destinations.md has its CloudFormation template). The service assumes it, then sends a validation message.'),
+    identity);
   const aws = () => target.value !== 'https';
   target.addEventListener('change', () => {
     callbackFields.hidden = aws();
     // A hidden required field would stop the browser from submitting.
     uri.required = !aws();
+    if (aws()) showIdentity();
     awsFields.hidden = !aws();
     arn.placeholder = target.value === 'eventbridge'
       ? 'arn:aws:events:us-east-1:111122223333:event-bus/orders'

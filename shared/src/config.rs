@@ -171,6 +171,9 @@ pub struct Config {
     /// (`WEBHOOKS_DESTINATION_EXTERNAL_ID_PREFIX`), what the deployment's
     /// IAM policy conditions `sts:AssumeRole` on.
     pub external_id_prefix: String,
+    /// The service's AWS account (`WEBHOOKS_AWS_ACCOUNT_ID`), which a
+    /// customer's destination role trusts; shown to customers, never used to call.
+    pub aws_account_id: Option<String>,
 }
 
 /// A bad configuration value, named by its variable.
@@ -386,6 +389,7 @@ impl Config {
                 .map_err(|(var, message)| ConfigError { var, message })?,
             // Under the 30 s Kubernetes and `docker stop` wait before SIGKILL.
             shutdown_grace: duration_var("WEBHOOKS_SHUTDOWN_GRACE", Duration::from_secs(20))?,
+            aws_account_id: get("WEBHOOKS_AWS_ACCOUNT_ID"),
             external_id_prefix: match get("WEBHOOKS_DESTINATION_EXTERNAL_ID_PREFIX") {
                 None => "webhooks".to_owned(),
                 // An external id allows `[\w+=,.@:/-]`; the prefix keeps to a

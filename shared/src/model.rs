@@ -244,6 +244,19 @@ pub struct LastFailure {
     pub http_status: Option<u16>,
 }
 
+/// `GET /webhooksubscription/destination-identity`: what the role of an AWS
+/// destination must trust (docs/destinations.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DestinationIdentity {
+    /// `externalId`: the organization's external id (`sts:ExternalId`).
+    #[serde(rename = "externalId")]
+    pub external_id: String,
+    /// `accountId`: the service's AWS account, the role's trusted principal;
+    /// absent where the deployment does not say (`WEBHOOKS_AWS_ACCOUNT_ID`).
+    #[serde(rename = "accountId", skip_serializing_if = "Option::is_none", default)]
+    pub account_id: Option<String>,
+}
+
 /// `GET /webhooksubscription/{id}/secret`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SigningSecret {

@@ -332,16 +332,18 @@ pub mod aws {
 
     /// What an API function needs: the app on the DynamoDB store.
     pub async fn api_app(config: Config) -> Result<App, OpenError> {
-        let tables = Tables::required(&config)?;
         let sdk =
             crate::aws::sdk_config_with(&config.aws_calls.api, crate::aws::Roots::Amazon).await;
-        let store = DynamoStore::configured(&sdk, tables, &config);
-        // `ordered` is accepted where the stack has the FIFO queue (its URL
-        // is all the API functions are given of it).
-        let ordered = config.ordered_queue_url.is_some();
-        let mut app = App::new(config, Arc::new(store));
-        app.ordered_delivery = ordered;
-        // create-subscription validates destinations; nothing is built until then.
+        api_app_on(config, &sdk)
+    }
+
+    /// [`api_app`] with the AWS destinations' sender, for `create-subscription`
+    /// (which validates destinations): the other API functions do not link
+    /// the STS and EventBridge clients (their zips stay smaller).
+    pub async fn api_app_with_destinations(config: Config) -> Result<App, OpenError> {
+        let sdk =
+            crate::aws::sdk_config_with(&config.aws_calls.api, crate::aws::Roots::Amazon).await;
+        let mut app = api_app_on(config, &sdk)?;
         app.destinations = destinations(&sdk);
         Ok(app)
     }
@@ -353,6 +355,17 @@ pub mod aws {
     ) -> Option<Arc<dyn crate::callback::destination::Destinations>> {
         crate::aws::destination::AwsDestinations::new(sdk)
             .map(|d| Arc::new(d) as Arc<dyn crate::callback::destination::Destinations>)
+    }
+
+    fn api_app_on(config: Config, sdk: &aws_config::SdkConfig) -> Result<App, OpenError> {
+        let tables = Tables::required(&config)?;
+        let store = DynamoStore::configured(sdk, tables, &config);
+        // `ordered` is accepted where the stack has the FIFO queue (its URL
+        // is all the API functions are given of it).
+        let ordered = config.ordered_queue_url.is_some();
+        let mut app = App::new(config, Arc::new(store));
+        app.ordered_delivery = ordered;
+        Ok(app)
     }
 
     /// What the API functions that send notifications again (resend,

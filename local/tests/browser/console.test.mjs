@@ -477,6 +477,9 @@ test('an SQS destination: the refusal names the external id, the role is made wi
   await page.getByRole('button', { name: 'New subscription' }).click();
   await page.getByLabel('Deliver to').selectOption('sqs');
   assert.equal(await page.getByLabel('Callback URI').isVisible(), false);
+  // What the role must trust, before anything is created.
+  const shown = await page.locator('form.create code.external-id').innerText();
+  assert.match(shown, /^webhooks-[0-9a-f-]{36}$/);
   await page.getByLabel('Queue or bus ARN').fill(queueArn);
   await page.getByLabel('Role ARN').fill(roleArn);
   await page.getByRole('button', { name: 'Create subscription' }).click();
@@ -485,6 +488,7 @@ test('an SQS destination: the refusal names the external id, the role is made wi
   await refusal.waitFor();
   await refusal.getByText('ROLE_NOT_ASSUMABLE').waitFor();
   const externalId = /webhooks-[0-9a-f-]{36}/.exec(await refusal.innerText())[0];
+  assert.equal(externalId, shown, 'the refusal names the id the form showed');
   await shot('destination-refused');
   // The customer makes the role (docs/destinations.md), trusting that id only.
   const trust = { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Principal: { AWS: 'arn:aws:iam::123456789012:root' },

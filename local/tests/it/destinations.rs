@@ -479,3 +479,23 @@ async fn a_role_from_the_documented_template_is_accepted() {
         "{body}"
     );
 }
+
+/// Needs no AWS: the external id is the organization's own, the one its
+/// destination subscriptions show, another organization's differs.
+#[tokio::test]
+async fn the_destination_identity_is_the_organizations_external_id() {
+    let server = Server::start();
+    let (status, identity) = server
+        .get("/webhooksubscription/destination-identity", "org-1")
+        .await;
+    assert_eq!(status, StatusCode::OK, "{identity}");
+    assert_eq!(
+        identity,
+        json!({"externalId": external_id("webhooks", &"org-1".into())}),
+        "no accountId where none is configured"
+    );
+    let (_, other) = server
+        .get("/webhooksubscription/destination-identity", "org-2")
+        .await;
+    assert_ne!(other["externalId"], identity["externalId"]);
+}

@@ -16,8 +16,8 @@ use crate::failure::{CallFailure, Failure};
 use crate::filter::EventFilter;
 use crate::ids::SubscriptionId;
 use crate::model::{
-    DestinationRequest, DestinationView, DisabledFilter, LastFailure, Page, SigningSecret,
-    Subscription, SubscriptionHealth, SubscriptionRequest,
+    DestinationIdentity, DestinationRequest, DestinationView, DisabledFilter, LastFailure, Page,
+    SigningSecret, Subscription, SubscriptionHealth, SubscriptionRequest,
 };
 use crate::page::PageRequest;
 use crate::secret;
@@ -453,6 +453,16 @@ pub async fn delete_subscription(
         Ok(())
     } else {
         Err(not_found(id.as_str()))
+    }
+}
+
+/// `GET /webhooksubscription/destination-identity`: the caller's
+/// organization's external id, and the account its roles trust. Derived:
+/// no store call.
+pub fn destination_identity(app: &App, caller: &Caller) -> DestinationIdentity {
+    DestinationIdentity {
+        external_id: external_id(&app.config.external_id_prefix, &caller.org_id),
+        account_id: app.config.aws_account_id.clone(),
     }
 }
 
