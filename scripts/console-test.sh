@@ -9,7 +9,9 @@
 #   - Chromium from Debian's packages (apt-get install chromium; needs root,
 #     as on CI), unless /usr/bin/chromium (or $CHROMIUM) is already there;
 #   - playwright-core from npm (pinned) under $WEBHOOKS_TOOLS_DIR/playwright
-#     (never a browser download: it drives the Debian Chromium).
+#     (never a browser download: it drives the Debian Chromium);
+#   - moto (scripts/emulators.sh), unless AWS_ENDPOINT_URL_SQS names one already: the AWS
+#     destination test's customer account.
 #
 # Fails, never skips, when either cannot be had. Screenshots go to
 # target/console-screenshots/ (or $SCREENSHOTS).
@@ -86,6 +88,13 @@ if [ -z "$bin" ]; then
     bin="${CARGO_TARGET_DIR:-target}/release/webhooks-local"
 fi
 screenshots="${SCREENSHOTS:-${CARGO_TARGET_DIR:-target}/console-screenshots}"
+
+# The AWS destination test's customer account is in moto: the one scripts/test.sh started,
+# or one of our own.
+if [ -z "${AWS_ENDPOINT_URL_SQS:-}" ]; then
+    trap stop_emulators EXIT
+    start_moto || fail "moto did not start (the AWS destination test needs it)"
+fi
 
 echo "console-test: $("$chromium" --version 2>/dev/null | head -n 1), playwright-core $PLAYWRIGHT_CORE_VERSION"
 WEBHOOKS_LOCAL_BIN="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")" PLAYWRIGHT_DIR="$pw_dir" \

@@ -144,6 +144,13 @@ KEPT = {
         "the retries against moto",
     ("DeliverNotificationsFunction", "SendMessage", "OrderedDeliveryDeadLetterQueue"):
         "an ordered notification given up on (the same test)",
+    ("CreateSubscriptionFunction", "AssumeRole", "arn:aws:iam::*:role/*"):
+        "an AWS destination's validation assumes the customer's role (only with an external id "
+        "of the stack's prefix): the rehearsal has no customer account; "
+        "local/tests/it/destinations.rs and shared/tests/aws/lambda_destinations.rs prove it "
+        "against moto's STS, which scripts/moto_server.py makes check the trust policy",
+    ("DeliverNotificationsFunction", "AssumeRole", "arn:aws:iam::*:role/*"):
+        "the same, to deliver into an AWS destination (the same tests)",
     ("RecoverNotificationsFunction", "SendMessage", "OrderedDeliveryQueue"):
         "the recover of an ordered subscription's failed notifications: the rehearsal's "
         "failing subscription is unordered",
@@ -682,6 +689,11 @@ def rehearse(stack, bin_dir, work, webhooks_local=None, http_api=False):
         log(f"read back: message {message_id}, notification {nid} DELIVERED in the history")
         call("GetNotificationFunction", "GET", f"/webhooksubscription/{sub_id}/notifications/{nid}",
              "/webhooksubscription/{id}/notifications/{uuid}", 200, path_parameters={"id": sub_id, "uuid": nid})
+        identity = call("GetDestinationIdentityFunction", "GET", "/webhooksubscription/destination-identity",
+                        "/webhooksubscription/destination-identity", 200)
+        prefix = stack["functions"]["GetDestinationIdentityFunction"]["env"]["WEBHOOKS_DESTINATION_EXTERNAL_ID_PREFIX"]
+        if not identity.get("externalId", "").startswith(f"{prefix}-") or identity.get("accountId") != ACCOUNT:
+            raise Failure(f"get-destination-identity: not this stack's external id and account: {identity}")
         call("GetDeliveryStatsFunction", "GET", f"/webhooksubscription/{sub_id}/stats",
              "/webhooksubscription/{id}/stats", 200, path_parameters=sid)
         call("ResendNotificationFunction", "POST", f"/webhooksubscription/{sub_id}/notifications/{nid}/resend",
@@ -707,6 +719,7 @@ def rehearse(stack, bin_dir, work, webhooks_local=None, http_api=False):
         if page.get("statusCode") != 200:
             raise Failure(f"console: {page.get('statusCode')}")
         log("every other API function answered (get, list, secret, rotate, resend, recover, stats, "
+            "destination identity, "
             "delete, console) and remind-expiring ran")
     finally:
         for f in running.values():

@@ -173,6 +173,10 @@ EXPECT = {
         case(f"{HTTP} a_function_behind_the_http_api_serves_the_caller_or_answers_the_refusal", status=403,
              code="API_KEY_INVALID"),
     ]),
+    "get-destination-identity-ok": ("get-destination-identity", [
+        case(f"{H} get_destination_identity", status=200,
+             json={"externalId": "webhooks-753fd37d-8f7f-5a84-9e8d-3fd2fbc2cf36"}),
+    ]),
     "get-subscription-secret-ok": ("get-subscription-secret", [
         case(f"{H} get_subscription_and_its_secret", status=200, json={"key": SECRET}),
     ]),

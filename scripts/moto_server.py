@@ -28,14 +28,27 @@ a loaded 2-core machine, before -> after: SendMessage 1,155 -> 0.10 ms, ReceiveM
 10 548 -> 9 ms (most of it moto's receipt handles, whatever the depth), DeleteMessage
 11 -> 0.04 ms, GetQueueAttributes (All) 1,269 -> 1.5 ms; the counts the same.
 
+moto checks no IAM by default: any AssumeRole succeeds, even of a role that does not exist,
+and credentials it issued may do anything. AWS destinations (docs/decisions/destinations.md)
+must prove the refusals the service classifies, so two more rules, with moto's own policy
+evaluation: an AssumeRole is refused (AccessDenied) unless the role exists and its trust policy
+allows sts:AssumeRole with the request's conditions (sts:ExternalId); and a request signed with
+credentials moto issued through AssumeRole is checked against the assumed role's policies
+(SQS: the queue's ARN; EventBridge: the bus's; a queue that does not exist is left to SQS's own
+NonExistentQueue), a role's inline policy read whether IAM (JSON text) or CloudFormation (a
+dict) made it. The trust policy's principal is not checked: every caller of this moto is its
+one default user. Requests signed with any other key are unchanged.
+
 Started by scripts/emulators.sh (`moto_command`) in place of `moto_server`, for the shared
 moto and for the one the fault test kills and restarts. Each patch checks that the code it
 replaces is still the code it was written for: a moto upgrade that renames or rewrites it
 stops the server at start, naming the patch, instead of silently testing unpatched moto.
 """
 
+import fnmatch
 import functools
 import inspect
+import json
 import sys
 import threading
 
@@ -183,6 +196,143 @@ def _without_counts(send):
 
 models.SQSBackend.send_message = _without_counts(models.SQSBackend.send_message)
 models.SQSBackend.send_message_batch = _without_counts(models.SQSBackend.send_message_batch)
+
+from moto.core.authorization import ActionAuthenticatorMixin  # noqa: E402
+from moto.core.exceptions import AccessDeniedError  # noqa: E402
+from moto.iam import access_control  # noqa: E402
+from moto.iam.models import iam_backends  # noqa: E402
+from moto.sts import models as sts_models  # noqa: E402
+from moto.utilities.utils import get_partition  # noqa: E402
+
+_require(
+    "_create_access_key(role=role_arn)" in _source(sts_models.STSBackend, "assume_role")
+    and "assumed_roles" in _source(sts_models.STSBackend, "assume_role")
+    and "INITIAL_NO_AUTH_ACTION_COUNT"
+    in _source(ActionAuthenticatorMixin, "_authenticate_and_authorize_action")
+    and "collect_policies" in _source(access_control.IAMRequestBase, "check_action_permitted")
+    and "assumed_roles" in _source(access_control.AssumedRoleAccessKey, "__init__"),
+    "IAM of assumed roles",
+    "STSBackend.assume_role, the action authenticator or the IAM request's checks changed",
+)
+
+_assume_role = sts_models.STSBackend.assume_role
+
+
+def _trusted_assume_role(self, region_name, role_session_name, role_arn, policy, duration, external_id):
+    """AssumeRole of an existing role whose trust policy allows it with these conditions."""
+    parts = role_arn.split(":")
+    account = parts[4] if len(parts) > 5 else self.account_id
+    iam = iam_backends[account][get_partition(region_name)]
+    try:
+        role = iam.get_role_by_arn(role_arn)
+    except Exception:
+        raise AccessDeniedError(user_arn=f"arn:aws:iam::{self.account_id}:user/moto", action="sts:AssumeRole")
+    if not _trusts(role.assume_role_policy_document, external_id):
+        raise AccessDeniedError(user_arn=f"arn:aws:iam::{self.account_id}:user/moto", action="sts:AssumeRole")
+    return _assume_role(self, region_name, role_session_name, role_arn, policy, duration, external_id)
+
+
+def _trusts(document, external_id):
+    """Whether a trust policy allows sts:AssumeRole with `external_id`: an Allow of the
+    action whose conditions are all met, and no Deny. Only the conditions a role for this
+    service carries are understood (StringEquals and StringLike on sts:ExternalId); any other
+    is taken as unmet, so a policy this cannot read trusts nobody."""
+    if isinstance(document, str):
+        document = json.loads(document)
+    statements = document.get("Statement", [])
+    if isinstance(statements, dict):
+        statements = [statements]
+    allowed = False
+    for statement in statements:
+        actions = statement.get("Action", [])
+        actions = [actions] if isinstance(actions, str) else actions
+        if not any(fnmatch.fnmatchcase("sts:AssumeRole", a) for a in actions):
+            continue
+        if statement.get("Effect") == "Deny" and _conditions_met(statement, external_id):
+            return False
+        if statement.get("Effect") == "Allow" and _conditions_met(statement, external_id):
+            allowed = True
+    return allowed
+
+
+def _conditions_met(statement, external_id):
+    for operator, keys in statement.get("Condition", {}).items():
+        for key, expected in keys.items():
+            expected = [expected] if isinstance(expected, str) else expected
+            if key != "sts:ExternalId" or external_id is None:
+                return False
+            if operator == "StringEquals" and external_id not in expected:
+                return False
+            if operator == "StringLike" and not any(fnmatch.fnmatchcase(external_id, e) for e in expected):
+                return False
+            if operator not in ("StringEquals", "StringLike"):
+                return False
+    return True
+
+
+sts_models.STSBackend.assume_role = _trusted_assume_role
+
+_authorize = ActionAuthenticatorMixin._authenticate_and_authorize_action
+
+
+def _access_key_id(headers):
+    auth = headers.get("Authorization") or ""
+    start = auth.find("Credential=")
+    return auth[start + len("Credential="):].split("/")[0] if start >= 0 else None
+
+
+def _assumed(key):
+    for account in list(sts_models.sts_backends.values()):
+        for backend in list(account.values()):
+            if any(r.access_key_id == key for r in backend.assumed_roles):
+                return True
+    return False
+
+
+def _authorize_assumed_roles(self, iam_request_cls, resource="*"):
+    key = _access_key_id(self.headers)
+    if not key or not _assumed(key):
+        return _authorize(self, iam_request_cls, resource)
+    action = self._get_action()
+    if action == "PutEvents":
+        entries = self._get_param("Entries") or [{}]
+        bus = entries[0].get("EventBusName") or "default"
+        resource = bus if bus.startswith("arn:") else f"arn:aws:events:{self.region}:{self.current_account}:event-bus/{bus}"
+    elif resource == "*" and getattr(self, "service_name", "") == "sqs":
+        return None  # no such queue: SQS answers NonExistentQueue
+    request = iam_request_cls(
+        account_id=self.current_account,
+        method=self.method,
+        path=self.raw_path,
+        data=self.data,
+        body=self.raw_body,
+        headers=self.headers,
+        action=action,
+    )
+    # The signature is not recomputed: moto's SigV4 check does not survive every SDK's signing.
+    request.check_action_permitted(resource)
+    return None
+
+
+ActionAuthenticatorMixin._authenticate_and_authorize_action = _authorize_assumed_roles
+
+_require(
+    'policy["policy_document"]' in _source(access_control.IAMPolicy, "__init__"),
+    "IAM of assumed roles",
+    "IAMPolicy.__init__ changed",
+)
+_policy_init = access_control.IAMPolicy.__init__
+
+
+def _policy_of_any_form(self, policy):
+    """A role's inline policy made by CloudFormation is kept as a dict, not the JSON text
+    IAMPolicy reads (moto never evaluated one before these rules)."""
+    if isinstance(policy, dict) and "policy_document" not in policy:
+        policy = json.dumps(policy)
+    _policy_init(self, policy)
+
+
+access_control.IAMPolicy.__init__ = _policy_of_any_form
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -101,6 +101,11 @@ on_both_backends='(binary_id(webhooks-local::it) & test(/^(subscriptions_api|del
 on_both_backends+=' | (binary_id(webhook-core::it) & test(/^lambda_handlers::/))'
 WEBHOOKS_TEST_BACKEND=aws "${nextest[@]}" "${emulated[@]}" -E "binary_id(webhook-core::aws) | $on_both_backends"
 
+step "AWS destinations (moto's STS, SQS, EventBridge and CloudFormation), on both backends"
+# `#[ignore]`d in plain `cargo test`, which has no moto (local/tests/it/destinations.rs).
+"${nextest[@]}" --test it --run-ignored only -E 'test(/^destinations::/)'
+WEBHOOKS_TEST_BACKEND=aws "${nextest[@]}" --test it --run-ignored only -E 'test(/^destinations::/)'
+
 step "template lint (cfn-lint, sam validate --lint)"
 install_lint_tools
 lint_template

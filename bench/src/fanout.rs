@@ -104,6 +104,7 @@ fn upsert(org: &str, dep: &str, uri: String, id: String) -> Upsert {
         max_per_org: 10_000_000,
         ordered: None,
         rate_limit: None,
+        role_arn: None,
     }
 }
 

@@ -523,6 +523,7 @@ async fn seed(store: &DynamoStore, uri: &str) -> Result<(), String> {
             max_per_org: 1000,
             ordered: None,
             rate_limit: None,
+            role_arn: None,
         })
         .await
         .map_err(|e| e.to_string())?;

@@ -63,6 +63,7 @@ pub fn run(args: SampleDataArgs) -> Result<(), String> {
                 max_per_org: config.max_subscriptions_per_org,
                 ordered: None,
                 rate_limit: None,
+                role_arn: None,
             })
             .await
             .map_err(|e| format!("the subscription: {e}"))?;

@@ -49,7 +49,26 @@ export const CODES = {
   REDIRECT: 'the callback answered with a redirect, which is never followed',
   SUBSCRIPTION_NOT_ACTIVE: 'the subscription was deleted, not ACTIVE or expired, so it was not sent',
   UNSENDABLE: 'the notification can never be sent (unusable secret or uri)',
+  // AWS destinations (docs/destinations.md).
+  DESTINATION_FORBIDDEN: 'the destination is not in this service\'s region and partition, or the role is in another account',
+  ROLE_NOT_ASSUMABLE: 'the role could not be assumed: it does not exist, does not trust the service, or requires another external id',
+  DESTINATION_NOT_FOUND: 'the queue or event bus does not exist',
+  SEND_DENIED: 'the role may not send to the queue or put events on the bus',
+  DESTINATION_THROTTLED: 'AWS throttled the send',
+  DESTINATION_ERROR: 'AWS failed to take the message',
 };
+
+/** The failing step of a destination's validation, as a sentence. */
+export function validationFailure(value) {
+  const words = CODES[value];
+  return words ? `Validation failed: ${words}.` : null;
+}
+
+/** A destination's kind in words. */
+export function destinationWords(destination) {
+  if (destination.type === 'eventbridge') return 'EventBridge bus';
+  return destination.arn.endsWith('.fifo') ? 'SQS FIFO queue' : 'SQS queue';
+}
 
 /** A code in words, with the code itself. */
 export function code(value) {

@@ -1,11 +1,12 @@
-// Creating a subscription: the callback uri, its filters, an optional
-// expiry. The service calls the callback's handshake before storing it;
-// when that fails, the failing step is said in words.
+// Creating a subscription: the callback uri (or an AWS destination: a
+// queue or bus and the role to reach it), its filters, an optional expiry.
+// The service calls the callback's handshake (or validates the destination)
+// before storing it; when that fails, the failing step is said in words.
 
 import { h } from './dom.js';
 import * as api from './api.js';
 import * as auth from './auth.js';
-import { handshakeFailure } from './format.js';
+import { handshakeFailure, validationFailure } from './format.js';
 
 const KINDS = [
   ['message?direction=inbound', 'Inbound messages'],
@@ -19,7 +20,52 @@ const KINDS = [
 /** The form; `created(subscription)` is called after a create. */
 export function form({ created, cancel }) {
   const org = auth.current().organization || '<org>';
+  const target = h('select', { id: 'new-target', name: 'target' },
+    h('option', { value: 'https' }, 'HTTPS callback'),
+    h('option', { value: 'sqs' }, 'SQS queue in your AWS account'),
+    h('option', { value: 'eventbridge' }, 'EventBridge bus in your AWS account'));
   const uri = h('input', { id: 'new-uri', name: 'uri', type: 'url', required: true, placeholder: 'https://example.com/webhooks', autocomplete: 'off' });
+  const arn = h('input', { id: 'new-arn', name: 'arn', type: 'text', placeholder: 'arn:aws:sqs:us-east-1:111122223333:orders', autocomplete: 'off', spellcheck: 'false' });
+  const role = h('input', { id: 'new-role', name: 'roleArn', type: 'text', placeholder: 'arn:aws:iam::111122223333:role/webhooks-delivery', autocomplete: 'off', spellcheck: 'false' });
+  // What the role must trust, asked for once the first time an AWS destination is picked.
+  const identity = h('dl', { class: 'facts identity' });
+  let identityAsked = false;
+  const showIdentity = async () => {
+    if (identityAsked) return;
+    identityAsked = true;
+    try {
+      const { externalId, accountId } = await api.get('webhooksubscription/destination-identity');
+      identity.replaceChildren(
+        h('dt', {}, 'External id'), h('dd', {}, h('code', { class: 'external-id' }, externalId)),
+        ...(accountId ? [h('dt', {}, 'Trusted account'), h('dd', {}, h('code', { class: 'account-id' }, accountId))] : []));
+    } catch (e) {
+      identityAsked = false;
+      identity.replaceChildren(h('dd', { class: 'error' }, `Could not read the external id: ${e.message}`));
+    }
+  };
+  const callbackFields = h('div', { class: 'target-fields' },
+    h('label', { for: 'new-uri' }, 'Callback URI'),
+    uri,
+    h('p', { class: 'hint' }, 'The service first sends it a GET with a validation-token header, which it must echo in a 200 answer.'));
+  const awsFields = h('div', { class: 'target-fields', hidden: true },
+    h('label', { for: 'new-arn' }, 'Queue or bus ARN'),
+    arn,
+    h('label', { for: 'new-role' }, 'Role ARN'),
+    role,
+    h('p', { class: 'hint' }, 'A role in the same account that trusts the service with your organization\'s external id '
+      + '(docs/destinations.md has its CloudFormation template). The service assumes it, then sends a validation message.'),
+    identity);
+  const aws = () => target.value !== 'https';
+  target.addEventListener('change', () => {
+    callbackFields.hidden = aws();
+    // A hidden required field would stop the browser from submitting.
+    uri.required = !aws();
+    if (aws()) showIdentity();
+    awsFields.hidden = !aws();
+    arn.placeholder = target.value === 'eventbridge'
+      ? 'arn:aws:events:us-east-1:111122223333:event-bus/orders'
+      : 'arn:aws:sqs:us-east-1:111122223333:orders';
+  });
   const filters = h('textarea', { id: 'new-filters', name: 'filters', rows: 3, spellcheck: 'false', required: true });
   filters.value = `/orgId/${org}/department/dep-1/message?direction=inbound`;
   const department = h('input', { id: 'new-department', type: 'text', value: 'dep-1', 'aria-label': 'Department', size: 10 });
@@ -41,9 +87,10 @@ export function form({ created, cancel }) {
 
   const el = h('form', { class: 'card create', novalidate: true, 'aria-labelledby': 'create-title' },
     h('h2', { id: 'create-title' }, 'New subscription'),
-    h('label', { for: 'new-uri' }, 'Callback URI'),
-    uri,
-    h('p', { class: 'hint' }, 'The service first sends it a GET with a validation-token header, which it must echo in a 200 answer.'),
+    h('label', { for: 'new-target' }, 'Deliver to'),
+    target,
+    callbackFields,
+    awsFields,
     h('label', { for: 'new-filters' }, 'Event filters (one per line)'),
     filters,
     h('div', { class: 'inline' }, department, kind, add),
@@ -57,23 +104,30 @@ export function form({ created, cancel }) {
     event.preventDefault();
     error.hidden = true;
     const body = {
-      uri: uri.value.trim(),
       eventFilters: filters.value.split('\n').map((l) => l.trim()).filter(Boolean),
       expiresDateInMillies: expires.value ? new Date(expires.value).getTime() : 0,
     };
-    if (!body.uri) {
-      error.replaceChildren('Enter the callback URI.');
+    const missing = aws()
+      ? [[arn, 'Enter the queue\'s or bus\'s ARN.'], [role, 'Enter the role\'s ARN.']].find(([input]) => !input.value.trim())
+      : (!uri.value.trim() ? [uri, 'Enter the callback URI.'] : null);
+    if (missing) {
+      error.replaceChildren(missing[1]);
       error.hidden = false;
-      uri.focus();
+      missing[0].focus();
       return;
     }
+    if (aws()) {
+      body.destination = { type: target.value, arn: arn.value.trim(), roleArn: role.value.trim() };
+    } else {
+      body.uri = uri.value.trim();
+    }
     submit.disabled = true;
-    submit.textContent = 'Calling the callback…';
+    submit.textContent = aws() ? 'Validating the destination…' : 'Calling the callback…';
     try {
       const subscription = await api.post('webhooksubscription', body);
       created(subscription);
     } catch (e) {
-      const words = handshakeFailure(e.code);
+      const words = aws() ? validationFailure(e.code) : handshakeFailure(e.code);
       error.replaceChildren(
         h('strong', {}, words || 'The subscription was not created.'),
         h('br'),

@@ -5,7 +5,7 @@
 
 import { h, show, toast, confirmDialog, badge } from './dom.js';
 import * as api from './api.js';
-import { time, relative, filterWords, STATUS_HELP, handshakeFailure, healthWords } from './format.js';
+import { time, relative, filterWords, STATUS_HELP, handshakeFailure, validationFailure, destinationWords, healthWords } from './format.js';
 import { form } from './subscription-form.js';
 
 const SIZE = 20;
@@ -124,6 +124,11 @@ export function render(main, ctx) {
         badge(sub.status)),
       h('p', { class: 'muted' }, STATUS_HELP[sub.status] || ''),
       h('dl', { class: 'facts' },
+        ...(sub.destination ? [
+          h('dt', {}, 'Destination'), h('dd', { class: 'destination' }, destinationWords(sub.destination)),
+          h('dt', {}, 'Role'), h('dd', {}, h('code', { class: 'role-arn' }, sub.destination.roleArn)),
+          h('dt', {}, 'External id'), h('dd', {}, h('code', { class: 'external-id' }, sub.destination.externalId)),
+        ] : []),
         h('dt', {}, 'Filters'), h('dd', {}, filters),
         h('dt', {}, 'Delivery'), h('dd', { class: `health health-${sub.health ? sub.health.state : 'unknown'}` }, healthWords(sub.health)),
         ...(sub.ordered ? [h('dt', {}, 'Order'), h('dd', { class: 'ordered' }, 'in the order events were accepted, one at a time')] : []),
@@ -164,17 +169,20 @@ export function render(main, ctx) {
 
   async function reactivateSub(sub, button) {
     button.disabled = true;
-    button.textContent = 'Calling the callback…';
+    button.textContent = sub.destination ? 'Validating the destination…' : 'Calling the callback…';
     try {
       // Posting the uri again re-runs the handshake and reactivates it
       // (a fresh default lifetime: an EXPIRED one's expiry is past).
-      await api.post('webhooksubscription', { uri: sub.uri, eventFilters: sub.eventFilters, expiresDateInMillies: 0 });
+      const target = sub.destination
+        ? { destination: { type: sub.destination.type, arn: sub.destination.arn, roleArn: sub.destination.roleArn } }
+        : { uri: sub.uri };
+      await api.post('webhooksubscription', { ...target, eventFilters: sub.eventFilters, expiresDateInMillies: 0 });
       toast(`Reactivated ${sub.uri}`);
       load();
     } catch (e) {
       button.disabled = false;
       button.textContent = 'Reactivate';
-      const words = handshakeFailure(e.code);
+      const words = sub.destination ? validationFailure(e.code) : handshakeFailure(e.code);
       show(status, h('p', { class: 'error', role: 'alert' }, `Could not reactivate: ${words ? `${words} ` : ''}${e.message}`));
     }
   }

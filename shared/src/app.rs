@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
+use crate::callback::destination::Destinations;
 use crate::callback::{AddressPolicy, CallbackClient, Dns, SystemDns};
 use crate::clock::Clock;
 use crate::config::Config;
@@ -39,6 +40,9 @@ pub struct App {
     pub ordered_delivery: bool,
     /// Waiting lines of jobs over their subscription's rate limit (this process).
     pub rates: RateLines,
+    /// Sends to AWS destinations (SQS queues, EventBridge buses); none where
+    /// the runtime has no AWS SDK, and then creates naming one are refused.
+    pub destinations: Option<Arc<dyn Destinations>>,
 }
 
 impl App {
@@ -66,6 +70,7 @@ impl App {
             clock: crate::clock::system(),
             delivery_wake: Arc::new(Notify::new()),
             ordered_delivery: false,
+            destinations: None,
         }
     }
 

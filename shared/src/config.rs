@@ -167,6 +167,13 @@ pub struct Config {
     /// How long `webhooks-local` lets the requests and deliveries in flight
     /// finish after SIGTERM or SIGINT (`WEBHOOKS_SHUTDOWN_GRACE`).
     pub shutdown_grace: Duration,
+    /// The prefix of every organization's external id for AWS destinations
+    /// (`WEBHOOKS_DESTINATION_EXTERNAL_ID_PREFIX`), what the deployment's
+    /// IAM policy conditions `sts:AssumeRole` on.
+    pub external_id_prefix: String,
+    /// The service's AWS account (`WEBHOOKS_AWS_ACCOUNT_ID`), which a
+    /// customer's destination role trusts; shown to customers, never used to call.
+    pub aws_account_id: Option<String>,
 }
 
 /// A bad configuration value, named by its variable.
@@ -382,6 +389,26 @@ impl Config {
                 .map_err(|(var, message)| ConfigError { var, message })?,
             // Under the 30 s Kubernetes and `docker stop` wait before SIGKILL.
             shutdown_grace: duration_var("WEBHOOKS_SHUTDOWN_GRACE", Duration::from_secs(20))?,
+            aws_account_id: get("WEBHOOKS_AWS_ACCOUNT_ID"),
+            external_id_prefix: match get("WEBHOOKS_DESTINATION_EXTERNAL_ID_PREFIX") {
+                None => "webhooks".to_owned(),
+                // An external id allows `[\w+=,.@:/-]`; the prefix keeps to a
+                // stack name's characters so the IAM condition `<prefix>-*` is exact.
+                Some(p)
+                    if p.len() <= 128
+                        && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') =>
+                {
+                    p
+                }
+                Some(p) => {
+                    return Err(ConfigError {
+                        var: "WEBHOOKS_DESTINATION_EXTERNAL_ID_PREFIX",
+                        message: format!(
+                            "expected letters, digits and '-' (at most 128), got '{p}'"
+                        ),
+                    })
+                }
+            },
         };
         if config.message_retention.is_zero() {
             return Err(ConfigError {

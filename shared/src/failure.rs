@@ -25,17 +25,43 @@ pub enum CallFailure {
     TlsFailed,
     /// No answer within the timeout.
     Timeout,
+    // The steps of a send to an AWS destination (docs/decisions/destinations.md).
+    /// STS refused to let the service assume the customer's role.
+    RoleNotAssumable,
+    /// The destination's queue or bus does not exist.
+    DestinationNotFound,
+    /// The assumed role may not send to the destination.
+    SendDenied,
+    /// The destination's service throttled the send.
+    DestinationThrottled,
+    /// The destination's service failed (a 5xx).
+    DestinationError,
 }
 
 impl CallFailure {
     /// Every step that can fail.
-    pub const ALL: [CallFailure; 5] = [
+    pub const ALL: [CallFailure; 10] = [
         Self::DnsFailed,
         Self::AddressForbidden,
         Self::ConnectFailed,
         Self::TlsFailed,
         Self::Timeout,
+        Self::RoleNotAssumable,
+        Self::DestinationNotFound,
+        Self::SendDenied,
+        Self::DestinationThrottled,
+        Self::DestinationError,
     ];
+
+    /// Whether the failure is the customer's configuration of an AWS
+    /// destination (its role, its queue or bus), which disables the
+    /// subscription at once, as a `410` does.
+    pub fn disables(self) -> bool {
+        matches!(
+            self,
+            Self::RoleNotAssumable | Self::DestinationNotFound | Self::SendDenied
+        )
+    }
 
     /// The code of a failed attempt (the history's `code`) and of a
     /// failed handshake (the problem's `code`).
@@ -46,6 +72,11 @@ impl CallFailure {
             Self::ConnectFailed => ErrorCode::ConnectFailed,
             Self::TlsFailed => ErrorCode::TlsFailed,
             Self::Timeout => ErrorCode::Timeout,
+            Self::RoleNotAssumable => ErrorCode::RoleNotAssumable,
+            Self::DestinationNotFound => ErrorCode::DestinationNotFound,
+            Self::SendDenied => ErrorCode::SendDenied,
+            Self::DestinationThrottled => ErrorCode::DestinationThrottled,
+            Self::DestinationError => ErrorCode::DestinationError,
         }
     }
 }
@@ -148,6 +179,7 @@ mod tests {
             ),
             (Failure::Call(CallFailure::ConnectFailed), "CONNECT_FAILED"),
             (Failure::Call(CallFailure::TlsFailed), "TLS_FAILED"),
+            (Failure::Call(CallFailure::SendDenied), "SEND_DENIED"),
         ];
         for (failure, text) in cases {
             assert_eq!(failure.to_string(), text);

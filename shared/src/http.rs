@@ -164,6 +164,10 @@ async fn dispatch(
             StatusCode::OK,
             &notifications::delivery_stats(app, caller, &id, query).await?,
         ),
+        Route::GetDestinationIdentity => json(
+            StatusCode::OK,
+            &subscriptions::destination_identity(app, caller),
+        ),
         // Served only where the runtime ingests over HTTP: see `ingest_event`.
         Route::IngestEvent => Err(route_not_found(Route::IngestEvent.endpoint().path())),
     }

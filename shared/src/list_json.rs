@@ -142,6 +142,17 @@ impl Writer {
             self.raw(b",\"rateLimit\":");
             self.int(limit);
         }
+        if let Some(d) = &s.destination {
+            self.raw(b",\"destination\":{\"type\":");
+            self.str(&d.kind);
+            self.raw(b",\"arn\":");
+            self.str(&d.arn);
+            self.raw(b",\"roleArn\":");
+            self.str(&d.role_arn);
+            self.raw(b",\"externalId\":");
+            self.str(&d.external_id);
+            self.raw(b"}");
+        }
         self.raw(b"}");
     }
 
@@ -195,7 +206,7 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Pageable, SubscriptionStatus};
+    use crate::model::{DestinationView, Pageable, SubscriptionStatus};
     use proptest::prelude::*;
 
     fn text() -> impl Strategy<Value = String> {
@@ -263,6 +274,7 @@ mod tests {
             (text(), any::<i64>(), status, text(), text(), text()),
             (health(), proptest::option::of(1u32..=1000)),
             any::<bool>(),
+            proptest::option::of((text(), text(), text(), text())),
         )
             .prop_map(
                 |(
@@ -271,6 +283,7 @@ mod tests {
                     rest,
                     (health, rate_limit),
                     ordered,
+                    destination,
                 )| {
                     let (expiration_time, expires_in, status, created, updated, org_id) = rest;
                     Subscription {
@@ -287,6 +300,14 @@ mod tests {
                         health,
                         ordered,
                         rate_limit,
+                        destination: destination.map(|(kind, arn, role_arn, external_id)| {
+                            DestinationView {
+                                kind,
+                                arn,
+                                role_arn,
+                                external_id,
+                            }
+                        }),
                     }
                 },
             )

@@ -30,6 +30,41 @@ pub struct SubscriptionRequest {
     /// other fields.
     #[serde(rename = "rateLimit", default)]
     pub rate_limit: Option<serde_json::Value>,
+    /// `destination` (an addition): an AWS destination instead of an HTTPS
+    /// callback (docs/decisions/destinations.md); its ARN becomes the `uri`.
+    #[serde(default)]
+    pub destination: Option<DestinationRequest>,
+}
+
+/// `destination` of a create: what to deliver into, through which role.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct DestinationRequest {
+    /// `type`: `sqs` or `eventbridge`.
+    #[serde(rename = "type", default)]
+    pub kind: Option<String>,
+    /// `arn`: the queue's or event bus's ARN.
+    #[serde(default)]
+    pub arn: Option<String>,
+    /// `roleArn`: the role, in the destination's account, the service assumes.
+    #[serde(rename = "roleArn", default)]
+    pub role_arn: Option<String>,
+}
+
+/// `destination` of an answer: where a destination subscription delivers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DestinationView {
+    /// `type`: `sqs` or `eventbridge`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `arn`: the queue's or event bus's ARN (also the subscription's `uri`).
+    pub arn: String,
+    /// `roleArn`: the role the service assumes.
+    #[serde(rename = "roleArn")]
+    pub role_arn: String,
+    /// `externalId`: the organization's external id, which the role's trust
+    /// policy must require.
+    #[serde(rename = "externalId")]
+    pub external_id: String,
 }
 
 /// Epoch milliseconds: a JSON integer, or a number without a fractional part
@@ -162,6 +197,10 @@ pub struct Subscription {
     /// absent when unlimited.
     #[serde(rename = "rateLimit", skip_serializing_if = "Option::is_none", default)]
     pub rate_limit: Option<u32>,
+    /// `destination` (an addition): the AWS destination; absent for an
+    /// HTTPS callback.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub destination: Option<DestinationView>,
 }
 
 /// A subscription's delivery health: its circuit breaker and the failures
@@ -203,6 +242,19 @@ pub struct LastFailure {
         default
     )]
     pub http_status: Option<u16>,
+}
+
+/// `GET /webhooksubscription/destination-identity`: what the role of an AWS
+/// destination must trust (docs/destinations.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DestinationIdentity {
+    /// `externalId`: the organization's external id (`sts:ExternalId`).
+    #[serde(rename = "externalId")]
+    pub external_id: String,
+    /// `accountId`: the service's AWS account, the role's trusted principal;
+    /// absent where the deployment does not say (`WEBHOOKS_AWS_ACCOUNT_ID`).
+    #[serde(rename = "accountId", skip_serializing_if = "Option::is_none", default)]
+    pub account_id: Option<String>,
 }
 
 /// `GET /webhooksubscription/{id}/secret`.

@@ -45,6 +45,9 @@ pub enum Endpoint {
     RecoverNotifications,
     /// `GET /webhooksubscription/{id}/stats`: delivery figures per hour.
     GetDeliveryStats,
+    /// `GET /webhooksubscription/destination-identity`: what a customer's role
+    /// for AWS destinations trusts (the organization's external id).
+    GetDestinationIdentity,
     /// `POST /events`: event ingestion over HTTP (`webhooks-local`; on AWS,
     /// events arrive on SQS and this is no function).
     IngestEvent,
@@ -53,7 +56,7 @@ pub enum Endpoint {
 impl Endpoint {
     /// Every endpoint, each once (checked against the exhaustive match in
     /// this module's tests).
-    pub const ALL: [Endpoint; 13] = [
+    pub const ALL: [Endpoint; 14] = [
         Endpoint::CreateSubscription,
         Endpoint::ListSubscriptions,
         Endpoint::GetSubscription,
@@ -66,6 +69,7 @@ impl Endpoint {
         Endpoint::ResendNotification,
         Endpoint::RecoverNotifications,
         Endpoint::GetDeliveryStats,
+        Endpoint::GetDestinationIdentity,
         Endpoint::IngestEvent,
     ];
 
@@ -78,7 +82,8 @@ impl Endpoint {
             | Endpoint::GetMessage
             | Endpoint::ListNotifications
             | Endpoint::GetNotification
-            | Endpoint::GetDeliveryStats => Method::GET,
+            | Endpoint::GetDeliveryStats
+            | Endpoint::GetDestinationIdentity => Method::GET,
             Endpoint::CreateSubscription
             | Endpoint::RotateSubscriptionSecret
             | Endpoint::ResendNotification
@@ -103,6 +108,7 @@ impl Endpoint {
             Endpoint::ResendNotification => "/webhooksubscription/{id}/notifications/{uuid}/resend",
             Endpoint::RecoverNotifications => "/webhooksubscription/{id}/recover",
             Endpoint::GetDeliveryStats => "/webhooksubscription/{id}/stats",
+            Endpoint::GetDestinationIdentity => "/webhooksubscription/destination-identity",
             Endpoint::IngestEvent => "/events",
         }
     }
@@ -130,6 +136,7 @@ impl Endpoint {
             Endpoint::ResendNotification => "resend_notification",
             Endpoint::RecoverNotifications => "recover_notifications",
             Endpoint::GetDeliveryStats => "get_delivery_stats",
+            Endpoint::GetDestinationIdentity => "get_destination_identity",
             Endpoint::IngestEvent => "ingest_event",
         }
     }
@@ -168,6 +175,8 @@ pub enum Route {
     RecoverNotifications(SubscriptionId),
     /// `GET /webhooksubscription/{id}/stats`.
     GetDeliveryStats(SubscriptionId),
+    /// `GET /webhooksubscription/destination-identity`.
+    GetDestinationIdentity,
     /// `POST /events`.
     IngestEvent,
 }
@@ -194,6 +203,7 @@ impl Route {
             Endpoint::ResendNotification => Route::ResendNotification(id()?.into(), id()?.into()),
             Endpoint::RecoverNotifications => Route::RecoverNotifications(id()?.into()),
             Endpoint::GetDeliveryStats => Route::GetDeliveryStats(id()?.into()),
+            Endpoint::GetDestinationIdentity => Route::GetDestinationIdentity,
             Endpoint::IngestEvent => Route::IngestEvent,
         })
     }
@@ -213,6 +223,7 @@ impl Route {
             Route::ResendNotification(..) => Endpoint::ResendNotification,
             Route::RecoverNotifications(_) => Endpoint::RecoverNotifications,
             Route::GetDeliveryStats(_) => Endpoint::GetDeliveryStats,
+            Route::GetDestinationIdentity => Endpoint::GetDestinationIdentity,
             Route::IngestEvent => Endpoint::IngestEvent,
         }
     }
@@ -361,7 +372,8 @@ mod tests {
             Endpoint::ResendNotification => 9,
             Endpoint::RecoverNotifications => 10,
             Endpoint::GetDeliveryStats => 11,
-            Endpoint::IngestEvent => 12,
+            Endpoint::GetDestinationIdentity => 12,
+            Endpoint::IngestEvent => 13,
         };
         for (i, e) in Endpoint::ALL.into_iter().enumerate() {
             assert_eq!(place(e), i, "{e:?}");
@@ -405,6 +417,11 @@ mod tests {
                 Ok(Route::GetMessage("m 1".into()))
             );
             assert_eq!(r(Method::POST, "/events"), Ok(Route::IngestEvent));
+            assert_eq!(
+                r(Method::GET, "/webhooksubscription/destination-identity"),
+                Ok(Route::GetDestinationIdentity),
+                "the literal beats the subscription id"
+            );
             assert_eq!(
                 r(
                     Method::POST,

@@ -99,16 +99,30 @@ impl Services {
                     })?;
                 }
                 let db = Arc::new(SqliteDb::open(&path)?.with_clock(clock.clone()));
+                #[cfg(feature = "aws")]
+                let destinations = {
+                    // AWS destinations with the credentials of the environment.
+                    let sdk = crate::aws::sdk_config_with(
+                        &config.aws_calls.api,
+                        crate::aws::Roots::System,
+                    )
+                    .await;
+                    aws::destinations(&sdk)
+                };
                 let released = db.release_leases().await?;
                 if released > 0 {
                     tracing::info!(released, "resuming deliveries left in flight");
                 }
+                #[allow(unused_mut)]
+                let mut app = App::new(config, db.clone())
+                    .with_clock(clock)
+                    .with_ordered_delivery();
+                #[cfg(feature = "aws")]
+                {
+                    app.destinations = destinations;
+                }
                 Ok(Services {
-                    app: Arc::new(
-                        App::new(config, db.clone())
-                            .with_clock(clock)
-                            .with_ordered_delivery(),
-                    ),
+                    app: Arc::new(app),
                     outbox: db.clone(),
                     queue: db,
                     ordered_queue: None,
@@ -126,6 +140,7 @@ impl Services {
                     .with_parking(store.clone());
                 let mut app = App::new(config, store.clone()).with_clock(clock);
                 app.ordered_delivery = queue.keeps_order();
+                app.destinations = aws::destinations(&sdk);
                 let ordered_queue = queue
                     .ordered_poller()
                     .map(|q| Arc::new(q) as Arc<dyn DeliveryQueue>);
@@ -317,10 +332,34 @@ pub mod aws {
 
     /// What an API function needs: the app on the DynamoDB store.
     pub async fn api_app(config: Config) -> Result<App, OpenError> {
-        let tables = Tables::required(&config)?;
         let sdk =
             crate::aws::sdk_config_with(&config.aws_calls.api, crate::aws::Roots::Amazon).await;
-        let store = DynamoStore::configured(&sdk, tables, &config);
+        api_app_on(config, &sdk)
+    }
+
+    /// [`api_app`] with the AWS destinations' sender, for `create-subscription`
+    /// (which validates destinations): the other API functions do not link
+    /// the STS and EventBridge clients (their zips stay smaller).
+    pub async fn api_app_with_destinations(config: Config) -> Result<App, OpenError> {
+        let sdk =
+            crate::aws::sdk_config_with(&config.aws_calls.api, crate::aws::Roots::Amazon).await;
+        let mut app = api_app_on(config, &sdk)?;
+        app.destinations = destinations(&sdk);
+        Ok(app)
+    }
+
+    /// The AWS destinations' sender on `sdk` (its STS client built on first
+    /// use); none without a region.
+    pub fn destinations(
+        sdk: &aws_config::SdkConfig,
+    ) -> Option<Arc<dyn crate::callback::destination::Destinations>> {
+        crate::aws::destination::AwsDestinations::new(sdk)
+            .map(|d| Arc::new(d) as Arc<dyn crate::callback::destination::Destinations>)
+    }
+
+    fn api_app_on(config: Config, sdk: &aws_config::SdkConfig) -> Result<App, OpenError> {
+        let tables = Tables::required(&config)?;
+        let store = DynamoStore::configured(sdk, tables, &config);
         // `ordered` is accepted where the stack has the FIFO queue (its URL
         // is all the API functions are given of it).
         let ordered = config.ordered_queue_url.is_some();
@@ -377,6 +416,7 @@ pub mod aws {
         let queue = with_ordered(queue, &ordered_of(&config));
         let mut app = App::new(config, store.clone());
         app.ordered_delivery = queue.keeps_order();
+        app.destinations = destinations(&sdk);
         Ok(QueueFunctions {
             outbox: AwsOutbox::new(store, queue.clone(), app.clock.clone()),
             app,

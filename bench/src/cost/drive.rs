@@ -35,6 +35,8 @@ pub struct Phase {
     pub operations: u64,
     /// Notifications delivered (event phases), else 0.
     pub notifications: u64,
+    /// Event phases: first event sent → last notification received, s (else 0).
+    pub seconds: f64,
     pub tally: Tally,
 }
 
@@ -43,6 +45,8 @@ struct Proxies {
     sqs: Proxy,
     /// The events queue's producer and event source mapping.
     events: Proxy,
+    /// STS and EventBridge: the AWS destinations' role and bus.
+    destination: Proxy,
 }
 
 /// Tally keys of the events queue's requests (`sqs-events:SendMessageBatch`).
@@ -56,6 +60,7 @@ impl Proxies {
             let action = k.strip_prefix("sqs:").unwrap_or(&k);
             (format!("{EVENTS_QUEUE}{action}"), c)
         }));
+        all.extend(self.destination.tally());
         all
     }
 
@@ -87,6 +92,8 @@ fn start_service(
         .arg(data.join("data"))
         .env("AWS_ENDPOINT_URL_DYNAMODB", proxies.dynamodb.url())
         .env("AWS_ENDPOINT_URL_SQS", proxies.sqs.url())
+        .env("AWS_ENDPOINT_URL_STS", proxies.destination.url())
+        .env("AWS_ENDPOINT_URL_EVENTBRIDGE", proxies.destination.url())
         .env(
             "WEBHOOKS_SUBSCRIPTIONS_TABLE",
             format!("{prefix}-subscriptions"),
@@ -104,8 +111,8 @@ fn start_service(
 
 /// Waits until the receiver has `expected` notifications and the service
 /// has made no DynamoDB call for a second (the last history updates), and
-/// takes them.
-async fn settle(receiver: &Receiver, expected: u64, proxies: &Proxies) -> Result<(), String> {
+/// takes them; when the last one arrived.
+async fn settle(receiver: &Receiver, expected: u64, proxies: &Proxies) -> Result<Instant, String> {
     let limit = Duration::from_secs(300);
     let deadline = Instant::now() + limit;
     while receiver.count() < expected {
@@ -116,11 +123,12 @@ async fn settle(receiver: &Receiver, expected: u64, proxies: &Proxies) -> Result
                 limit.as_secs()
             ));
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    let arrived = Instant::now();
     quiet(proxies, deadline).await;
     receiver.take();
-    Ok(())
+    Ok(arrived)
 }
 
 /// Until the service has made no DynamoDB call for a second, or `deadline`.
@@ -147,6 +155,8 @@ pub async fn run(s: &Settings) -> Result<(Vec<Phase>, Vec<Backlog>), String> {
         dynamodb: Proxy::start(Service::DynamoDb, &upstream("AWS_ENDPOINT_URL_DYNAMODB")?).await?,
         sqs: Proxy::start(Service::Sqs, &upstream("AWS_ENDPOINT_URL_SQS")?).await?,
         events: Proxy::start(Service::Sqs, &upstream("AWS_ENDPOINT_URL_SQS")?).await?,
+        // moto serves STS and EventBridge on SQS's endpoint.
+        destination: Proxy::start(Service::Destination, &upstream("AWS_ENDPOINT_URL_SQS")?).await?,
     };
     let data = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (key, secret) = (format!("bench-{}", random_hex()), random_hex());
@@ -177,19 +187,21 @@ pub async fn run(s: &Settings) -> Result<(Vec<Phase>, Vec<Backlog>), String> {
     let api = Api::new(format!("http://{}/prod", service.addr), &key, &token, 4);
     let n = s.cost_operations.max(1);
     let mut phases = Vec::new();
-    let mut record = |name: &str, before: &Tally, operations: u64, notifications: u64| {
-        let phase = Phase {
-            name: name.to_owned(),
-            operations,
-            notifications,
-            tally: tally_since(&proxies.tally(), before),
+    let mut record =
+        |name: &str, before: &Tally, operations: u64, notifications: u64, seconds: f64| {
+            let phase = Phase {
+                name: name.to_owned(),
+                operations,
+                notifications,
+                seconds,
+                tally: tally_since(&proxies.tally(), before),
+            };
+            println!(
+                "  {name}: {operations} operations, {} DynamoDB/SQS actions",
+                phase.tally.len()
+            );
+            phases.push(phase);
         };
-        println!(
-            "  {name}: {operations} operations, {} DynamoDB/SQS actions",
-            phase.tally.len()
-        );
-        phases.push(phase);
-    };
 
     // The ten subscriptions of the fan-out-10 events, outside any phase.
     let ten = inbound_filter(ORG, "ten");
@@ -207,23 +219,107 @@ pub async fn run(s: &Settings) -> Result<(Vec<Phase>, Vec<Backlog>), String> {
                 .await?,
         );
     }
-    record("create subscription", &before, n, 0);
+    record("create subscription", &before, n, 0, 0.0);
 
     let before = proxies.tally();
     let bodies: Vec<String> = (0..n)
         .map(|i| event_body(ORG, "dep-0", &format!("e1-{i}"), &format!("m-{i}")))
         .collect();
+    let started = Instant::now();
     pipeline.ingest(&bodies).await?;
-    settle(&receiver, n, &proxies).await?;
-    record("event, fan-out 1", &before, n, n);
+    let arrived = settle(&receiver, n, &proxies).await?;
+    record(
+        "event, fan-out 1",
+        &before,
+        n,
+        n,
+        (arrived - started).as_secs_f64(),
+    );
 
     let before = proxies.tally();
     let bodies: Vec<String> = (0..n)
         .map(|i| event_body(ORG, "ten", &format!("e10-{i}"), &format!("m10-{i}")))
         .collect();
+    let started = Instant::now();
     pipeline.ingest(&bodies).await?;
-    settle(&receiver, n * 10, &proxies).await?;
-    record("event, fan-out 10", &before, n, n * 10);
+    let arrived = settle(&receiver, n * 10, &proxies).await?;
+    record(
+        "event, fan-out 10",
+        &before,
+        n,
+        n * 10,
+        (arrived - started).as_secs_f64(),
+    );
+
+    // Issue 38: the same event at fan-out 1 into an AWS destination of a
+    // customer account in moto (docs/destinations.md), each subscription
+    // validated outside the phase.
+    let customer = testkit::customer::Customer::new();
+    let external = webhook_core::callback::destination::external_id("webhooks", &ORG.into());
+    let (queue, bus, copy, role) = (
+        format!("{prefix}-orders"),
+        format!("{prefix}-bus"),
+        format!("{prefix}-copy"),
+        format!("{prefix}-role"),
+    );
+    customer.create_queue(&queue).await;
+    customer.bus(&bus, &copy).await;
+    customer.role(&role, &external, &[&queue], &[&bus]).await;
+    let role_arn = testkit::customer::Customer::role_arn(&role);
+    for (kind, label, arn, read) in [
+        (
+            "sqs",
+            "an SQS queue",
+            testkit::customer::Customer::queue_arn(&queue),
+            &queue,
+        ),
+        (
+            "eventbridge",
+            "an EventBridge bus",
+            testkit::customer::Customer::bus_arn(&bus),
+            &copy,
+        ),
+    ] {
+        let department = format!("dest-{kind}");
+        let body = serde_json::json!({
+            "destination": {"type": kind, "arn": arn, "roleArn": role_arn},
+            "eventFilters": [inbound_filter(ORG, &department)],
+            "expiresDateInMillies": 0,
+        });
+        api.post("/webhooksubscription", body.to_string(), StatusCode::OK)
+            .await?;
+        customer.wait_for(read, 1).await; // the validation message
+        let before = proxies.tally();
+        let bodies: Vec<String> = (0..n)
+            .map(|i| {
+                event_body(
+                    ORG,
+                    &department,
+                    &format!("e-{kind}-{i}"),
+                    &format!("m-{kind}-{i}"),
+                )
+            })
+            .collect();
+        let started = Instant::now();
+        pipeline.ingest(&bodies).await?;
+        let mut got = 0;
+        let deadline = Instant::now() + Duration::from_secs(300);
+        while got < n {
+            got += customer.receive(read).await.len() as u64;
+            if Instant::now() > deadline {
+                return Err(format!("{got} of {n} notifications in {read} after 300 s"));
+            }
+        }
+        let seconds = started.elapsed().as_secs_f64();
+        quiet(&proxies, deadline).await;
+        record(
+            &format!("event to {label}, fan-out 1"),
+            &before,
+            n,
+            n,
+            seconds,
+        );
+    }
 
     let before = proxies.tally();
     for i in 0..n {
@@ -231,14 +327,14 @@ pub async fn run(s: &Settings) -> Result<(Vec<Phase>, Vec<Backlog>), String> {
         api.get(&format!("/webhooksubscription/{id}"), StatusCode::OK)
             .await?;
     }
-    record("get subscription", &before, n, 0);
+    record("get subscription", &before, n, 0, 0.0);
 
     let before = proxies.tally();
     for i in 0..n {
         api.get(&format!("/message/getmessagebyid/m-{i}"), StatusCode::OK)
             .await?;
     }
-    record("get message", &before, n, 0);
+    record("get message", &before, n, 0, 0.0);
 
     let before = proxies.tally();
     for _ in 0..n {
@@ -250,6 +346,7 @@ pub async fn run(s: &Settings) -> Result<(Vec<Phase>, Vec<Backlog>), String> {
         &before,
         n,
         0,
+        0.0,
     );
     // Issue 36: a backlog for one slow subscription, its SQS requests per
     // notification (deferrals over the cap are re-sent messages).

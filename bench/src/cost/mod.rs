@@ -265,7 +265,7 @@ pub fn sections(cost: &CostResults) -> Vec<Section> {
                 units(c.requests as f64 / per),
                 units(c.read_units / per),
                 units(c.write_units / per),
-                match action.starts_with("sqs") {
+                match action.starts_with("sqs") || action.starts_with(proxy::DESTINATION_SQS) {
                     true => units(c.billed_requests as f64 / per),
                     false => String::new(),
                 },
@@ -316,6 +316,52 @@ pub fn sections(cost: &CostResults) -> Vec<Section> {
         .map(|(f, ms)| format!("{f} {ms:.3} ms"))
         .collect::<Vec<_>>()
         .join(", ");
+    let mut destinations = Table::new([
+        left("notification to"),
+        right("notifications/s"),
+        right("× HTTPS callback"),
+        right("customer's requests per notification"),
+        right("customer's $ per 1,000,000"),
+        right("AssumeRole per notification"),
+    ]);
+    let rate = |p: &drive::Phase| p.notifications as f64 / p.seconds.max(1e-9);
+    let http = cost.phases.iter().find(|p| p.name == "event, fan-out 1");
+    if let Some(http) = http {
+        destinations.row([
+            "an HTTPS callback (event, fan-out 1)".to_owned(),
+            format!("{:.0}", rate(http)),
+            "1.00".to_owned(),
+            "—".to_owned(),
+            "—".to_owned(),
+            "—".to_owned(),
+        ]);
+    }
+    for phase in cost
+        .phases
+        .iter()
+        .filter(|p| p.name.starts_with("event to "))
+    {
+        let per = phase.notifications.max(1) as f64;
+        let count =
+            |key: &str, f: fn(&proxy::Counts) -> f64| phase.tally.get(key).map_or(0.0, f) / per;
+        let sqs = count(&format!("{}SendMessage", proxy::DESTINATION_SQS), |c| {
+            c.billed_requests as f64
+        });
+        let events = count("destination:PutEvents", |c| c.entries as f64);
+        let price = prices::US_EAST_1;
+        destinations.row([
+            phase
+                .name
+                .trim_start_matches("event to ")
+                .trim_end_matches(", fan-out 1")
+                .to_owned(),
+            format!("{:.0}", rate(phase)),
+            http.map_or(String::new(), |h| format!("{:.2}", rate(phase) / rate(h))),
+            units(sqs + events),
+            dollars((sqs * price.sqs_request + events * price.eventbridge_event) * 1e6),
+            units(count("destination:AssumeRole", |c| c.requests as f64)),
+        ]);
+    }
     vec![
         Section::table("AWS cost per 1,000,000 operations", totals).with_intro(format!(
             "Prices: on-demand, {}, as listed on {}; data transfer and free tiers excluded. \
@@ -330,6 +376,17 @@ pub fn sections(cost: &CostResults) -> Vec<Section> {
              producer's sends, the event source mapping's receives and deletes). \
              webhooks-local polls the delivery queue itself (ReceiveMessage, DeleteMessage one \
              by one); the priced model counts the event source mapping's batches instead.",
+        ),
+        Section::table(
+            "AWS destinations (issue 38): the customer's side, and throughput",
+            destinations,
+        )
+        .with_intro(
+            "The same event at fan-out 1, delivered by webhooks-local --backend aws into a \
+             customer account's SQS queue or EventBridge bus in moto (docs/destinations.md) \
+             beside an HTTPS callback on loopback; the service's own units and price are the \
+             phases' rows above. Notifications/s: first event sent to the events queue → last \
+             notification received, moto-bound (not AWS's rates).",
         ),
         Section::list("AWS cost: prices used", prices::sources()),
     ]

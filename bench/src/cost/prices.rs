@@ -26,6 +26,8 @@ pub struct Prices {
     pub api_request: f64,
     /// API Gateway HTTP API (the `ApiType=http` option), $ per request.
     pub http_api_request: f64,
+    /// EventBridge custom events put on a bus, $ per event (each 64 KB chunk is one).
+    pub eventbridge_event: f64,
 }
 
 /// The date the prices were read.
@@ -40,6 +42,7 @@ pub const US_EAST_1: Prices = Prices {
     lambda_gb_second: 0.000_013_333_4,
     api_request: 3.50 / 1e6,
     http_api_request: 1.00 / 1e6,
+    eventbridge_event: 1.00 / 1e6,
 };
 
 /// Where each price comes from, for the report.
@@ -67,6 +70,10 @@ pub fn sources() -> Vec<String> {
         format!(
             "API Gateway HTTP API: ${:.2} per million requests (of up to 512 KB), first 300 million a month (Amazon API Gateway pricing page, {REGION}, {DATE})",
             p.http_api_request * 1e6
+        ),
+        format!(
+            "EventBridge custom events: ${:.2} per million, a 64 KB chunk = 1 event (Amazon EventBridge pricing page, {REGION}, {DATE}); STS AssumeRole: no charge",
+            p.eventbridge_event * 1e6
         ),
     ]
 }

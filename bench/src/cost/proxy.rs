@@ -103,6 +103,8 @@ pub fn tally_since(now: &Tally, before: &Tally) -> Tally {
 pub enum Service {
     DynamoDb,
     Sqs,
+    /// STS and EventBridge (AWS destinations): each request counted by its action.
+    Destination,
 }
 
 impl Service {
@@ -110,6 +112,7 @@ impl Service {
         match self {
             Service::DynamoDb => "dynamodb",
             Service::Sqs => "sqs",
+            Service::Destination => "destination",
         }
     }
 }
@@ -191,8 +194,13 @@ async fn relay(inner: &Inner, request: Request) -> Result<Response<Body>, String
             let body = with_consumed_capacity(&action, &body).unwrap_or_else(|| body.to_vec());
             (action, body)
         }
-        Service::Sqs => (sqs_action(target.as_deref(), &body), body.to_vec()),
+        Service::Sqs | Service::Destination => {
+            (sqs_action(target.as_deref(), &body), body.to_vec())
+        }
     };
+    // A send into a customer's queue (an AWS destination), apart from the service's own.
+    let customer = inner.service == Service::Sqs
+        && String::from_utf8_lossy(&body).contains(&format!("/{}/", testkit::customer::ACCOUNT));
     let url = format!(
         "{}{}",
         inner.upstream,
@@ -206,7 +214,7 @@ async fn relay(inner: &Inner, request: Request) -> Result<Response<Body>, String
     }
     let request_len = body.len();
     let sent_entries = match inner.service {
-        Service::Sqs => sqs_entries(&action, &body),
+        Service::Sqs | Service::Destination => sqs_entries(&action, &body),
         Service::DynamoDb => dynamodb_entries(&action, &body),
     };
     let answer = upstream
@@ -231,6 +239,7 @@ async fn relay(inner: &Inner, request: Request) -> Result<Response<Body>, String
             (counts.read_units, counts.write_units) =
                 transaction_floor(&action, sent_entries, read, write);
         }
+        Service::Destination => {}
         Service::Sqs => {
             counts.billed_requests = sqs_billed(request_len.max(answer_body.len()));
             if action == "ReceiveMessage" {
@@ -242,7 +251,10 @@ async fn relay(inner: &Inner, request: Request) -> Result<Response<Body>, String
         .tally
         .lock()
         .expect("not poisoned")
-        .entry(format!("{}:{action}", inner.service.name()))
+        .entry(match customer {
+            true => format!("{DESTINATION_SQS}{action}"),
+            false => format!("{}:{action}", inner.service.name()),
+        })
         .or_default()
         .add(&counts);
 
@@ -259,6 +271,9 @@ async fn relay(inner: &Inner, request: Request) -> Result<Response<Body>, String
         .body(Body::from(answer_body))
         .map_err(|e| e.to_string())
 }
+
+/// Tally keys of the sends into a customer's queue (`destination-sqs:SendMessage`).
+pub const DESTINATION_SQS: &str = "destination-sqs:";
 
 /// The action of a JSON-protocol request: `DynamoDB_20120810.PutItem` → `PutItem`.
 fn target_action(target: Option<&str>) -> String {

@@ -7,8 +7,9 @@ use webhook_core::lambda::{self, Endpoint};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda::init_tracing();
-    let app = lambda::app_from_env().await?;
-    app.callbacks.warm_up(); // the handshake calls the callback
+    // The handshake calls the callback; a destination's validation, AWS.
+    let app = lambda::app_with_destinations_from_env().await?;
+    app.callbacks.warm_up();
     run(service_fn(|request| {
         lambda::handle(&app, Endpoint::CreateSubscription, request)
     }))

@@ -20,6 +20,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const BIN = need('WEBHOOKS_LOCAL_BIN');
+// moto (scripts/emulators.sh): the customer's account of the AWS destination test.
+const MOTO = need('AWS_ENDPOINT_URL_SQS');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const SHOTS = process.env.SCREENSHOTS || 'target/console-screenshots';
 const require = createRequire(join(need('PLAYWRIGHT_DIR'), 'node_modules', '/'));
@@ -248,6 +250,12 @@ before(async () => {
     WEBHOOKS_JWT_JWKS_URL: '',
     WEBHOOKS_CONSOLE_OAUTH_DOMAIN: '',
     WEBHOOKS_CONSOLE_OAUTH_CLIENT_ID: '',
+    // AWS destinations: moto's STS, SQS and EventBridge, with the environment's credentials.
+    AWS_ENDPOINT_URL_STS: MOTO,
+    AWS_ENDPOINT_URL_EVENTBRIDGE: MOTO,
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'test',
+    AWS_SECRET_ACCESS_KEY: 'test',
   }, /Console \(signed in\): +\S+\n/);
   const banner = server.output();
   base = /listening on (\S+)/.exec(banner)[1];
@@ -439,6 +447,68 @@ test('an ordered subscription says so on its card', async () => {
   assert.equal(await plain.locator('dd.ordered').count(), 0);
   await card.scrollIntoViewIfNeeded();
   await shot('ordered-subscription');
+});
+
+/** A call into the customer's AWS account (222222222222) in moto, as its owner. */
+async function customer(service, { target, form, json }) {
+  const headers = {
+    authorization: `AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/${service}/aws4_request, SignedHeaders=host, Signature=0`,
+    'x-moto-account-id': '222222222222',
+  };
+  if (target) {
+    headers['x-amz-target'] = target;
+    headers['content-type'] = 'application/x-amz-json-1.0';
+  } else {
+    headers['content-type'] = 'application/x-www-form-urlencoded';
+  }
+  const response = await fetch(MOTO, { method: 'POST', headers, body: target ? JSON.stringify(json) : new URLSearchParams(form).toString() });
+  const text = await response.text();
+  assert.ok(response.ok, `${service} ${target || form.Action}: ${response.status} ${text}`);
+  return text;
+}
+
+test('an SQS destination: the refusal names the external id, the role is made with it, then it is created and shown', async () => {
+  const suffix = `${process.pid}-${Date.now()}`;
+  const queue = `console-orders-${suffix}`;
+  const queueArn = `arn:aws:sqs:us-east-1:222222222222:${queue}`;
+  const roleName = `console-role-${suffix}`;
+  const roleArn = `arn:aws:iam::222222222222:role/${roleName}`;
+  await customer('sqs', { target: 'AmazonSQS.CreateQueue', json: { QueueName: queue } });
+  await page.getByRole('button', { name: 'New subscription' }).click();
+  await page.getByLabel('Deliver to').selectOption('sqs');
+  assert.equal(await page.getByLabel('Callback URI').isVisible(), false);
+  // What the role must trust, before anything is created.
+  const shown = await page.locator('form.create code.external-id').innerText();
+  assert.match(shown, /^webhooks-[0-9a-f-]{36}$/);
+  await page.getByLabel('Queue or bus ARN').fill(queueArn);
+  await page.getByLabel('Role ARN').fill(roleArn);
+  await page.getByRole('button', { name: 'Create subscription' }).click();
+  // No such role yet: refused in words, the detail naming this organization's external id.
+  const refusal = page.getByRole('alert').filter({ hasText: 'Validation failed: the role could not be assumed' });
+  await refusal.waitFor();
+  await refusal.getByText('ROLE_NOT_ASSUMABLE').waitFor();
+  const externalId = /webhooks-[0-9a-f-]{36}/.exec(await refusal.innerText())[0];
+  assert.equal(externalId, shown, 'the refusal names the id the form showed');
+  await shot('destination-refused');
+  // The customer makes the role (docs/destinations.md), trusting that id only.
+  const trust = { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Principal: { AWS: 'arn:aws:iam::123456789012:root' },
+    Action: 'sts:AssumeRole', Condition: { StringEquals: { 'sts:ExternalId': externalId } } }] };
+  await customer('iam', { form: { Action: 'CreateRole', Version: '2010-05-08', RoleName: roleName, AssumeRolePolicyDocument: JSON.stringify(trust) } });
+  const policy = { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: 'sqs:SendMessage', Resource: queueArn }] };
+  await customer('iam', { form: { Action: 'PutRolePolicy', Version: '2010-05-08', RoleName: roleName, PolicyName: 'send', PolicyDocument: JSON.stringify(policy) } });
+  await page.getByRole('button', { name: 'Create subscription' }).click();
+  const card = page.locator('li.subscription').filter({ hasText: queueArn });
+  await card.waitFor();
+  assert.equal(await card.locator('dd.destination').innerText(), 'SQS queue');
+  assert.equal(await card.locator('code.role-arn').innerText(), roleArn);
+  assert.equal(await card.locator('code.external-id').innerText(), externalId);
+  await card.getByText('ACTIVE', { exact: true }).waitFor();
+  // The validation message is in the customer's queue.
+  const received = JSON.parse(await customer('sqs', { target: 'AmazonSQS.ReceiveMessage',
+    json: { QueueUrl: `${MOTO}/222222222222/${queue}`, MessageAttributeNames: ['All'] } }));
+  assert.equal(JSON.parse(received.Messages[0].Body).type, 'webhooks.destination.validation');
+  await card.scrollIntoViewIfNeeded();
+  await shot('destination-subscription');
 });
 
 test('sign out: nothing of the session is left', async () => {

@@ -9,6 +9,7 @@ mod common;
 
 mod console;
 mod delivery;
+mod destinations;
 mod faults;
 mod history;
 mod isolation;

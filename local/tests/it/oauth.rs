@@ -263,6 +263,9 @@ fn endpoints(id: &str) -> Vec<(Method, String, Option<Value>, &'static str)> {
                     Some(json!({"since": 0})),
                 ),
                 Endpoint::GetDeliveryStats => (format!("/webhooksubscription/{id}/stats"), None),
+                Endpoint::GetDestinationIdentity => {
+                    ("/webhooksubscription/destination-identity".into(), None)
+                }
                 Endpoint::IngestEvent => (
                     "/events".into(),
                     Some(json!({"type": "contact.created", "organizationId": "org-1",

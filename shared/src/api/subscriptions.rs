@@ -8,15 +8,16 @@ use http::StatusCode;
 use super::problem::store_problem;
 use crate::app::App;
 use crate::auth::Caller;
-use crate::callback::UriProblem;
+use crate::callback::destination::{external_id, Destination, DestinationKind, DestinationProblem};
+use crate::callback::{CallbackTarget, UriProblem};
 use crate::clock::iso_millis;
 use crate::error::{ApiError, ErrorCode, FieldError};
-use crate::failure::Failure;
+use crate::failure::{CallFailure, Failure};
 use crate::filter::EventFilter;
 use crate::ids::SubscriptionId;
 use crate::model::{
-    DisabledFilter, LastFailure, Page, SigningSecret, Subscription, SubscriptionHealth,
-    SubscriptionRequest,
+    DestinationIdentity, DestinationRequest, DestinationView, DisabledFilter, LastFailure, Page,
+    SigningSecret, Subscription, SubscriptionHealth, SubscriptionRequest,
 };
 use crate::page::PageRequest;
 use crate::secret;
@@ -36,16 +37,9 @@ pub async fn create_subscription(
 ) -> Result<Subscription, ApiError> {
     let now = app.now_ms();
     let valid = validate(app, caller, request, now)?;
-    let target = match app.callbacks.policy.check_uri(&valid.uri) {
-        Ok(target) => target,
-        Err(UriProblem::Invalid(m)) => return Err(ApiError::field("uri", m)),
-        Err(UriProblem::Forbidden(ip)) => {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                ErrorCode::AddressForbidden,
-                format!("callbacks to {ip} are not allowed (private, loopback, link-local or reserved address)"),
-            ))
-        }
+    let callback = match &valid.target {
+        Target::Callback => Some(check_callback(app, &valid.uri)?),
+        Target::Destination(_) => None,
     };
     if valid.enabled.is_empty() {
         return Err(ApiError::new(
@@ -57,14 +51,10 @@ pub async fn create_subscription(
             ),
         ));
     }
-    let token = secret::validation_token();
-    // Bounded by its own timeout, outside the request's deadline.
-    let handshake = app
-        .callbacks
-        .handshake(&target, &token, app.config.handshake_timeout);
-    if let Err(e) = crate::deadline::excluded(handshake).await {
-        tracing::info!(org_id = %caller.org_id, code = e.code().as_str(), "callback validation failed");
-        return Err(e.into());
+    match (callback, &valid.target) {
+        (Some(target), _) => callback_handshake(app, caller, &target).await?,
+        (None, Target::Destination(d)) => destination_validation(app, caller, d).await?,
+        (None, Target::Callback) => {}
     }
     let upsert = Upsert {
         org_id: caller.org_id.clone(),
@@ -79,6 +69,10 @@ pub async fn create_subscription(
         max_per_org: app.config.max_subscriptions_per_org,
         ordered: valid.ordered,
         rate_limit: valid.rate_limit,
+        role_arn: match valid.target {
+            Target::Callback => None,
+            Target::Destination(d) => Some(d.role_arn),
+        },
     };
     let (stored, created) = app
         .store
@@ -86,11 +80,116 @@ pub async fn create_subscription(
         .await
         .map_err(store_problem)?;
     tracing::info!(org_id = %caller.org_id, subscription_id = %stored.id, created, "subscription saved");
-    Ok(render(&stored, app.now_ms()))
+    Ok(render(
+        &stored,
+        app.now_ms(),
+        &app.config.external_id_prefix,
+    ))
+}
+
+/// An HTTPS callback's `uri` under the address policy.
+fn check_callback(app: &App, uri: &str) -> Result<CallbackTarget, ApiError> {
+    match app.callbacks.policy.check_uri(uri) {
+        Ok(target) => Ok(target),
+        Err(UriProblem::Invalid(m)) => Err(ApiError::field("uri", m)),
+        Err(UriProblem::Forbidden(ip)) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::AddressForbidden,
+            format!("callbacks to {ip} are not allowed (private, loopback, link-local or reserved address)"),
+        )),
+    }
+}
+
+/// The handshake with an HTTPS callback.
+async fn callback_handshake(
+    app: &App,
+    caller: &Caller,
+    target: &CallbackTarget,
+) -> Result<(), ApiError> {
+    let token = secret::validation_token();
+    // Bounded by its own timeout, outside the request's deadline.
+    let handshake = app
+        .callbacks
+        .handshake(target, &token, app.config.handshake_timeout);
+    if let Err(e) = crate::deadline::excluded(handshake).await {
+        tracing::info!(org_id = %caller.org_id, code = e.code().as_str(), "callback validation failed");
+        return Err(e.into());
+    }
+    Ok(())
+}
+
+/// The validation of an AWS destination: assume its role with the
+/// organization's external id, then send a validation message
+/// (docs/decisions/destinations.md).
+async fn destination_validation(
+    app: &App,
+    caller: &Caller,
+    destination: &Destination,
+) -> Result<(), ApiError> {
+    let Some(sender) = &app.destinations else {
+        return Err(unavailable_destinations());
+    };
+    let external_id = external_id(&app.config.external_id_prefix, &caller.org_id);
+    let token = secret::validation_token();
+    let validation = sender.validate(
+        destination,
+        &external_id,
+        &token,
+        &caller.org_id,
+        app.config.handshake_timeout,
+    );
+    match crate::deadline::excluded(validation).await {
+        Ok(()) => Ok(()),
+        Err(failure) => {
+            tracing::info!(org_id = %caller.org_id, code = failure.code().as_str(), "destination validation failed");
+            Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                failure.code(),
+                validation_detail(failure, destination, &external_id),
+            ))
+        }
+    }
+}
+
+/// Why a destination's validation failed, for a person.
+fn validation_detail(failure: CallFailure, d: &Destination, external_id: &str) -> String {
+    match failure {
+        CallFailure::RoleNotAssumable => format!(
+            "the role {} could not be assumed: it does not exist, does not trust this service, \
+             or its trust policy requires another external id than this organization's, {external_id} \
+             (docs/destinations.md)",
+            d.role_arn
+        ),
+        CallFailure::DestinationNotFound => format!("{} does not exist", d.arn),
+        CallFailure::SendDenied => format!(
+            "the role {} may not send to {} (sqs:SendMessage or events:PutEvents)",
+            d.role_arn, d.arn
+        ),
+        CallFailure::DestinationThrottled => "AWS throttled the validation message; try again".to_owned(),
+        CallFailure::DestinationError => "AWS failed to take the validation message; try again".to_owned(),
+        CallFailure::Timeout => "AWS did not answer in time".to_owned(),
+        other => format!("the validation message could not be sent: {}", other.code().as_str()),
+    }
+}
+
+fn unavailable_destinations() -> ApiError {
+    ApiError::field(
+        "destination",
+        "AWS destinations are not available on this deployment (no AWS SDK in this runtime)",
+    )
+}
+
+/// What a subscription delivers to.
+enum Target {
+    /// An HTTPS callback: `uri`.
+    Callback,
+    /// An AWS destination, whose ARN is the `uri`.
+    Destination(Destination),
 }
 
 struct Valid {
     uri: String,
+    target: Target,
     enabled: Vec<String>,
     disabled: Vec<DisabledEntry>,
     expires_at: i64,
@@ -105,12 +204,24 @@ fn validate(
     now: i64,
 ) -> Result<Valid, ApiError> {
     let mut errors = Vec::new();
-    let uri = match request.uri {
-        Some(uri) if !uri.trim().is_empty() => uri.trim().to_owned(),
-        _ => {
-            errors.push(FieldError::new("uri", "is required"));
-            String::new()
-        }
+    let uri = request
+        .uri
+        .as_deref()
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .map(str::to_owned);
+    let (uri, target) = match request.destination {
+        None => match uri {
+            Some(uri) => (uri, Target::Callback),
+            None => {
+                errors.push(FieldError::new("uri", "is required"));
+                (String::new(), Target::Callback)
+            }
+        },
+        Some(d) => match destination(app, d, uri.as_deref(), &mut errors)? {
+            Some(d) => (d.arn.clone(), Target::Destination(d)),
+            None => (String::new(), Target::Callback),
+        },
     };
     let mut enabled = Vec::new();
     let mut disabled = Vec::new();
@@ -187,12 +298,76 @@ fn validate(
     }
     Ok(Valid {
         uri,
+        target,
         enabled,
         disabled,
         expires_at,
         ordered: request.ordered,
         rate_limit,
     })
+}
+
+/// `destination`: its fields checked (field errors in `errors`), then its
+/// ARNs against the service's partition and region (`DESTINATION_FORBIDDEN`).
+/// `uri`, when given too, must be the destination's ARN.
+fn destination(
+    app: &App,
+    d: DestinationRequest,
+    uri: Option<&str>,
+    errors: &mut Vec<FieldError>,
+) -> Result<Option<Destination>, ApiError> {
+    let kind = match d.kind.as_deref() {
+        None => {
+            errors.push(FieldError::new("destination.type", "is required"));
+            None
+        }
+        Some(k) => match DestinationKind::parse(k) {
+            Some(kind) => Some(kind),
+            None => {
+                errors.push(FieldError::new(
+                    "destination.type",
+                    "must be sqs or eventbridge",
+                ));
+                None
+            }
+        },
+    };
+    let mut required = |field: &str, value: Option<String>| match value {
+        Some(v) if !v.trim().is_empty() => Some(v.trim().to_owned()),
+        _ => {
+            errors.push(FieldError::new(field, "is required"));
+            None
+        }
+    };
+    let arn = required("destination.arn", d.arn);
+    let role = required("destination.roleArn", d.role_arn);
+    let (Some(kind), Some(arn), Some(role)) = (kind, arn, role) else {
+        return Ok(None);
+    };
+    let Some(sender) = &app.destinations else {
+        return Err(unavailable_destinations());
+    };
+    let (partition, region) = sender.partition_and_region();
+    match Destination::parse(kind, &arn, &role, partition, region) {
+        Ok(d) => {
+            if uri.is_some_and(|u| u != d.arn) {
+                errors.push(FieldError::new(
+                    "uri",
+                    "must be absent, or the destination's arn, when destination is given",
+                ));
+            }
+            Ok(Some(d))
+        }
+        Err(DestinationProblem::Invalid { field, message }) => {
+            errors.push(FieldError::new(field, message));
+            Ok(None)
+        }
+        Err(DestinationProblem::Forbidden(message)) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::DestinationForbidden,
+            message,
+        )),
+    }
 }
 
 /// `rateLimit`: absent (or `null`) keeps the stored one (`None`), `0`
@@ -244,7 +419,8 @@ pub async fn list_subscriptions(
         .list_subscriptions(&caller.org_id, page, now)
         .await
         .map_err(store_problem)?;
-    Ok(page.map(|s| render_owned(s, now)))
+    let prefix = &app.config.external_id_prefix;
+    Ok(page.map(|s| render_owned(s, now, prefix)))
 }
 
 /// `GET /webhooksubscription/{id}`.
@@ -254,7 +430,11 @@ pub async fn get_subscription(
     id: &SubscriptionId,
 ) -> Result<Subscription, ApiError> {
     let stored = find(app, caller, id).await?;
-    Ok(render(&stored, app.now_ms()))
+    Ok(render(
+        &stored,
+        app.now_ms(),
+        &app.config.external_id_prefix,
+    ))
 }
 
 /// `DELETE /webhooksubscription/{id}`.
@@ -273,6 +453,16 @@ pub async fn delete_subscription(
         Ok(())
     } else {
         Err(not_found(id.as_str()))
+    }
+}
+
+/// `GET /webhooksubscription/destination-identity`: the caller's
+/// organization's external id, and the account its roles trust. Derived:
+/// no store call.
+pub fn destination_identity(app: &App, caller: &Caller) -> DestinationIdentity {
+    DestinationIdentity {
+        external_id: external_id(&app.config.external_id_prefix, &caller.org_id),
+        account_id: app.config.aws_account_id.clone(),
     }
 }
 
@@ -306,8 +496,17 @@ pub(crate) fn not_found(id: &str) -> ApiError {
 }
 
 /// [`render`], moving the strings out of `s` (a list renders its page this way).
-fn render_owned(s: StoredSubscription, now: i64) -> Subscription {
+fn render_owned(s: StoredSubscription, now: i64, prefix: &str) -> Subscription {
     let status = visible_status(&s, now);
+    let destination = match (Destination::kind_of(&s.uri), s.role_arn) {
+        (Some(kind), Some(role_arn)) => Some(DestinationView {
+            kind: kind.as_str().to_owned(),
+            arn: s.uri.clone(),
+            role_arn,
+            external_id: external_id(prefix, &s.org_id),
+        }),
+        _ => None,
+    };
     let (org_id, id) = (s.org_id.into_string(), s.id.into_string());
     Subscription {
         disabled_filters: s
@@ -333,6 +532,7 @@ fn render_owned(s: StoredSubscription, now: i64) -> Subscription {
         health: render_health(&s.health, now),
         ordered: s.ordered,
         rate_limit: s.rate_limit,
+        destination,
     }
 }
 
@@ -353,8 +553,8 @@ fn render_health(h: &crate::health::Health, now: i64) -> SubscriptionHealth {
 }
 
 /// The public view of a stored subscription at time `now`.
-pub fn render(s: &StoredSubscription, now: i64) -> Subscription {
-    render_owned(s.clone(), now)
+pub fn render(s: &StoredSubscription, now: i64, prefix: &str) -> Subscription {
+    render_owned(s.clone(), now, prefix)
 }
 
 #[cfg(test)]
@@ -384,9 +584,10 @@ mod tests {
             health: Default::default(),
             ordered: false,
             rate_limit: Some(50),
+            role_arn: None,
         };
         for now in [0, 5_000] {
-            assert_eq!(render_owned(s.clone(), now), render(&s, now));
+            assert_eq!(render_owned(s.clone(), now, "w"), render(&s, now, "w"));
         }
     }
 }

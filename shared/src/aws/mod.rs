@@ -2,6 +2,7 @@
 //! delivery queue), [`outbox`] (ingestion's commit across both), and the SDK
 //! configuration they are all built from.
 
+pub mod destination;
 pub mod dynamodb;
 pub mod outbox;
 pub mod record;

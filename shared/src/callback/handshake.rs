@@ -57,6 +57,8 @@ impl From<HandshakeError> for ApiError {
             HandshakeError::Call(CallFailure::Timeout) => {
                 "the callback did not answer in time".to_owned()
             }
+            // A destination's steps: a handshake never gets them.
+            HandshakeError::Call(other) => format!("the call failed: {}", other.code().as_str()),
             HandshakeError::BadStatus(s) => {
                 format!(
                     "the callback answered the validation request with status {s}, expected 200"

@@ -41,6 +41,13 @@ pub enum Posted {
         /// From sending the request to the end of the body read.
         elapsed: Duration,
     },
+    /// An AWS destination accepted it (docs/decisions/destinations.md).
+    Accepted {
+        /// The destination's id of the message or event.
+        id: String,
+        /// From sending to the answer.
+        elapsed: Duration,
+    },
     /// No answer: the step that failed.
     Failed {
         /// The step that failed.
@@ -56,6 +63,7 @@ impl Posted {
     pub fn failure(&self) -> Option<Failure> {
         match self {
             Posted::Answered { status, .. } if (200..300).contains(status) => None,
+            Posted::Accepted { .. } => None,
             Posted::Answered { status, .. } => Some(Failure::Status(*status)),
             Posted::Failed { failure, .. } => Some(Failure::Call(*failure)),
         }

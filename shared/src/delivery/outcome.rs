@@ -45,6 +45,15 @@ pub fn attempt_record(posted: &Posted, trigger: Trigger, at: i64) -> AttemptReco
             response_body: body.clone(),
             trigger,
         },
+        Posted::Accepted { id, elapsed } => AttemptRecord {
+            at,
+            duration_ms: ms(elapsed),
+            http_status: None,
+            code: None,
+            // The destination's message or event id, where a POST keeps its answer.
+            response_body: id.clone(),
+            trigger,
+        },
         Posted::Failed { failure, elapsed } => AttemptRecord {
             at,
             duration_ms: ms(elapsed),

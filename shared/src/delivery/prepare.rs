@@ -5,6 +5,9 @@
 use std::time::Duration;
 
 use super::{Attempt, Reason, Run};
+use crate::callback::destination::{
+    detail_type, external_id, Destination, DestinationMessage, DestinationProblem, Sent,
+};
 use crate::callback::post::{Posted, SignedNotification};
 use crate::callback::{CallbackTarget, UriProblem};
 use crate::failure::CallFailure;
@@ -21,8 +24,17 @@ pub struct Ready {
     /// The current secret's key first, then those of the replaced secrets
     /// still in their grace period: the notification is signed with each.
     pub keys: Vec<SigningKey>,
-    /// The checked callback, or why the policy refused it (a failed attempt).
-    pub target: Result<CallbackTarget, CallFailure>,
+    /// Where it goes: the checked callback or destination, or why it
+    /// cannot go there (a failed attempt).
+    pub target: Result<Target, CallFailure>,
+}
+
+/// Where a notification is sent.
+pub enum Target {
+    /// POSTed to an HTTPS callback.
+    Callback(CallbackTarget),
+    /// Sent into an AWS destination (docs/decisions/destinations.md).
+    Destination(Destination),
 }
 
 /// Step 2: what sending needs, or why it is not sent.
@@ -61,10 +73,29 @@ pub async fn prepare(run: &Run<'_>) -> Result<Ready, Attempt> {
                 .filter_map(|secret| SigningKey::from_secret(secret).ok()),
         )
         .collect();
-    let target = match app.callbacks.policy.check_uri(&subscription.uri) {
-        Ok(target) => Ok(target),
-        Err(UriProblem::Forbidden(_)) => Err(CallFailure::AddressForbidden),
-        Err(UriProblem::Invalid(m)) => return Err(Attempt::Unsendable(Reason::InvalidUri(m))),
+    let target = match (
+        Destination::kind_of(&subscription.uri),
+        &subscription.role_arn,
+    ) {
+        (Some(kind), Some(role)) => match &app.destinations {
+            // A runtime without the SDK cannot send it; another one may.
+            None => Err(CallFailure::DestinationError),
+            Some(sender) => {
+                let (partition, region) = sender.partition_and_region();
+                match Destination::parse(kind, &subscription.uri, role, partition, region) {
+                    Ok(d) => Ok(Target::Destination(d)),
+                    Err(DestinationProblem::Invalid { message, .. })
+                    | Err(DestinationProblem::Forbidden(message)) => {
+                        return Err(Attempt::Unsendable(Reason::InvalidUri(message)))
+                    }
+                }
+            }
+        },
+        _ => match app.callbacks.policy.check_uri(&subscription.uri) {
+            Ok(target) => Ok(Target::Callback(target)),
+            Err(UriProblem::Forbidden(_)) => Err(CallFailure::AddressForbidden),
+            Err(UriProblem::Invalid(m)) => return Err(Attempt::Unsendable(Reason::InvalidUri(m))),
+        },
     };
     Ok(Ready {
         subscription,
@@ -73,7 +104,8 @@ pub async fn prepare(run: &Run<'_>) -> Result<Ready, Attempt> {
     })
 }
 
-/// Step 4: sign and POST (a refused target is a failed attempt, not a call).
+/// Step 4: sign and POST, or send into the destination (a refused target
+/// is a failed attempt, not a call).
 pub async fn post(run: &Run<'_>, ready: &Ready, trace: TraceParent) -> Posted {
     let target = match &ready.target {
         Ok(target) => target,
@@ -86,15 +118,61 @@ pub async fn post(run: &Run<'_>, ready: &Ready, trace: TraceParent) -> Posted {
     };
     let job = run.job();
     let timestamp = run.now / 1000;
-    let notification = SignedNotification {
+    let signature = signature_header(&ready.keys, job.id.as_str(), timestamp, job.body.as_bytes());
+    let destination = match target {
+        Target::Destination(d) => d,
+        Target::Callback(target) => {
+            let notification = SignedNotification {
+                id: job.id.as_str(),
+                timestamp,
+                signature,
+                body: &job.body,
+                traceparent: Some(trace.header()),
+            };
+            return run
+                .app
+                .callbacks
+                .post(target, notification, run.app.config.delivery_timeout)
+                .await;
+        }
+    };
+    let Some(sender) = &run.app.destinations else {
+        return Posted::Failed {
+            failure: CallFailure::DestinationError,
+            elapsed: Duration::ZERO,
+        };
+    };
+    let event = serde_json::from_str::<serde_json::Value>(&job.body)
+        .ok()
+        .and_then(|v| v.get("event").and_then(|e| e.as_str()).map(str::to_owned))
+        .unwrap_or_default();
+    let detail_type = detail_type(&event);
+    let message = DestinationMessage {
         id: job.id.as_str(),
         timestamp,
-        signature: signature_header(&ready.keys, job.id.as_str(), timestamp, job.body.as_bytes()),
+        signature,
         body: &job.body,
-        traceparent: Some(trace.header()),
+        detail_type: &detail_type,
+        group: job.subscription_id.as_str(),
     };
-    run.app
-        .callbacks
-        .post(target, notification, run.app.config.delivery_timeout)
-        .await
+    let started = std::time::Instant::now();
+    let external_id = external_id(&run.app.config.external_id_prefix, &job.org_id);
+    let sent = sender
+        .send(
+            destination,
+            &external_id,
+            message,
+            run.app.config.delivery_timeout,
+        )
+        .await;
+    match sent {
+        Sent::Accepted(id) => Posted::Accepted {
+            id,
+            elapsed: started.elapsed(),
+        },
+        Sent::Failed(failure) => Posted::Failed {
+            failure,
+            elapsed: started.elapsed(),
+        },
+    }
 }

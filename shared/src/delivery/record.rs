@@ -77,7 +77,7 @@ pub async fn record(
             run.now,
             &run.app.config.retry_schedule,
         ),
-        Posted::Failed { .. } => None,
+        Posted::Failed { .. } | Posted::Accepted { .. } => None,
     };
     let attempt = bookkeeping(run, &subscription, &posted).await;
     let ended = run.app.clock.now_ms();
@@ -95,6 +95,25 @@ async fn bookkeeping(run: &Run<'_>, subscription: &StoredSubscription, posted: &
     let store = &run.app.store;
     let (org, id) = (&subscription.org_id, &subscription.id);
     let (failure, retry_after) = match posted {
+        Posted::Accepted { .. } => {
+            if subscription.failing_since.is_some() {
+                let _ = store
+                    .record_delivery(org, id, DeliveryRecord::Succeeded)
+                    .await;
+            }
+            return Attempt::Succeeded;
+        }
+        // The customer's role, queue or bus is refused or gone: disabled at
+        // once, as a 410 does, but the notification is kept as a dead
+        // letter to recover once they fix it (docs/decisions/destinations.md).
+        Posted::Failed { failure, .. } if failure.disables() => {
+            let _ = store.record_delivery(org, id, DeliveryRecord::Gone).await;
+            return Attempt::Failed {
+                failure: Failure::Call(*failure),
+                retry_after: None,
+                subscription: AfterFailure::Blacklisted,
+            };
+        }
         Posted::Answered { status, .. } if (200..300).contains(status) => {
             if subscription.failing_since.is_some() {
                 let _ = store
@@ -145,7 +164,10 @@ pub fn signal(posted: &Posted) -> Signal {
             Signal::Outage(Failure::Status(*status))
         }
         Posted::Answered { status, .. } if (200..300).contains(status) => Signal::Delivered,
+        Posted::Accepted { .. } => Signal::Delivered,
         Posted::Answered { .. } => Signal::Reachable,
+        // The customer's configuration, not an outage: it disables instead.
+        Posted::Failed { failure, .. } if failure.disables() => Signal::Neutral,
         Posted::Failed {
             failure: CallFailure::AddressForbidden,
             ..

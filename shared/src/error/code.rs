@@ -50,6 +50,20 @@ codes! {
     TokenMissing = "TOKEN_MISSING",
     /// The handshake answer's `validation-token` is not the value sent.
     TokenMismatch = "TOKEN_MISMATCH",
+    // The validation of an AWS destination failed (also the codes of failed attempts).
+    /// The destination's ARN is not of this deployment's partition and region, or its role is
+    /// not in the destination's account.
+    DestinationForbidden = "DESTINATION_FORBIDDEN",
+    /// The customer's role could not be assumed with the organization's external id.
+    RoleNotAssumable = "ROLE_NOT_ASSUMABLE",
+    /// The destination's queue or event bus does not exist.
+    DestinationNotFound = "DESTINATION_NOT_FOUND",
+    /// The assumed role may not send to the destination.
+    SendDenied = "SEND_DENIED",
+    /// The destination's service throttled the send.
+    DestinationThrottled = "DESTINATION_THROTTLED",
+    /// The destination's service failed.
+    DestinationError = "DESTINATION_ERROR",
     /// `403`: the request has no `x-api-key` header.
     ApiKeyMissing = "API_KEY_MISSING",
     /// `403`: the `x-api-key` is not one of the configured keys.

@@ -59,6 +59,12 @@ pub async fn app_from_env() -> Result<App, StartError> {
     Ok(crate::services::aws::api_app(config).await?)
 }
 
+/// [`app_from_env`] with the AWS destinations' sender (`create-subscription`).
+pub async fn app_with_destinations_from_env() -> Result<App, StartError> {
+    let config = Config::from_env(Profile::Lambda)?;
+    Ok(crate::services::aws::api_app_with_destinations(config).await?)
+}
+
 /// The app and the delivery queue, for the functions that enqueue
 /// notifications again (resend, recover).
 pub async fn app_with_queue_from_env() -> Result<(App, crate::aws::sqs::SqsQueue), StartError> {

@@ -191,6 +191,11 @@ CREATE INDEX notifications_line ON notifications (subscription_id) WHERE due_at 
 -- visits (sqlite/queue.rs, docs/decisions/rate-limit.md).
 ALTER TABLE subscriptions ADD COLUMN rate_limit INTEGER;
 "#,
+    r#"
+-- The role assumed to reach an AWS destination (issue 38), whose ARN is the
+-- subscription's uri; NULL for an HTTPS callback (docs/decisions/destinations.md).
+ALTER TABLE subscriptions ADD COLUMN role_arn TEXT;
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

@@ -50,6 +50,9 @@ pub struct StoredSubscription {
     pub ordered: bool,
     /// Its rate limit, notifications per second (`rateLimit`); None: unlimited.
     pub rate_limit: Option<u32>,
+    /// The role assumed to reach an AWS destination (its `uri` is then the
+    /// destination's ARN); None for an HTTPS callback.
+    pub role_arn: Option<String>,
 }
 
 impl StoredSubscription {
@@ -190,6 +193,9 @@ pub struct Upsert {
     /// The rate limit to store: `Some(limit)` sets it (`Some(None)`: none),
     /// `None` keeps an existing subscription's (a new one has none).
     pub rate_limit: Option<Option<u32>>,
+    /// The role of an AWS destination (`uri` its ARN), replacing the stored
+    /// one; None for an HTTPS callback.
+    pub role_arn: Option<String>,
 }
 
 /// The cause a store or queue failure keeps: the adapter's own error

@@ -229,6 +229,7 @@ async fn a_function_behind_the_http_api_serves_the_caller_or_answers_the_refusal
             max_per_org: 1000,
             ordered: None,
             rate_limit: None,
+            role_arn: None,
         })
         .await
         .unwrap();

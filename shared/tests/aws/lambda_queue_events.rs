@@ -127,6 +127,7 @@ async fn subscribe_to(
             max_per_org: 100,
             ordered: None,
             rate_limit: None,
+            role_arn: None,
         })
         .await
         .unwrap();
@@ -1388,6 +1389,7 @@ async fn line(schedule: Vec<Duration>) -> Line {
             max_per_org: 100,
             ordered: Some(true),
             rate_limit: None,
+            role_arn: None,
         })
         .await
         .unwrap();

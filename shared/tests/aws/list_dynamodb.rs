@@ -148,6 +148,7 @@ fn upsert(org: &str, i: usize) -> Upsert {
         max_per_org: 1000,
         ordered: None,
         rate_limit: None,
+        role_arn: None,
     }
 }
 

@@ -19,6 +19,7 @@ mod queue_conformance;
 mod sample_events;
 
 mod deadline;
+mod lambda_destinations;
 mod lambda_history;
 mod lambda_http_api;
 mod lambda_queue_events;

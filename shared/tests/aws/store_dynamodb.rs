@@ -73,6 +73,7 @@ async fn a_dangling_uniqueness_guard_is_replaced() {
         max_per_org: 1000,
         ordered: None,
         rate_limit: None,
+        role_arn: None,
     };
     let (first, _) = store.upsert_subscription(upsert("first")).await.unwrap();
     client
@@ -122,6 +123,7 @@ async fn delivery_records_survive_index_entries_removed_by_ttl() {
             max_per_org: 1000,
             ordered: None,
             rate_limit: None,
+            role_arn: None,
         })
         .await
         .unwrap();
@@ -173,6 +175,7 @@ async fn expiry_entries_follow_their_subscription_and_stale_ones_are_skipped() {
         max_per_org: 1000,
         ordered: None,
         rate_limit: None,
+        role_arn: None,
     };
     let (sub, _) = store.upsert_subscription(upsert(b)).await.unwrap();
     let sk = |at: i64| format!("{at:013}#{org}#{}", sub.id);

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use webhook_core::api::subscriptions::render;
+use webhook_core::callback::destination::{Destination, DestinationMessage, Destinations, Sent};
 use webhook_core::clock::{Clock, ManualClock};
 use webhook_core::delivery::{self, Reason, Verdict};
 use webhook_core::failure::CallFailure;
@@ -77,6 +78,7 @@ async fn subscribe(w: &World, uri: &str, lifetime: Duration) -> SubscriptionId {
             max_per_org: 100,
             ordered: None,
             rate_limit: None,
+            role_arn: None,
         })
         .await
         .unwrap();
@@ -172,13 +174,16 @@ async fn an_expired_subscription_is_shown_expired_and_not_delivered() {
     let id = subscribe(&w, &refusing_uri(), HOUR).await;
     let sub = w.db.get_subscription(&org(), &id).await.unwrap().unwrap();
     assert_eq!(
-        render(&sub, w.clock.now_ms()).status,
+        render(&sub, w.clock.now_ms(), "webhooks").status,
         SubscriptionStatus::Active
     );
-    assert_eq!(render(&sub, w.clock.now_ms()).expires_in, 3_600_000);
+    assert_eq!(
+        render(&sub, w.clock.now_ms(), "webhooks").expires_in,
+        3_600_000
+    );
 
     w.clock.advance(HOUR);
-    let shown = render(&sub, w.clock.now_ms());
+    let shown = render(&sub, w.clock.now_ms(), "webhooks");
     assert_eq!(
         (shown.status, shown.expires_in),
         (SubscriptionStatus::Expired, 0)
@@ -334,4 +339,112 @@ async fn list(
     webhook_core::api::notifications::list_notifications(&w.app, caller, sub, None)
         .await
         .unwrap()
+}
+
+/// AWS, as a destination's sender sees it: each send answers the next of
+/// `answers` (an outbound port, like the refusing callback above; the
+/// pipeline under test is the real one).
+struct ScriptedAws {
+    answers: std::sync::Mutex<std::collections::VecDeque<CallFailure>>,
+}
+
+#[async_trait::async_trait]
+impl Destinations for ScriptedAws {
+    fn partition_and_region(&self) -> (&str, &str) {
+        ("aws", "us-east-1")
+    }
+
+    async fn validate(
+        &self,
+        _: &Destination,
+        _: &str,
+        _: &str,
+        _: &OrgId,
+        _: Duration,
+    ) -> Result<(), CallFailure> {
+        Ok(())
+    }
+
+    async fn send(&self, _: &Destination, _: &str, _: DestinationMessage<'_>, _: Duration) -> Sent {
+        let next = self.answers.lock().unwrap().pop_front();
+        next.map_or(Sent::Accepted("message-1".into()), Sent::Failed)
+    }
+}
+
+/// Throttling and AWS's failures retry on the schedule and count toward the
+/// breaker, as a callback's outage does; a send the role may not make
+/// disables the subscription at once and keeps the notification as a dead
+/// letter (docs/decisions/destinations.md).
+#[tokio::test]
+async fn a_destinations_failures_retry_count_toward_the_breaker_or_disable() {
+    let mut w = world();
+    w.app.destinations = Some(Arc::new(ScriptedAws {
+        answers: std::sync::Mutex::new(
+            [
+                CallFailure::DestinationThrottled,
+                CallFailure::DestinationError,
+                CallFailure::SendDenied,
+            ]
+            .into(),
+        ),
+    }));
+    let now = w.clock.now_ms();
+    let (sub, _) =
+        w.db.upsert_subscription(Upsert {
+            org_id: ORG.into(),
+            uri: "arn:aws:sqs:us-east-1:222222222222:orders".into(),
+            event_filters: vec!["/orgId/org-1/department/d/contact".into()],
+            disabled_filters: vec![],
+            expires_at: now + 24 * 3_600_000,
+            now,
+            new_id: uuid::Uuid::now_v7().to_string().into(),
+            new_secret: webhook_core::secret::new_signing_secret(),
+            max_per_org: 100,
+            ordered: None,
+            rate_limit: None,
+            role_arn: Some("arn:aws:iam::222222222222:role/webhooks".into()),
+        })
+        .await
+        .unwrap();
+    for (n, failure) in [
+        CallFailure::DestinationThrottled,
+        CallFailure::DestinationError,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let verdict = attempt(&w, &sub.id, 1).await;
+        assert_eq!(
+            verdict,
+            match &verdict {
+                Verdict::Retry { at, .. } => Verdict::Retry {
+                    at: *at,
+                    reason: Reason::Failed(failure.into())
+                },
+                other => panic!("{other:?}"),
+            }
+        );
+        let stored =
+            w.db.get_subscription(&org(), &sub.id)
+                .await
+                .unwrap()
+                .unwrap();
+        assert_eq!(stored.health.failures, n as u32 + 1, "counted as an outage");
+        assert_eq!(stored.status, SubscriptionStatus::Active);
+    }
+    assert_eq!(
+        attempt(&w, &sub.id, 1).await,
+        Verdict::Blacklist(Reason::Blacklisted(CallFailure::SendDenied.into()))
+    );
+    let stored =
+        w.db.get_subscription(&org(), &sub.id)
+            .await
+            .unwrap()
+            .unwrap();
+    assert_eq!(stored.status, SubscriptionStatus::Blacklisted);
+    assert_eq!(
+        stored.health.failures, 2,
+        "the customer's configuration is no outage"
+    );
+    assert_eq!(w.db.queue_stats().await.unwrap().dead_letters, 1, "kept");
 }

@@ -706,3 +706,21 @@ async fn get(app: &App, scope: &str) -> (StatusCode, Value) {
             .unwrap(),
     )
 }
+
+/// `get-destination-identity`: the caller's organization's external id for
+/// AWS destinations (the one its destination subscriptions show), derived
+/// without a store call; no `accountId` where the deployment names none.
+#[tokio::test]
+async fn get_destination_identity() {
+    let (app, _store) = app().await;
+    let (status, body) = invoke(
+        &app,
+        Endpoint::GetDestinationIdentity,
+        "get-destination-identity-ok",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let expected =
+        webhook_core::callback::destination::external_id("webhooks", &OrgId::from("org-1"));
+    assert_eq!(body, json!({"externalId": expected}));
+}

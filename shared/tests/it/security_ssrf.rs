@@ -101,6 +101,7 @@ mod isolated {
             expires_date_in_millies: None,
             ordered: None,
             rate_limit: None,
+            destination: None,
         };
         subscriptions::create_subscription(app, &caller(), request)
             .await
@@ -423,6 +424,7 @@ mod isolated {
                 max_per_org: 10_000,
                 ordered: None,
                 rate_limit: None,
+                role_arn: None,
             })
             .await
             .unwrap();

@@ -150,6 +150,7 @@ async fn unknown_stored_values_are_corrupt_and_named() {
         max_per_org: 10,
         ordered: None,
         rate_limit: None,
+        role_arn: None,
     };
     db.upsert_subscription(upsert.clone()).await.unwrap();
     plant(
@@ -224,6 +225,7 @@ async fn a_get_sees_each_write_at_once_and_another_processs_soon() {
         max_per_org: 10,
         ordered: None,
         rate_limit: None,
+        role_arn: None,
     };
     let get = || async { db.get_subscription(&org, &id).await.unwrap() };
 

@@ -50,8 +50,14 @@ pub(super) fn subscription_attributes(sub: &StoredSubscription) -> Item {
     if let Some(limit) = sub.rate_limit {
         item.insert(RATE_LIMIT.into(), n(i64::from(limit)));
     }
+    if let Some(role) = &sub.role_arn {
+        item.insert(ROLE_ARN.into(), s(role.clone()));
+    }
     item
 }
+
+/// The role of an AWS destination subscription (docs/decisions/destinations.md).
+pub(super) const ROLE_ARN: &str = "roleArn";
 
 /// The subscription's rate limit (notifications per second), when it has one.
 pub(super) const RATE_LIMIT: &str = "rateLimit";
@@ -199,6 +205,10 @@ fn subscription_of(item: &Item) -> Result<StoredSubscription, StoreError> {
                     .and_then(|v| u32::try_from(v).map_err(|_| corrupt(RATE_LIMIT)))
             })
             .transpose()?,
+        role_arn: item
+            .contains_key(ROLE_ARN)
+            .then(|| text(item, ROLE_ARN))
+            .transpose()?,
     })
 }
 
@@ -307,6 +317,7 @@ mod tests {
             health: Default::default(),
             ordered: false,
             rate_limit: Some(50),
+            role_arn: None,
         };
         let item = subscription_item(&sub, 7);
         assert_eq!(parse_subscription(&item).unwrap(), sub);

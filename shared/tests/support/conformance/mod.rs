@@ -77,6 +77,7 @@ pub fn upsert(org: &str, uri: &str, filters: &[&str], now: i64) -> Upsert {
         max_per_org: 1000,
         ordered: None,
         rate_limit: None,
+        role_arn: None,
     }
 }
 

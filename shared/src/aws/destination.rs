@@ -1,0 +1,532 @@
+//! The [`Destinations`] port on AWS: assume the customer's role, then send
+//! into their SQS queue or onto their EventBridge bus
+//! (docs/decisions/destinations.md). The STS client is built on first use;
+//! the assumed credentials, with the SQS and EventBridge clients built on
+//! them, are kept per (role, external id) until [`REFRESH_BEFORE`] their
+//! expiry. A refusal is not kept: a role the customer fixes works at the
+//! next attempt.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use async_trait::async_trait;
+use aws_sdk_sqs::types::MessageAttributeValue;
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
+use aws_smithy_runtime_api::client::result::SdkError;
+
+use crate::callback::destination::{
+    partition_of, Destination, DestinationKind, DestinationMessage, Destinations, Sent,
+};
+use crate::failure::CallFailure;
+use crate::ids::OrgId;
+
+/// Assumed credentials are renewed this long before they expire.
+pub const REFRESH_BEFORE: Duration = Duration::from_secs(5 * 60);
+
+/// How long an assumed session lasts (STS's default and the role's minimum maximum).
+const SESSION: Duration = Duration::from_secs(3600);
+
+/// The `Source` of every EventBridge event the service puts.
+pub const EVENT_SOURCE: &str = "webhooks";
+
+/// The `detail-type` of the validation event.
+pub const VALIDATION_DETAIL_TYPE: &str = "Webhooks Destination Validation";
+
+/// The clients of one assumed role.
+#[derive(Clone)]
+struct Session {
+    renew_at: SystemTime,
+    sqs: aws_sdk_sqs::Client,
+    events: aws_sdk_eventbridge::Client,
+}
+
+/// Sends to customers' SQS queues and EventBridge buses through their roles.
+pub struct AwsDestinations {
+    sdk: aws_config::SdkConfig,
+    partition: &'static str,
+    region: String,
+    sts: OnceLock<aws_sdk_sts::Client>,
+    sessions: Mutex<HashMap<(String, String), Session>>,
+}
+
+impl AwsDestinations {
+    /// The sender on `sdk` (its region, endpoints, credentials and bounds);
+    /// None without a region, where no destination could be checked.
+    pub fn new(sdk: &aws_config::SdkConfig) -> Option<Self> {
+        let region = sdk.region()?.as_ref().to_owned();
+        Some(AwsDestinations {
+            sdk: sdk.clone(),
+            partition: partition_of(&region),
+            region,
+            sts: OnceLock::new(),
+            sessions: Mutex::default(),
+        })
+    }
+
+    fn sts(&self) -> &aws_sdk_sts::Client {
+        self.sts.get_or_init(|| aws_sdk_sts::Client::new(&self.sdk))
+    }
+
+    /// The clients of `role` assumed with `external_id`: kept ones, or new
+    /// ones after an `AssumeRole`.
+    async fn session(&self, role: &str, external_id: &str) -> Result<Session, CallFailure> {
+        let key = (role.to_owned(), external_id.to_owned());
+        if let Some(s) = self.sessions.lock().expect("sessions").get(&key) {
+            if s.renew_at > SystemTime::now() {
+                return Ok(s.clone());
+            }
+        }
+        let out = self
+            .sts()
+            .assume_role()
+            .role_arn(role)
+            .role_session_name("webhooks-delivery")
+            .external_id(external_id)
+            .duration_seconds(SESSION.as_secs() as i32)
+            .send()
+            .await
+            .map_err(|e| assume_failure(&e))?;
+        let creds = out.credentials().ok_or(CallFailure::DestinationError)?;
+        let expires = SystemTime::try_from(*creds.expiration())
+            .unwrap_or_else(|_| SystemTime::now() + SESSION);
+        let provider = aws_sdk_sqs::config::Credentials::new(
+            creds.access_key_id(),
+            creds.secret_access_key(),
+            Some(creds.session_token().to_owned()),
+            Some(expires),
+            "webhooks-destination",
+        );
+        let session = Session {
+            renew_at: expires
+                .checked_sub(REFRESH_BEFORE)
+                .unwrap_or_else(SystemTime::now),
+            sqs: aws_sdk_sqs::Client::from_conf(
+                aws_sdk_sqs::config::Builder::from(&self.sdk)
+                    .credentials_provider(provider.clone())
+                    .build(),
+            ),
+            events: aws_sdk_eventbridge::Client::from_conf(
+                aws_sdk_eventbridge::config::Builder::from(&self.sdk)
+                    .credentials_provider(provider)
+                    .build(),
+            ),
+        };
+        let mut sessions = self.sessions.lock().expect("sessions");
+        // Sessions past their renewal go with the next one made: the map
+        // holds the roles delivered to lately, not every role ever seen.
+        let now = SystemTime::now();
+        sessions.retain(|_, s| s.renew_at > now);
+        sessions.insert(key, session.clone());
+        Ok(session)
+    }
+
+    /// Forgets a session whose credentials AWS no longer takes.
+    fn forget(&self, role: &str, external_id: &str) {
+        self.sessions
+            .lock()
+            .expect("sessions")
+            .remove(&(role.to_owned(), external_id.to_owned()));
+    }
+
+    async fn put(
+        &self,
+        d: &Destination,
+        external_id: &str,
+        payload: Payload<'_>,
+    ) -> Result<String, CallFailure> {
+        let session = self.session(&d.role_arn, external_id).await?;
+        let sent = match d.kind {
+            DestinationKind::Sqs => send_sqs(&session.sqs, d, payload).await,
+            DestinationKind::EventBridge => put_event(&session.events, d, payload).await,
+        };
+        if let Err(Refused::Credentials) = sent {
+            self.forget(&d.role_arn, external_id);
+        }
+        sent.map_err(Refused::failure)
+    }
+}
+
+/// What goes into the destination.
+struct Payload<'a> {
+    /// SQS: the message body; EventBridge: the detail.
+    body: String,
+    /// The message attributes (SQS), in the detail already for EventBridge.
+    attributes: Vec<(&'static str, String)>,
+    detail_type: &'a str,
+    /// FIFO: deduplication id and group.
+    dedup: &'a str,
+    group: &'a str,
+}
+
+/// Why a send failed: a step, or credentials AWS stopped taking (expired
+/// or revoked: forgotten, retried with new ones).
+enum Refused {
+    Step(CallFailure),
+    Credentials,
+}
+
+impl Refused {
+    fn failure(self) -> CallFailure {
+        match self {
+            Refused::Step(f) => f,
+            Refused::Credentials => CallFailure::DestinationError,
+        }
+    }
+}
+
+/// The queue URL of an SQS ARN: built from its parts, never taken from the
+/// customer; the request goes to the SDK's endpoint whatever the URL's host.
+fn queue_url(d: &Destination) -> String {
+    let domain = match d.partition.as_str() {
+        "aws-cn" => "amazonaws.com.cn",
+        _ => "amazonaws.com",
+    };
+    format!("https://sqs.{}.{domain}/{}/{}", d.region, d.account, d.name)
+}
+
+async fn send_sqs(
+    client: &aws_sdk_sqs::Client,
+    d: &Destination,
+    p: Payload<'_>,
+) -> Result<String, Refused> {
+    let mut request = client
+        .send_message()
+        .queue_url(queue_url(d))
+        .message_body(p.body);
+    for (name, value) in p.attributes {
+        let value = MessageAttributeValue::builder()
+            .data_type("String")
+            .string_value(value)
+            .build()
+            .map_err(|_| Refused::Step(CallFailure::DestinationError))?;
+        request = request.message_attributes(name, value);
+    }
+    if d.is_fifo() {
+        request = request
+            .message_deduplication_id(p.dedup)
+            .message_group_id(p.group);
+    }
+    let out = request.send().await.map_err(|e| refused(&e))?;
+    Ok(out.message_id().unwrap_or_default().to_owned())
+}
+
+async fn put_event(
+    client: &aws_sdk_eventbridge::Client,
+    d: &Destination,
+    p: Payload<'_>,
+) -> Result<String, Refused> {
+    let entry = aws_sdk_eventbridge::types::PutEventsRequestEntry::builder()
+        .event_bus_name(&d.arn)
+        .source(EVENT_SOURCE)
+        .detail_type(p.detail_type)
+        .detail(p.body)
+        .build();
+    let out = client
+        .put_events()
+        .entries(entry)
+        .send()
+        .await
+        .map_err(|e| refused(&e))?;
+    let entry = out.entries().first();
+    match entry.and_then(|e| e.error_code()) {
+        None => Ok(entry
+            .and_then(|e| e.event_id())
+            .unwrap_or_default()
+            .to_owned()),
+        Some(code) => Err(Refused::Step(entry_failure(code))),
+    }
+}
+
+/// An `AssumeRole` failure: any refusal (4xx) is the role's; throttling
+/// and 5xx are STS's.
+fn assume_failure<E: aws_sdk_sts::error::ProvideErrorMetadata>(
+    e: &SdkError<E, HttpResponse>,
+) -> CallFailure {
+    match e {
+        SdkError::ServiceError(s) => {
+            let code = s.err().code().unwrap_or_default();
+            let status = s.raw().status().as_u16();
+            if is_throttling(code, status) {
+                CallFailure::DestinationThrottled
+            } else if status >= 500 {
+                CallFailure::DestinationError
+            } else {
+                CallFailure::RoleNotAssumable
+            }
+        }
+        other => transport_failure(other),
+    }
+}
+
+/// A send's failure, by the error's code and status.
+fn refused<E: aws_sdk_sqs::error::ProvideErrorMetadata>(e: &SdkError<E, HttpResponse>) -> Refused {
+    let SdkError::ServiceError(s) = e else {
+        return Refused::Step(transport_failure(e));
+    };
+    let code = s.err().code().unwrap_or_default();
+    let status = s.raw().status().as_u16();
+    if matches!(
+        code,
+        "ExpiredToken"
+            | "ExpiredTokenException"
+            | "InvalidClientTokenId"
+            | "UnrecognizedClientException"
+    ) {
+        return Refused::Credentials;
+    }
+    Refused::Step(match code {
+        "AWS.SimpleQueueService.NonExistentQueue"
+        | "QueueDoesNotExist"
+        | "ResourceNotFoundException" => CallFailure::DestinationNotFound,
+        "AccessDenied"
+        | "AccessDeniedException"
+        | "KmsAccessDenied"
+        | "KmsDisabled"
+        | "KmsNotFound"
+        | "NotAuthorizedForSourceException" => CallFailure::SendDenied,
+        _ if is_throttling(code, status) => CallFailure::DestinationThrottled,
+        _ if status == 403 => CallFailure::SendDenied,
+        _ => CallFailure::DestinationError,
+    })
+}
+
+/// A failed PutEvents entry's `ErrorCode`.
+fn entry_failure(code: &str) -> CallFailure {
+    match code {
+        "ResourceNotFoundException" => CallFailure::DestinationNotFound,
+        "AccessDeniedException" | "NotAuthorizedForSourceException" => CallFailure::SendDenied,
+        "ThrottlingException" => CallFailure::DestinationThrottled,
+        _ => CallFailure::DestinationError,
+    }
+}
+
+fn is_throttling(code: &str, status: u16) -> bool {
+    status == 429
+        || matches!(
+            code,
+            "Throttling"
+                | "ThrottlingException"
+                | "RequestThrottled"
+                | "AWS.SimpleQueueService.RequestThrottled"
+                | "KmsThrottled"
+                | "LimitExceededException"
+        )
+}
+
+/// No answer from AWS: in time, or at all.
+fn transport_failure<E>(e: &SdkError<E, HttpResponse>) -> CallFailure {
+    match e {
+        SdkError::TimeoutError(_) => CallFailure::Timeout,
+        SdkError::DispatchFailure(d) if d.is_timeout() => CallFailure::Timeout,
+        SdkError::DispatchFailure(_) => CallFailure::ConnectFailed,
+        _ => CallFailure::DestinationError,
+    }
+}
+
+#[async_trait]
+impl Destinations for AwsDestinations {
+    fn partition_and_region(&self) -> (&str, &str) {
+        (self.partition, &self.region)
+    }
+
+    async fn validate(
+        &self,
+        d: &Destination,
+        external_id: &str,
+        token: &str,
+        org: &OrgId,
+        timeout: Duration,
+    ) -> Result<(), CallFailure> {
+        let detail = serde_json::json!({
+            "type": "webhooks.destination.validation",
+            "validationToken": token,
+            "organizationId": org.as_str(),
+            "destination": d.arn,
+        })
+        .to_string();
+        let payload = Payload {
+            body: detail,
+            attributes: vec![("webhook-validation-token", token.to_owned())],
+            detail_type: VALIDATION_DETAIL_TYPE,
+            dedup: token,
+            group: "validation",
+        };
+        match tokio::time::timeout(timeout, self.put(d, external_id, payload)).await {
+            Ok(sent) => sent.map(|_| ()),
+            Err(_) => Err(CallFailure::Timeout),
+        }
+    }
+
+    async fn send(
+        &self,
+        d: &Destination,
+        external_id: &str,
+        m: DestinationMessage<'_>,
+        timeout: Duration,
+    ) -> Sent {
+        let timestamp = m.timestamp.to_string();
+        let body = match d.kind {
+            DestinationKind::Sqs => m.body.to_owned(),
+            // The exact text signed (`payload`) and the same as JSON for rules.
+            DestinationKind::EventBridge => {
+                let notification: serde_json::Value =
+                    serde_json::from_str(m.body).unwrap_or(serde_json::Value::Null);
+                serde_json::json!({
+                    "webhookId": m.id,
+                    "webhookTimestamp": timestamp,
+                    "webhookSignature": m.signature,
+                    "payload": m.body,
+                    "notification": notification,
+                })
+                .to_string()
+            }
+        };
+        let payload = Payload {
+            body,
+            attributes: vec![
+                ("webhook-id", m.id.to_owned()),
+                ("webhook-timestamp", timestamp),
+                ("webhook-signature", m.signature.clone()),
+            ],
+            detail_type: m.detail_type,
+            dedup: m.id,
+            group: m.group,
+        };
+        let started = Instant::now();
+        match tokio::time::timeout(timeout, self.put(d, external_id, payload)).await {
+            Ok(Ok(id)) => Sent::Accepted(id),
+            Ok(Err(failure)) => {
+                tracing::info!(destination = %d.arn, code = failure.code().as_str(),
+                    elapsed_ms = started.elapsed().as_millis() as u64, "destination refused a notification");
+                Sent::Failed(failure)
+            }
+            Err(_) => Sent::Failed(CallFailure::Timeout),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_urls_are_built_from_the_arn() {
+        let d = Destination::parse(
+            DestinationKind::Sqs,
+            "arn:aws:sqs:us-east-1:222222222222:orders.fifo",
+            "arn:aws:iam::222222222222:role/r",
+            "aws",
+            "us-east-1",
+        )
+        .unwrap();
+        assert_eq!(
+            queue_url(&d),
+            "https://sqs.us-east-1.amazonaws.com/222222222222/orders.fifo"
+        );
+    }
+
+    /// An SDK error as the SDK makes it of an answer with `status` and `code`.
+    fn answered<E>(
+        status: u16,
+        code: &str,
+        make: fn(aws_sdk_sqs::error::ErrorMetadata) -> E,
+    ) -> SdkError<E, HttpResponse> {
+        let meta = aws_sdk_sqs::error::ErrorMetadata::builder()
+            .code(code)
+            .build();
+        let raw = HttpResponse::new(
+            status.try_into().unwrap(),
+            aws_smithy_types::body::SdkBody::empty(),
+        );
+        SdkError::service_error(make(meta), raw)
+    }
+
+    #[test]
+    fn send_failures_are_classified_by_code_and_status() {
+        use aws_sdk_sqs::operation::send_message::SendMessageError as E;
+        let step = |status, code| match refused(&answered(status, code, E::generic)) {
+            Refused::Step(f) => Some(f),
+            Refused::Credentials => None,
+        };
+        // Throttling and AWS's own failures retry and count toward the breaker.
+        assert_eq!(
+            step(400, "AWS.SimpleQueueService.RequestThrottled"),
+            Some(CallFailure::DestinationThrottled)
+        );
+        assert_eq!(
+            step(429, "Anything"),
+            Some(CallFailure::DestinationThrottled)
+        );
+        assert_eq!(
+            step(500, "InternalError"),
+            Some(CallFailure::DestinationError)
+        );
+        assert_eq!(
+            step(503, "ServiceUnavailable"),
+            Some(CallFailure::DestinationError)
+        );
+        // The customer's configuration disables the subscription.
+        assert_eq!(
+            step(400, "AWS.SimpleQueueService.NonExistentQueue"),
+            Some(CallFailure::DestinationNotFound)
+        );
+        assert_eq!(
+            step(400, "QueueDoesNotExist"),
+            Some(CallFailure::DestinationNotFound)
+        );
+        assert_eq!(
+            step(400, "ResourceNotFoundException"),
+            Some(CallFailure::DestinationNotFound)
+        );
+        assert_eq!(step(403, "AccessDenied"), Some(CallFailure::SendDenied));
+        assert_eq!(step(400, "KmsAccessDenied"), Some(CallFailure::SendDenied));
+        assert_eq!(step(403, ""), Some(CallFailure::SendDenied));
+        for disables in [
+            CallFailure::DestinationNotFound,
+            CallFailure::SendDenied,
+            CallFailure::RoleNotAssumable,
+        ] {
+            assert!(disables.disables());
+        }
+        assert!(
+            !CallFailure::DestinationThrottled.disables()
+                && !CallFailure::DestinationError.disables()
+        );
+        // Credentials AWS stopped taking: forgotten, not the customer's fault.
+        assert_eq!(step(403, "ExpiredToken"), None);
+        let timeout: SdkError<E, HttpResponse> = SdkError::timeout_error("slow");
+        assert!(matches!(
+            refused(&timeout),
+            Refused::Step(CallFailure::Timeout)
+        ));
+    }
+
+    #[test]
+    fn assume_role_failures_are_the_roles_unless_sts_fails() {
+        use aws_sdk_sts::operation::assume_role::AssumeRoleError as E;
+        let step = |status, code| assume_failure(&answered(status, code, E::generic));
+        assert_eq!(step(403, "AccessDenied"), CallFailure::RoleNotAssumable);
+        assert_eq!(step(400, "ValidationError"), CallFailure::RoleNotAssumable);
+        assert_eq!(step(400, "Throttling"), CallFailure::DestinationThrottled);
+        assert_eq!(step(500, "InternalFailure"), CallFailure::DestinationError);
+    }
+
+    #[test]
+    fn entry_codes_are_classified() {
+        assert_eq!(
+            entry_failure("ThrottlingException"),
+            CallFailure::DestinationThrottled
+        );
+        assert_eq!(
+            entry_failure("AccessDeniedException"),
+            CallFailure::SendDenied
+        );
+        assert_eq!(
+            entry_failure("InternalFailure"),
+            CallFailure::DestinationError
+        );
+        assert!(is_throttling("RequestThrottled", 400));
+        assert!(!is_throttling("AccessDenied", 403));
+    }
+}

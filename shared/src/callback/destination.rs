@@ -1,0 +1,420 @@
+//! AWS destinations (docs/decisions/destinations.md): a subscription whose
+//! `uri` is the ARN of an SQS queue or an EventBridge bus in the customer's
+//! account, reached through a role the customer made for the service. This
+//! module holds what is checked without calling AWS (the two ARNs, the
+//! organization's external id) and the port the sender implements
+//! ([`Destinations`]: `aws/destination.rs`); like a [`CallbackTarget`], a
+//! [`Destination`] is only made by [`Destination::parse`], which keeps the
+//! service in its own partition and region.
+//!
+//! [`CallbackTarget`]: super::CallbackTarget
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::failure::CallFailure;
+use crate::ids::OrgId;
+
+/// The kind of an AWS destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DestinationKind {
+    /// An SQS queue (FIFO when its name ends `.fifo`).
+    Sqs,
+    /// An EventBridge event bus.
+    EventBridge,
+}
+
+impl DestinationKind {
+    /// The wire name: `sqs` or `eventbridge`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sqs => "sqs",
+            Self::EventBridge => "eventbridge",
+        }
+    }
+
+    /// The kind of a wire name.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "sqs" => Some(Self::Sqs),
+            "eventbridge" => Some(Self::EventBridge),
+            _ => None,
+        }
+    }
+}
+
+/// A checked destination: its ARN's parts and the role to assume.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Destination {
+    /// SQS queue or EventBridge bus.
+    pub kind: DestinationKind,
+    /// The destination's ARN, as the subscription's `uri`.
+    pub arn: String,
+    /// The ARN's partition (`aws`, `aws-cn`, `aws-us-gov`).
+    pub partition: String,
+    /// The ARN's region.
+    pub region: String,
+    /// The customer's account id (12 digits).
+    pub account: String,
+    /// The queue's or bus's name.
+    pub name: String,
+    /// The role the service assumes, in the same account.
+    pub role_arn: String,
+}
+
+/// Why a destination is refused before any call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DestinationProblem {
+    /// Not a well-formed ARN of its kind (a field error of `field`).
+    Invalid {
+        /// `destination.arn` or `destination.roleArn`.
+        field: &'static str,
+        /// Why, for a person.
+        message: String,
+    },
+    /// Well formed, but outside what this deployment may reach.
+    Forbidden(String),
+}
+
+impl Destination {
+    /// Checks `arn` (of `kind`) and `role_arn` against the service's
+    /// `partition` and `region`: the service writes only where it runs, and
+    /// only through a role of the destination's own account.
+    pub fn parse(
+        kind: DestinationKind,
+        arn: &str,
+        role_arn: &str,
+        partition: &str,
+        region: &str,
+    ) -> Result<Self, DestinationProblem> {
+        let invalid = |field, message: &str| DestinationProblem::Invalid {
+            field,
+            message: message.to_owned(),
+        };
+        let (service, expect) = match kind {
+            DestinationKind::Sqs => ("sqs", "arn:<partition>:sqs:<region>:<account>:<queue name>"),
+            DestinationKind::EventBridge => (
+                "events",
+                "arn:<partition>:events:<region>:<account>:event-bus/<bus name>",
+            ),
+        };
+        let bad_arn = || invalid("destination.arn", &format!("must be an ARN {expect}"));
+        let parts: Vec<&str> = arn.splitn(6, ':').collect();
+        let [scheme, arn_partition, arn_service, arn_region, account, resource] = parts[..] else {
+            return Err(bad_arn());
+        };
+        if scheme != "arn" || arn_service != service || !is_account(account) {
+            return Err(bad_arn());
+        }
+        let name = match kind {
+            DestinationKind::Sqs => resource,
+            DestinationKind::EventBridge => resource.strip_prefix("event-bus/").unwrap_or(""),
+        };
+        if !valid_name(kind, name) {
+            return Err(bad_arn());
+        }
+        if arn_partition != partition || arn_region != region {
+            return Err(DestinationProblem::Forbidden(format!(
+                "this deployment delivers only to destinations in partition {partition}, region {region}"
+            )));
+        }
+        let role: Vec<&str> = role_arn.splitn(6, ':').collect();
+        let bad_role = || {
+            invalid(
+                "destination.roleArn",
+                "must be an IAM role's ARN, arn:<partition>:iam::<account>:role/<name>",
+            )
+        };
+        let ["arn", role_partition, "iam", "", role_account, role_resource] = role[..] else {
+            return Err(bad_role());
+        };
+        let role_name = role_resource.strip_prefix("role/").unwrap_or("");
+        if !is_account(role_account)
+            || role_name.is_empty()
+            || role_arn.len() > 2048
+            || !role_name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+=,.@_-/".contains(c))
+        {
+            return Err(bad_role());
+        }
+        if role_partition != partition || role_account != account {
+            return Err(DestinationProblem::Forbidden(
+                "the role must be in the destination's account and partition".to_owned(),
+            ));
+        }
+        Ok(Destination {
+            kind,
+            arn: arn.to_owned(),
+            partition: partition.to_owned(),
+            region: region.to_owned(),
+            account: account.to_owned(),
+            name: name.to_owned(),
+            role_arn: role_arn.to_owned(),
+        })
+    }
+
+    /// The kind of destination a stored `uri` names, if it is an ARN.
+    pub fn kind_of(uri: &str) -> Option<DestinationKind> {
+        match uri.split(':').nth(2) {
+            _ if !uri.starts_with("arn:") => None,
+            Some("sqs") => Some(DestinationKind::Sqs),
+            Some("events") => Some(DestinationKind::EventBridge),
+            _ => None,
+        }
+    }
+
+    /// An SQS FIFO queue: deduplicated by the notification uuid, in one
+    /// message group per subscription.
+    pub fn is_fifo(&self) -> bool {
+        self.kind == DestinationKind::Sqs && self.name.ends_with(".fifo")
+    }
+}
+
+fn is_account(s: &str) -> bool {
+    s.len() == 12 && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// SQS: 1 to 80 of `[A-Za-z0-9_-]` (FIFO: then `.fifo`); EventBridge: 1 to
+/// 256 of `[A-Za-z0-9._-]`.
+fn valid_name(kind: DestinationKind, name: &str) -> bool {
+    match kind {
+        DestinationKind::Sqs => {
+            let base = name.strip_suffix(".fifo").unwrap_or(name);
+            (1..=80).contains(&name.len())
+                && !base.is_empty()
+                && base
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        }
+        DestinationKind::EventBridge => {
+            (1..=256).contains(&name.len())
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        }
+    }
+}
+
+/// The organization's external id: `<prefix>-<UUIDv5 of the organization
+/// id>`. Derived, so the same on every runtime and never stored; unique
+/// per organization, and not chosen by the customer.
+pub fn external_id(prefix: &str, org: &OrgId) -> String {
+    let id = uuid::Uuid::new_v5(&EXTERNAL_ID_NAMESPACE, org.as_str().as_bytes());
+    format!("{prefix}-{id}")
+}
+
+/// The namespace of [`external_id`]'s UUIDs.
+const EXTERNAL_ID_NAMESPACE: uuid::Uuid =
+    uuid::Uuid::from_u128(0x6d1f_4c7e_9a0b_4e58_b2f1_3c5d_7e9a_0b38);
+
+/// One notification to send, signed as a POST would be.
+pub struct DestinationMessage<'a> {
+    /// The notification uuid (`webhook-id`).
+    pub id: &'a str,
+    /// `webhook-timestamp`: epoch seconds.
+    pub timestamp: i64,
+    /// `webhook-signature`.
+    pub signature: String,
+    /// The notification as JSON, sent and signed as is.
+    pub body: &'a str,
+    /// EventBridge's `detail-type`: the event's kind.
+    pub detail_type: &'a str,
+    /// A FIFO queue's message group: the subscription id.
+    pub group: &'a str,
+}
+
+/// What a send found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sent {
+    /// Accepted: the destination's id of the message or event.
+    Accepted(String),
+    /// Not accepted: the step that failed.
+    Failed(CallFailure),
+}
+
+/// Sends to AWS destinations (the adapter: `aws/destination.rs`).
+#[async_trait]
+pub trait Destinations: Send + Sync {
+    /// The partition and region destinations must be in: the service's.
+    fn partition_and_region(&self) -> (&str, &str);
+
+    /// Assumes the destination's role with `external_id` and sends the
+    /// validation message carrying `token`.
+    async fn validate(
+        &self,
+        destination: &Destination,
+        external_id: &str,
+        token: &str,
+        org: &OrgId,
+        timeout: Duration,
+    ) -> Result<(), CallFailure>;
+
+    /// Sends one notification.
+    async fn send(
+        &self,
+        destination: &Destination,
+        external_id: &str,
+        message: DestinationMessage<'_>,
+        timeout: Duration,
+    ) -> Sent;
+}
+
+/// The partition of a region, as AWS names them.
+pub fn partition_of(region: &str) -> &'static str {
+    if region.starts_with("cn-") {
+        "aws-cn"
+    } else if region.starts_with("us-gov-") {
+        "aws-us-gov"
+    } else {
+        "aws"
+    }
+}
+
+/// EventBridge's `detail-type` of a notification whose `event` is the
+/// filter `event`: `message.inbound`, `message.outbound`, `contact`, or
+/// `subscription.<kind>` for a notice of one kind.
+pub fn detail_type(event: &str) -> String {
+    use crate::filter::{EventFilter, Topic};
+    match EventFilter::parse(event).map(|f| f.topic) {
+        Ok(Topic::Message(direction)) => format!("message.{}", direction.as_str()),
+        Ok(Topic::Contact) => "contact".to_owned(),
+        Ok(Topic::Subscription(_)) => match event.split_once("?type=") {
+            Some((_, kind)) if !kind.contains(',') => format!("subscription.{kind}"),
+            _ => "subscription".to_owned(),
+        },
+        Err(_) => "notification".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROLE: &str = "arn:aws:iam::222222222222:role/webhooks-delivery";
+
+    fn parse(
+        kind: DestinationKind,
+        arn: &str,
+        role: &str,
+    ) -> Result<Destination, DestinationProblem> {
+        Destination::parse(kind, arn, role, "aws", "us-east-1")
+    }
+
+    #[test]
+    fn destinations_of_the_service_region_parse() {
+        let q = parse(
+            DestinationKind::Sqs,
+            "arn:aws:sqs:us-east-1:222222222222:orders",
+            ROLE,
+        )
+        .unwrap();
+        assert_eq!(
+            (q.account.as_str(), q.name.as_str(), q.is_fifo()),
+            ("222222222222", "orders", false)
+        );
+        let f = parse(
+            DestinationKind::Sqs,
+            "arn:aws:sqs:us-east-1:222222222222:orders.fifo",
+            ROLE,
+        )
+        .unwrap();
+        assert!(f.is_fifo());
+        let b = parse(
+            DestinationKind::EventBridge,
+            "arn:aws:events:us-east-1:222222222222:event-bus/orders",
+            "arn:aws:iam::222222222222:role/path/webhooks",
+        )
+        .unwrap();
+        assert_eq!(b.name, "orders");
+        assert_eq!(
+            Destination::kind_of(&b.arn),
+            Some(DestinationKind::EventBridge)
+        );
+        assert_eq!(Destination::kind_of(&q.arn), Some(DestinationKind::Sqs));
+        assert_eq!(
+            Destination::kind_of("https://example.com/arn:aws:sqs"),
+            None
+        );
+    }
+
+    #[test]
+    fn other_regions_accounts_and_shapes_are_refused() {
+        use DestinationKind::*;
+        let forbidden = [
+            (Sqs, "arn:aws:sqs:eu-west-1:222222222222:orders", ROLE),
+            (Sqs, "arn:aws-cn:sqs:us-east-1:222222222222:orders", ROLE),
+            (
+                Sqs,
+                "arn:aws:sqs:us-east-1:222222222222:orders",
+                "arn:aws:iam::333333333333:role/x",
+            ),
+        ];
+        for (kind, arn, role) in forbidden {
+            assert!(
+                matches!(
+                    parse(kind, arn, role),
+                    Err(DestinationProblem::Forbidden(_))
+                ),
+                "{arn} {role}"
+            );
+        }
+        let invalid = [
+            (Sqs, "arn:aws:sqs:us-east-1:22222222222:orders", ROLE),
+            (Sqs, "arn:aws:sqs:us-east-1:222222222222:", ROLE),
+            (Sqs, "arn:aws:sqs:us-east-1:222222222222:a/b", ROLE),
+            (
+                Sqs,
+                "https://sqs.us-east-1.amazonaws.com/222222222222/orders",
+                ROLE,
+            ),
+            (
+                Sqs,
+                "arn:aws:events:us-east-1:222222222222:event-bus/b",
+                ROLE,
+            ),
+            (
+                EventBridge,
+                "arn:aws:events:us-east-1:222222222222:rule/b",
+                ROLE,
+            ),
+            (
+                Sqs,
+                "arn:aws:sqs:us-east-1:222222222222:orders",
+                "arn:aws:iam::222222222222:user/x",
+            ),
+            (
+                Sqs,
+                "arn:aws:sqs:us-east-1:222222222222:orders",
+                "arn:aws:sts::222222222222:role/x",
+            ),
+        ];
+        for (kind, arn, role) in invalid {
+            assert!(
+                matches!(
+                    parse(kind, arn, role),
+                    Err(DestinationProblem::Invalid { .. })
+                ),
+                "{arn} {role}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_external_id_is_the_organizations_own() {
+        let a = external_id("webhooks", &"org-a".into());
+        assert_eq!(a, external_id("webhooks", &"org-a".into()));
+        assert_ne!(a, external_id("webhooks", &"org-b".into()));
+        assert!(a.starts_with("webhooks-") && a.len() == "webhooks-".len() + 36);
+    }
+
+    #[test]
+    fn detail_types_name_the_event_kind() {
+        assert_eq!(
+            detail_type("/orgId/o/department/d/message?direction=inbound"),
+            "message.inbound"
+        );
+        assert_eq!(detail_type("/orgId/o/department/d/contact"), "contact");
+    }
+}

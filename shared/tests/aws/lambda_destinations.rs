@@ -1,0 +1,195 @@
+//! AWS destinations through the Lambda handlers (docs/decisions/destinations.md):
+//! a destination subscription created by the handler `create-subscription`
+//! calls (validated against moto's STS and SQS in a second account), its
+//! notification delivered by the handler `deliver-notifications` calls, and
+//! a deleted queue disabling the subscription there, the job kept as a dead
+//! letter.
+
+use crate::dynamodb_local;
+use crate::sample_events;
+
+use std::sync::Arc;
+
+use aws_lambda_events::event::sqs::SqsEvent;
+use serde_json::Value;
+use testkit::customer::{attribute, Customer};
+use testkit::emulators::unique_name;
+use webhook_core::api::subscriptions;
+use webhook_core::auth::Caller;
+use webhook_core::aws::dynamodb::DynamoStore;
+use webhook_core::aws::outbox::AwsOutbox;
+use webhook_core::aws::sqs::SqsQueue;
+use webhook_core::callback::destination::external_id;
+use webhook_core::lambda::queues;
+use webhook_core::model::{DestinationRequest, SubscriptionRequest, SubscriptionStatus};
+use webhook_core::store::Store;
+use webhook_core::{App, Config, Profile};
+
+struct World {
+    app: App,
+    outbox: AwsOutbox,
+    queue: SqsQueue,
+    sqs: aws_sdk_sqs::Client,
+    queue_url: String,
+    dlq_url: String,
+    store: Arc<DynamoStore>,
+}
+
+/// The queue functions' parts on DynamoDB Local and moto, with the AWS
+/// destinations' sender built as `services::aws::queue_functions` builds it.
+async fn world() -> World {
+    let moto = testkit::emulators::require(testkit::emulators::SQS);
+    let config = Config::from_lookup(Profile::Lambda, |var| match var {
+        "WEBHOOKS_RETRY_SCHEDULE" => Some("1s,1s".into()),
+        _ => None,
+    })
+    .unwrap();
+    let (client, tables) = dynamodb_local::fresh_tables("destinations").await;
+    let store = Arc::new(DynamoStore::new(client, tables));
+    // One endpoint for every service moto serves: SQS, STS, EventBridge.
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(&moto)
+        .load()
+        .await;
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let name = format!("delivery-{}", uuid::Uuid::new_v4().simple());
+    let mut urls = Vec::new();
+    for queue in [format!("{name}-dlq"), name] {
+        let out = sqs.create_queue().queue_name(queue).send().await.unwrap();
+        urls.push(out.queue_url().unwrap().to_owned());
+    }
+    let (dlq_url, queue_url) = (urls[0].clone(), urls[1].clone());
+    let queue = SqsQueue::new(sqs.clone(), queue_url.clone(), Some(dlq_url.clone()));
+    let mut app = App::new(config, store.clone());
+    app.destinations = webhook_core::services::aws::destinations(&sdk);
+    assert!(app.destinations.is_some(), "the region is set (AWS_REGION)");
+    World {
+        outbox: AwsOutbox::new(store.clone(), queue.clone(), app.clock.clone()),
+        app,
+        queue,
+        sqs,
+        queue_url,
+        dlq_url,
+        store,
+    }
+}
+
+/// The next delivery job, as Lambda's event source mapping hands it over.
+async fn next_event(w: &World) -> SqsEvent {
+    let template = sample_events::text("deliver-notifications-sqs");
+    for _ in 0..10 {
+        let out = w
+            .sqs
+            .receive_message()
+            .queue_url(&w.queue_url)
+            .max_number_of_messages(1)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap();
+        if let Some(m) = out.messages().first() {
+            let mut event: Value = serde_json::from_str(&template).unwrap();
+            let record = &mut event["Records"][0];
+            record["messageId"] = m.message_id().unwrap().into();
+            record["receiptHandle"] = m.receipt_handle().unwrap().into();
+            record["body"] = m.body().unwrap().into();
+            record["attributes"]["ApproximateReceiveCount"] = "1".into();
+            return serde_json::from_value(event).unwrap();
+        }
+    }
+    panic!("no delivery job was queued");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_destination_subscription_is_delivered_and_disabled_by_the_queue_functions() {
+    let w = world().await;
+    let customer = Customer::new();
+    let (queue, role) = (unique_name("orders"), unique_name("role"));
+    customer.create_queue(&queue).await;
+    let external = external_id("webhooks", &"org-1".into());
+    customer.role(&role, &external, &[&queue], &[]).await;
+
+    // create-subscription's handler: validated (assume role, validation message), then stored.
+    let caller = Caller::new("org-1", &["webhooks/write"]);
+    let request = SubscriptionRequest {
+        event_filters: Some(vec![
+            "/orgId/org-1/department/dep-1/message?direction=inbound".into(),
+        ]),
+        destination: Some(DestinationRequest {
+            kind: Some("sqs".into()),
+            arn: Some(Customer::queue_arn(&queue)),
+            role_arn: Some(Customer::role_arn(&role)),
+        }),
+        ..Default::default()
+    };
+    let sub = subscriptions::create_subscription(&w.app, &caller, request)
+        .await
+        .expect("the destination validates");
+    assert_eq!(sub.destination.as_ref().unwrap().external_id, external);
+    let validation = customer.wait_for(&queue, 1).await;
+    assert!(attribute(&validation[0], "webhook-validation-token").len() > 20);
+
+    // ingest-events, then deliver-notifications: into the customer's queue, signed.
+    let sample: SqsEvent = serde_json::from_str(&sample_events::text("ingest-events-sqs")).unwrap();
+    queues::ingest_events(&w.app, &w.outbox, sample).await;
+    let event = next_event(&w).await;
+    let response = queues::deliver_notifications(&w.app, &w.queue, &w.outbox, event).await;
+    assert!(response.batch_item_failures.is_empty());
+    let got = customer.wait_for(&queue, 1).await;
+    let uuid = webhook_core::notification::notification_id("evt-sample-1", &sub.id).to_string();
+    assert_eq!(attribute(&got[0], "webhook-id"), uuid);
+    let secret = w
+        .store
+        .get_subscription(&"org-1".into(), &sub.id.as_str().into())
+        .await
+        .unwrap()
+        .unwrap()
+        .secret;
+    let mut headers = http::HeaderMap::new();
+    for name in ["webhook-id", "webhook-timestamp", "webhook-signature"] {
+        headers.insert(name, attribute(&got[0], name).parse().unwrap());
+    }
+    standardwebhooks::Webhook::new(&secret)
+        .unwrap()
+        .verify(got[0]["Body"].as_str().unwrap().as_bytes(), &headers)
+        .expect("signed as a POST is");
+
+    // The customer deletes the queue: the next job disables the subscription
+    // and is kept as a dead letter, not dropped.
+    customer.delete_queue(&queue).await;
+    let template = sample_events::text("deliver-notifications-sqs");
+    let body = serde_json::from_str::<SqsEvent>(&template).unwrap().records[0]
+        .body
+        .clone()
+        .unwrap()
+        .replace("SUBSCRIPTION_ID_PLACEHOLDER", &sub.id);
+    w.sqs
+        .send_message()
+        .queue_url(&w.queue_url)
+        .message_body(&body)
+        .send()
+        .await
+        .unwrap();
+    let event = next_event(&w).await;
+    let response = queues::deliver_notifications(&w.app, &w.queue, &w.outbox, event).await;
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "done with: dead-lettered"
+    );
+    let stored = w
+        .store
+        .get_subscription(&"org-1".into(), &sub.id.as_str().into())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.status, SubscriptionStatus::Blacklisted);
+    let dead = w
+        .sqs
+        .receive_message()
+        .queue_url(&w.dlq_url)
+        .wait_time_seconds(2)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(dead.messages().len(), 1, "the job is kept");
+}
