@@ -100,15 +100,7 @@ impl Services {
                 }
                 let db = Arc::new(SqliteDb::open(&path)?.with_clock(clock.clone()));
                 #[cfg(feature = "aws")]
-                let destinations = {
-                    // AWS destinations with the credentials of the environment.
-                    let sdk = crate::aws::sdk_config_with(
-                        &config.aws_calls.api,
-                        crate::aws::Roots::System,
-                    )
-                    .await;
-                    aws::destinations(&sdk)
-                };
+                let destinations = aws::local_destinations(&config).await;
                 let released = db.release_leases().await?;
                 if released > 0 {
                     tracing::info!(released, "resuming deliveries left in flight");
@@ -346,6 +338,27 @@ pub mod aws {
         let mut app = api_app_on(config, &sdk)?;
         app.destinations = destinations(&sdk);
         Ok(app)
+    }
+
+    /// AWS destinations for `webhooks-local` on SQLite, with the credentials
+    /// of its environment, when that environment names a region
+    /// (`AWS_REGION`, `AWS_DEFAULT_REGION` or the profile's): otherwise none,
+    /// and without asking EC2's instance metadata for one, which on a laptop
+    /// only waits and warns (docs/destinations.md).
+    pub async fn local_destinations(
+        config: &Config,
+    ) -> Option<Arc<dyn crate::callback::destination::Destinations>> {
+        use aws_config::meta::region::RegionProviderChain;
+        let region = RegionProviderChain::first_try(
+            aws_config::environment::EnvironmentVariableRegionProvider::new(),
+        )
+        .or_else(aws_config::profile::ProfileFileRegionProvider::new())
+        .region()
+        .await?;
+        tracing::debug!(%region, "AWS destinations with the environment's credentials");
+        let sdk =
+            crate::aws::sdk_config_with(&config.aws_calls.api, crate::aws::Roots::System).await;
+        destinations(&sdk)
     }
 
     /// The AWS destinations' sender on `sdk` (its STS client built on first

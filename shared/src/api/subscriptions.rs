@@ -175,7 +175,7 @@ fn validation_detail(failure: CallFailure, d: &Destination, external_id: &str) -
 fn unavailable_destinations() -> ApiError {
     ApiError::field(
         "destination",
-        "AWS destinations are not available on this deployment (no AWS SDK in this runtime)",
+        "AWS destinations are not available on this deployment (no AWS SDK in this runtime, or no AWS region in its environment)",
     )
 }
 

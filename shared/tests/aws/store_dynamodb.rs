@@ -684,6 +684,7 @@ async fn the_fan_out_query_is_strongly_consistent() {
             max_per_org: 1000,
             ordered: None,
             rate_limit: None,
+            role_arn: None,
         })
         .await
         .unwrap();
