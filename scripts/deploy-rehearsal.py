@@ -976,11 +976,11 @@ def self_test(text, stacks, recordings, bin_dir, webhooks_local, work):
     assert block in text
     start = text.index(block)
     section = text[start:text.index("      Events:", start)]
-    mutated_section = section.replace("                - dynamodb:BatchWriteItem\n", "", 1)
+    mutated_section = section.replace("                - dynamodb:PutItem\n", "", 1)
     assert mutated_section != section
     mutated = text[:start] + mutated_section + text[start + len(section):]
-    stack = stack_with(mutated, "no-batchwrite")
-    expect(check_least_privilege(stacks[:1], recordings[:1], [stack]), "IngestEventsFunction", "dynamodb:BatchWriteItem")
+    stack = stack_with(mutated, "no-putitem")
+    expect(check_least_privilege(stacks[:1], recordings[:1], [stack]), "IngestEventsFunction", "dynamodb:PutItem")
 
     # One table ARN replaced by the other table's.
     start = text.index("  GetMessageFunction:")
