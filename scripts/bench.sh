@@ -66,16 +66,18 @@ fi
 
 if [ "$zips" = 1 ]; then
     step "arm64 Lambda zips (cargo lambda build --release --arm64 --output-format zip)"
-    export PATH="$PWD/.tools/venv/bin:$PATH"
-    if ! command -v cargo-lambda >/dev/null 2>&1; then
-        echo "cargo-lambda is not installed (expected in .tools/venv/bin)" >&2
-        exit 1
-    fi
+    # cargo-lambda from the tools' venv (scripts/emulators.sh), and Rust's arm64 target.
+    # shellcheck source=scripts/emulators.sh
+    source scripts/emulators.sh
+    install_lambda_tools
+    venv_bin="$(dirname "$CARGO_LAMBDA")"
+    export PATH="$venv_bin:$PATH"   # its zig: the venv's ziglang
+    rustup target add aarch64-unknown-linux-gnu
     packages=()
     for dir in functions/*/; do
         packages+=(--package "$(basename "$dir")")
     done
-    cargo lambda build --release --arm64 --output-format zip --locked "${packages[@]}"
+    "$CARGO_LAMBDA" lambda build --release --arm64 --output-format zip --locked "${packages[@]}"
 fi
 
 if [ "$emulators" = 1 ]; then

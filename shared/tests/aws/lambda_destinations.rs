@@ -5,99 +5,45 @@
 //! a deleted queue disabling the subscription there, the job kept as a dead
 //! letter.
 
-use crate::dynamodb_local;
+use crate::lambda_queue_events::{receive_as_event, World};
 use crate::sample_events;
 
-use std::sync::Arc;
+use std::time::Duration;
 
 use aws_lambda_events::event::sqs::SqsEvent;
-use serde_json::Value;
 use testkit::customer::{attribute, Customer};
 use testkit::emulators::unique_name;
 use webhook_core::api::subscriptions;
 use webhook_core::auth::Caller;
-use webhook_core::aws::dynamodb::DynamoStore;
-use webhook_core::aws::outbox::AwsOutbox;
-use webhook_core::aws::sqs::SqsQueue;
 use webhook_core::callback::destination::external_id;
 use webhook_core::lambda::queues;
 use webhook_core::model::{DestinationRequest, SubscriptionRequest, SubscriptionStatus};
 use webhook_core::store::Store;
-use webhook_core::{App, Config, Profile};
 
-struct World {
-    app: App,
-    outbox: AwsOutbox,
-    queue: SqsQueue,
-    sqs: aws_sdk_sqs::Client,
-    queue_url: String,
-    dlq_url: String,
-    store: Arc<DynamoStore>,
-}
-
-/// The queue functions' parts on DynamoDB Local and moto, with the AWS
-/// destinations' sender built as `services::aws::queue_functions` builds it.
+/// The queue functions' world, with the AWS destinations' sender built as
+/// `services::aws::queue_functions` builds it, on moto (one endpoint for
+/// every service it serves: SQS, STS, EventBridge).
 async fn world() -> World {
     let moto = testkit::emulators::require(testkit::emulators::SQS);
-    let config = Config::from_lookup(Profile::Lambda, |var| match var {
-        "WEBHOOKS_RETRY_SCHEDULE" => Some("1s,1s".into()),
-        _ => None,
-    })
-    .unwrap();
-    let (client, tables) = dynamodb_local::fresh_tables("destinations").await;
-    let store = Arc::new(DynamoStore::new(client, tables));
-    // One endpoint for every service moto serves: SQS, STS, EventBridge.
+    let mut w = crate::lambda_queue_events::world().await;
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .endpoint_url(&moto)
         .load()
         .await;
-    let sqs = aws_sdk_sqs::Client::new(&sdk);
-    let name = format!("delivery-{}", uuid::Uuid::new_v4().simple());
-    let mut urls = Vec::new();
-    for queue in [format!("{name}-dlq"), name] {
-        let out = sqs.create_queue().queue_name(queue).send().await.unwrap();
-        urls.push(out.queue_url().unwrap().to_owned());
-    }
-    let (dlq_url, queue_url) = (urls[0].clone(), urls[1].clone());
-    let queue = SqsQueue::new(sqs.clone(), queue_url.clone(), Some(dlq_url.clone()));
-    let mut app = App::new(config, store.clone());
-    app.destinations = webhook_core::services::aws::destinations(&sdk);
-    assert!(app.destinations.is_some(), "the region is set (AWS_REGION)");
-    World {
-        outbox: AwsOutbox::new(store.clone(), queue.clone(), app.clock.clone()),
-        app,
-        queue,
-        sqs,
-        queue_url,
-        dlq_url,
-        store,
-    }
+    w.app.destinations = webhook_core::services::aws::destinations(&sdk);
+    assert!(
+        w.app.destinations.is_some(),
+        "the region is set (AWS_REGION)"
+    );
+    w
 }
 
 /// The next delivery job, as Lambda's event source mapping hands it over.
 async fn next_event(w: &World) -> SqsEvent {
     let template = sample_events::text("deliver-notifications-sqs");
-    for _ in 0..10 {
-        let out = w
-            .sqs
-            .receive_message()
-            .queue_url(&w.queue_url)
-            .max_number_of_messages(1)
-            .wait_time_seconds(1)
-            .send()
-            .await
-            .unwrap();
-        if let Some(m) = out.messages().first() {
-            let mut event: Value = serde_json::from_str(&template).unwrap();
-            let record = &mut event["Records"][0];
-            record["messageId"] = m.message_id().unwrap().into();
-            record["receiptHandle"] = m.receipt_handle().unwrap().into();
-            record["body"] = m.body().unwrap().into();
-            record["attributes"]["ApproximateReceiveCount"] = "1".into();
-            return serde_json::from_value(event).unwrap();
-        }
-    }
-    panic!("no delivery job was queued");
+    receive_as_event(w, &template, Duration::from_secs(10))
+        .await
+        .expect("no delivery job was queued")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -30,17 +30,19 @@ async fn receiver() -> (Receiver, String) {
     (r, uri)
 }
 
-struct World {
-    app: App,
-    outbox: AwsOutbox,
-    queue: SqsQueue,
-    sqs: aws_sdk_sqs::Client,
-    queue_url: String,
-    dlq_url: String,
-    store: Arc<DynamoStore>,
+/// The queue functions' parts on DynamoDB Local and moto (also the
+/// destinations' harness, `lambda_destinations`).
+pub(crate) struct World {
+    pub(crate) app: App,
+    pub(crate) outbox: AwsOutbox,
+    pub(crate) queue: SqsQueue,
+    pub(crate) sqs: aws_sdk_sqs::Client,
+    pub(crate) queue_url: String,
+    pub(crate) dlq_url: String,
+    pub(crate) store: Arc<DynamoStore>,
 }
 
-async fn world() -> World {
+pub(crate) async fn world() -> World {
     world_on(None).await
 }
 
@@ -135,7 +137,11 @@ async fn subscribe_to(
 }
 
 /// Receives raw SQS messages as Lambda's event source mapping would hand them over.
-async fn receive_as_event(w: &World, template: &str, wait: Duration) -> Option<SqsEvent> {
+pub(crate) async fn receive_as_event(
+    w: &World,
+    template: &str,
+    wait: Duration,
+) -> Option<SqsEvent> {
     let start = std::time::Instant::now();
     loop {
         let out = w

@@ -294,18 +294,9 @@ impl DeliveryHistory for DynamoStore {
         }
         let created_at = number(notification, "createdAt")?;
         let summary = self
-            .client
-            .get_item()
-            .table_name(&self.tables.messages)
-            .set_key(Some(key(
-                history_pk(org_id, subscription_id),
-                summary_sk(created_at, id),
-            )))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(backend)?;
-        let Some(summary) = summary.item() else {
+            .summary_by_key(org_id, subscription_id, id, created_at)
+            .await?;
+        let Some(summary) = &summary else {
             return Ok(None);
         };
         let inline = inline_attempts_of(summary)?;
@@ -457,16 +448,31 @@ impl DynamoStore {
             .condition_expression("attribute_not_exists(pk)")
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(backend(e)),
-        }
+        // Already there (a redelivery): the history keeps the first.
+        super::conditional(result).map(|_| ())
+    }
+
+    /// A notification's summary item, read strongly.
+    async fn summary_by_key(
+        &self,
+        org_id: &OrgId,
+        subscription_id: &SubscriptionId,
+        id: &NotificationId,
+        created_at: i64,
+    ) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.tables.messages)
+            .set_key(Some(key(
+                history_pk(org_id, subscription_id),
+                summary_sk(created_at, id),
+            )))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(backend)?;
+        Ok(out.item)
     }
 
     /// A notification whose id carries its time: its summary (which holds
@@ -481,19 +487,10 @@ impl DynamoStore {
         id: &NotificationId,
         created_at: i64,
     ) -> Result<Option<NotificationDetail>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.tables.messages)
-            .set_key(Some(key(
-                history_pk(org_id, subscription_id),
-                summary_sk(created_at, id),
-            )))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(backend)?;
-        let Some(item) = out.item() else {
+        let item = self
+            .summary_by_key(org_id, subscription_id, id, created_at)
+            .await?;
+        let Some(item) = &item else {
             return Ok(None);
         };
         let inline = inline_attempts_of(item)?;

@@ -27,12 +27,19 @@ pub(super) fn summary_key(job: &DeliveryJob) -> Item {
 }
 
 pub(super) fn summary_item(event_id: &str, job: &DeliveryJob, ttl: AttributeValue) -> Item {
-    let mut item = summary_key(job);
+    let mut item = pending_summary(event_id, job, ttl);
     item.insert("uuid".into(), s(job.id.to_string()));
     item.insert("subscriptionId".into(), s(job.subscription_id.to_string()));
-    item.insert("eventId".into(), s(event_id.to_owned()));
     item.insert("event".into(), s(history::event_of(&job.body)));
     item.insert("createdAt".into(), n(job.created_at));
+    item
+}
+
+/// What every new summary holds: its key, its event, PENDING, no attempt
+/// yet, the next one due at creation, its expiry.
+fn pending_summary(event_id: &str, job: &DeliveryJob, ttl: AttributeValue) -> Item {
+    let mut item = summary_key(job);
+    item.insert("eventId".into(), s(event_id.to_owned()));
     item.insert(
         "status".into(),
         s(NotificationStatus::Pending.as_str().into()),
@@ -52,15 +59,7 @@ pub(super) const PAYLOAD: &str = "payload";
 /// attempts it stays under 1 KB and each write of it costs one unit
 /// (`tests::a_delivered_timed_summary_is_one_write_unit`).
 pub(super) fn timed_summary_item(event_id: &str, job: &DeliveryJob, ttl: AttributeValue) -> Item {
-    let mut item = summary_key(job);
-    item.insert("eventId".into(), s(event_id.to_owned()));
-    item.insert(
-        "status".into(),
-        s(NotificationStatus::Pending.as_str().into()),
-    );
-    item.insert("attempts".into(), n(0));
-    item.insert("nextAttemptAt".into(), n(job.created_at));
-    item.insert("ttl".into(), ttl);
+    let mut item = pending_summary(event_id, job, ttl);
     item.insert(PAYLOAD.into(), s(job.body.clone()));
     if let Some(traceparent) = &job.traceparent {
         item.insert("traceparent".into(), s(traceparent.clone()));
