@@ -75,26 +75,6 @@ fn verify(secret: &str, id: &str, timestamp: &str, signature: &str, body: &str) 
         .expect("the signature verifies");
 }
 
-async fn wait_until(
-    server: &Server,
-    org: &str,
-    path: &str,
-    done: impl Fn(&Value) -> bool,
-) -> Value {
-    let started = std::time::Instant::now();
-    loop {
-        let (status, body) = server.get(path, org).await;
-        if status == StatusCode::OK && done(&body) {
-            return body;
-        }
-        assert!(
-            started.elapsed() < WAIT,
-            "{path} never got there: {status} {body}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 #[tokio::test]
 #[ignore = "needs moto (STS, SQS, EventBridge): scripts/test.sh runs it on both backends"]
 async fn sqs_fifo_and_eventbridge_destinations_get_signed_notifications() {

@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use http::StatusCode;
@@ -28,27 +28,6 @@ async fn post_event(server: &Server, org: &str, id: &str) -> String {
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     assert_eq!(body["notifications"], 1, "{body}");
     id.to_owned()
-}
-
-/// Polls the notification until `done` holds (or fails after [`WAIT`]).
-async fn wait_until(
-    server: &Server,
-    org: &str,
-    path: &str,
-    done: impl Fn(&Value) -> bool,
-) -> Value {
-    let started = Instant::now();
-    loop {
-        let (status, body) = server.get(path, org).await;
-        if status == StatusCode::OK && done(&body) {
-            return body;
-        }
-        assert!(
-            started.elapsed() < WAIT,
-            "{path} never got there: {status} {body}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 fn millis_now() -> i64 {
