@@ -5,7 +5,7 @@
 //! a deleted queue disabling the subscription there, the job kept as a dead
 //! letter.
 
-use crate::lambda_queue_events::{receive_as_event, World};
+use crate::lambda_queue_events::{dead_letters, receive_as_event, World};
 use crate::sample_events;
 
 use std::time::Duration;
@@ -129,13 +129,5 @@ async fn a_destination_subscription_is_delivered_and_disabled_by_the_queue_funct
         .unwrap()
         .unwrap();
     assert_eq!(stored.status, SubscriptionStatus::Blacklisted);
-    let dead = w
-        .sqs
-        .receive_message()
-        .queue_url(&w.dlq_url)
-        .wait_time_seconds(2)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(dead.messages().len(), 1, "the job is kept");
+    assert_eq!(dead_letters(&w).await.len(), 1, "the job is kept");
 }

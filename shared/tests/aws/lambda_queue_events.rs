@@ -160,21 +160,40 @@ pub(crate) async fn receive_as_event(
             .await
             .unwrap();
         if let Some(m) = out.messages().first() {
-            let mut event: Value = serde_json::from_str(template).unwrap();
-            let record = &mut event["Records"][0];
-            record["messageId"] = m.message_id().unwrap().into();
-            record["receiptHandle"] = m.receipt_handle().unwrap().into();
-            record["body"] = m.body().unwrap().into();
-            let count = m.attributes().unwrap()
-                [&aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount]
-                .clone();
-            record["attributes"]["ApproximateReceiveCount"] = count.into();
-            return Some(serde_json::from_value(event).unwrap());
+            return Some(serde_json::from_value(record_of(template, m)).unwrap());
         }
         if start.elapsed() > wait {
             return None;
         }
     }
+}
+
+/// Message `m` (received with its receive count) as the one record of an
+/// event shaped like `template`, as Lambda's event source mapping hands it over.
+fn record_of(template: &str, m: &aws_sdk_sqs::types::Message) -> Value {
+    let mut event: Value = serde_json::from_str(template).unwrap();
+    let record = &mut event["Records"][0];
+    record["messageId"] = m.message_id().unwrap().into();
+    record["receiptHandle"] = m.receipt_handle().unwrap().into();
+    record["body"] = m.body().unwrap().into();
+    record["attributes"]["ApproximateReceiveCount"] = m.attributes().unwrap()
+        [&aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount]
+        .clone()
+        .into();
+    event
+}
+
+/// The dead-letter queue's messages (a two-second long poll).
+pub(crate) async fn dead_letters(w: &World) -> Vec<aws_sdk_sqs::types::Message> {
+    w.sqs
+        .receive_message()
+        .queue_url(&w.dlq_url)
+        .wait_time_seconds(2)
+        .send()
+        .await
+        .unwrap()
+        .messages
+        .unwrap_or_default()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -336,16 +355,9 @@ async fn deliver_notifications_dead_letters_after_the_last_attempt() {
         response.batch_item_failures.is_empty(),
         "dead-lettered records are done with"
     );
-    let dead = w
-        .sqs
-        .receive_message()
-        .queue_url(&w.dlq_url)
-        .wait_time_seconds(2)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(dead.messages().len(), 1);
-    let job: DeliveryJob = serde_json::from_str(dead.messages()[0].body().unwrap()).unwrap();
+    let dead = dead_letters(&w).await;
+    assert_eq!(dead.len(), 1);
+    let job: DeliveryJob = serde_json::from_str(dead[0].body().unwrap()).unwrap();
     assert_eq!(job.subscription_id, sub_id);
 }
 
@@ -1459,17 +1471,9 @@ impl Line {
             .await
             .unwrap();
         let m = out.messages().first()?.clone();
-        let mut event: Value = serde_json::from_str(template).unwrap();
-        let record = &mut event["Records"][0];
-        record["messageId"] = m.message_id().unwrap().into();
-        record["receiptHandle"] = m.receipt_handle().unwrap().into();
-        record["body"] = m.body().unwrap().into();
-        record["eventSourceARN"] =
+        let mut event = record_of(template, &m);
+        event["Records"][0]["eventSourceARN"] =
             format!("arn:aws:sqs:us-east-1:123456789012:{}.fifo", self.name).into();
-        record["attributes"]["ApproximateReceiveCount"] = m.attributes().unwrap()
-            [&aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount]
-            .clone()
-            .into();
         Some((m, serde_json::from_value(event).unwrap()))
     }
 
