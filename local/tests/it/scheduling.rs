@@ -65,6 +65,95 @@ async fn a_429_with_retry_after_pauses_the_whole_subscription() {
     }
 }
 
+/// The pause is visible: while it holds, the subscription's `health.pausedUntil` (got
+/// and listed) is when it ends, the breaker's `state` still `closed`; once the clock
+/// passes it, the field is gone and the notification it held is delivered.
+#[tokio::test]
+async fn a_pause_is_in_the_subscriptions_health_until_it_ends() {
+    let server = Server::start_with(&[("WEBHOOKS_RETRY_SCHEDULE", "5s,60s")]);
+    let inbox = Receiver::start(Handshake::Echo).await;
+    let id = subscribe(&server, "org-v", &inbox).await;
+    inbox.script(&[(429, Some("30"))]);
+    let asked = chrono::Utc::now().timestamp_millis();
+    let event = contact_event("held", "org-v");
+    assert_eq!(produce(&server, "org-v", &event).await, StatusCode::ACCEPTED);
+    let sub = wait_until(&server, "org-v", &format!("/webhooksubscription/{id}"), |s| {
+        s["health"]["pausedUntil"].is_string()
+    })
+    .await;
+    assert_eq!(sub["health"]["state"], "closed", "{sub}");
+    let until = epoch_ms(&sub["health"]["pausedUntil"]);
+    let answered = chrono::Utc::now().timestamp_millis();
+    assert!(
+        (asked + 30_000..=answered + 30_000).contains(&until),
+        "pausedUntil is the Retry-After's time: {sub}"
+    );
+    let (status, list) = server.get("/webhooksubscription/all", "org-v").await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    assert_eq!(
+        list["content"][0]["health"], sub["health"],
+        "the list shows the same health"
+    );
+    server.advance_clock(Duration::from_secs(31));
+    let sub = wait_until(&server, "org-v", &format!("/webhooksubscription/{id}"), |s| {
+        s["health"].get("pausedUntil").is_none()
+    })
+    .await;
+    assert_eq!(sub["health"]["state"], "closed", "{sub}");
+    // The notification it held goes once it has ended (its second arrival).
+    inbox.wait_for(2, Duration::from_secs(30)).await;
+    let path = format!(
+        "/webhooksubscription/{id}/notifications/{}",
+        notification_id("held", &id)
+    );
+    wait_until(&server, "org-v", &path, |n| n["status"] == "DELIVERED").await;
+}
+
+/// Posting the subscription again clears the pause: the answer and every read after it
+/// have no `pausedUntil`, and a notification queued from then on is delivered while the
+/// pause would still hold (docs/api.md, "Notifications").
+#[tokio::test]
+async fn posting_the_subscription_again_clears_the_pause() {
+    let server = Server::start_with(&[("WEBHOOKS_RETRY_SCHEDULE", "5s,1h")]);
+    let inbox = Receiver::start(Handshake::Echo).await;
+    let id = subscribe(&server, "org-r", &inbox).await;
+    inbox.script(&[(429, Some("600"))]);
+    let event = contact_event("held", "org-r");
+    assert_eq!(produce(&server, "org-r", &event).await, StatusCode::ACCEPTED);
+    wait_until(&server, "org-r", &format!("/webhooksubscription/{id}"), |s| {
+        s["health"]["pausedUntil"].is_string()
+    })
+    .await;
+    let (status, again) = server
+        .create("org-r", &inbox.uri("/hook"), &[&contact("org-r", "dep")])
+        .await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again["id"], id.as_str(), "the same subscription");
+    assert!(again["health"].get("pausedUntil").is_none(), "{again}");
+    let (_, got) = server
+        .get(&format!("/webhooksubscription/{id}"), "org-r")
+        .await;
+    assert!(got["health"].get("pausedUntil").is_none(), "{got}");
+    // Queued after the re-post: delivered long before the ten minutes the receiver asked.
+    let event = contact_event("after", "org-r");
+    assert_eq!(produce(&server, "org-r", &event).await, StatusCode::ACCEPTED);
+    let after = notification_id("after", &id).to_string();
+    // The first is the one answered 429 (held until its retry, ten minutes on).
+    let got = inbox.wait_for(2, Duration::from_secs(60)).await;
+    assert!(
+        got.iter().any(|r| r.header("webhook-id") == after),
+        "the notification queued after the re-post arrived: {:?}",
+        got.iter().map(|r| r.header("webhook-id")).collect::<Vec<_>>()
+    );
+}
+
+/// An ISO 8601 time of the API as epoch ms.
+fn epoch_ms(v: &serde_json::Value) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(v.as_str().expect("a time"))
+        .expect("ISO 8601")
+        .timestamp_millis()
+}
+
 /// Queued for the slow callback: 500 on every commit, 25,000 in the full tier (beyond the
 /// 20,000 due rows the old SQLite lease looked at), on both backends. On the AWS backend
 /// posting 25,000 events one at a time through the emulators takes some six minutes
