@@ -23,7 +23,12 @@ The checks:
              comment lines), names a file that exists, and its heading when it gives one:
              `FILE.md#anchor` (GitHub's slug), `FILE.md, "Title"` or `FILE.md, *Title*`
              (a heading's exact text). A name resolves beside the citing file, then at the
-             root, then as the one tracked file of that name (`results.md`).
+             root, then as the one tracked file of that name (`results.md`);
+  code map   every code name ARCHITECTURE.md gives in backticks exists: a file (`admit.rs`,
+             `aws/sqs.rs`) or folder (`delivery/`) of the tree, a module path (`delivery::deliver`,
+             `services::aws::{api_app, queue_functions}`: each module a file or folder of a crate's
+             src/, the last name defined under it) or a type's item (`Store::record_delivery`:
+             the item defined beside the type).
 
 Python 3 standard library only; reads files, compiles nothing.
 """
@@ -481,22 +486,25 @@ CITATION = re.compile(
 def reference_files(root):
     """The text files whose citations are checked: tracked and new ones (every one outside a
     git tree), by suffix."""
+    return sorted(
+        r for r in tree_files(root)
+        if r.endswith(REFERENCE_SUFFIXES) and not r.startswith(REFERENCE_SKIP)
+    )
+
+
+def tree_files(root):
+    """The tree's files: tracked and new ones in a git tree, every one outside it."""
     if (root / ".git").exists():
         out = subprocess.run(
             ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
             cwd=root, capture_output=True, check=True,
         ).stdout.decode()
-        rels = [p for p in out.split("\0") if p]
-    else:
-        rels = []
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
-            rels += [(Path(dirpath) / f).relative_to(root).as_posix() for f in filenames]
-    return sorted(
-        r for r in rels
-        if r.endswith(REFERENCE_SUFFIXES) and not r.startswith(REFERENCE_SKIP)
-        and (root / r).is_file()
-    )
+        return [p for p in out.split("\0") if p and (root / p).is_file()]
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
+        found += [(Path(dirpath) / f).relative_to(root).as_posix() for f in filenames]
+    return found
 
 
 def flattened(text, markdown):
@@ -581,6 +589,113 @@ def check_references(root):
 
 
 # ---------------------------------------------------------------------------
+# Check 6: the names of ARCHITECTURE.md's code map
+
+
+CODE_MAP_DOC = "ARCHITECTURE.md"
+# Where a module path starts: the crates' source folders, webhook-core's first.
+CRATE_SOURCES = ["shared/src", "local/src", "receiver/src", "testkit/src", "bench/src"]
+DEFINITION = r"(?:\bfn|\bstruct|\benum|\btrait|\bconst|\bstatic|\btype|\bmod|\bmacro_rules!)\s+{name}\b|^\s*(?:pub(?:\([^)]*\))?\s+)?{name}\s*(?:[,({{:]|$)"
+CODE_NAME = re.compile(r"^[A-Za-z_][\w]*(?:::(?:[A-Za-z_]\w*|\{[\w\s,]+\}))+(?:\(.*\))?$")
+FILE_NAME = re.compile(r"^(?:[\w.-]+/)*[\w-]+\.rs$|^(?:[\w.-]+/)+$")
+
+
+def tracked_paths(root):
+    """Every tracked (or new) file of the tree, and every folder holding one."""
+    files = tree_files(root)
+    folders = {str(Path(f).parent) + "/" for f in files}
+    for f in list(folders):
+        parts = f.rstrip("/").split("/")
+        folders.update("/".join(parts[:i]) + "/" for i in range(1, len(parts)))
+    return files, folders
+
+
+def rust_files_under(root, module):
+    """A module's files: `x.rs` and everything under `x/` (its submodules, re-exported names)."""
+    files = []
+    if module.suffix == ".rs" and module.is_file():
+        files.append(module)
+        folder = module.with_suffix("")
+    else:
+        folder = module
+    if folder.is_dir():
+        files += sorted(folder.rglob("*.rs"))
+    return files
+
+
+def defines(files, name, cache={}):
+    pattern = re.compile(DEFINITION.format(name=re.escape(name)), re.M)
+    for f in files:
+        if f not in cache:
+            cache[f] = f.read_text(errors="replace")
+        if pattern.search(cache[f]):
+            return True
+    return False
+
+
+def resolve_module_path(root, segments):
+    """None when `a::b::c` names something that exists, else why not."""
+    *path, last = segments
+    names = [n.strip() for n in last.strip("{}").split(",")] if last.startswith("{") else [last]
+    if not path:
+        return None
+    for src in CRATE_SOURCES:
+        module = None
+        base = root / src
+        for i, seg in enumerate(path):
+            for candidate in (base / f"{seg}.rs", base / seg):
+                if candidate.exists():
+                    module, base = candidate, base / seg
+                    break
+            else:
+                break
+        else:
+            i = len(path)
+        if module is None:
+            continue
+        # The rest of the path names items (a type, then its item) inside the module.
+        files = rust_files_under(root, module)
+        missing = [n for n in path[i:] + names if not defines(files, n)]
+        if not missing:
+            return None
+        return f"{', '.join(missing)} is not defined under {module.relative_to(root).as_posix()}"
+    head = path[0]
+    if head[:1].isupper():
+        # A type: its item is defined beside it (in its file or folder).
+        homes = [f for src in CRATE_SOURCES for f in sorted((root / src).rglob("*.rs"))
+                 if defines([f], head)]
+        if not homes:
+            return f"no type {head}"
+        for home in homes:
+            files = rust_files_under(root, home.parent)
+            if all(defines(files, n) for n in path[1:] + names):
+                return None
+        return f"{', '.join(path[1:] + names)} is not defined beside {head}"
+    return f"no module {head} in {', '.join(CRATE_SOURCES)}"
+
+
+def check_code_map(root):
+    problems = []
+    doc = root / CODE_MAP_DOC
+    files, folders = tracked_paths(root)
+    text = strip_code(doc.read_text(), spans=False)
+    for n, line in enumerate(text.split("\n"), 1):
+        for name in re.findall(r"`([^`]+)`", line):
+            where = f"code map: {CODE_MAP_DOC}:{n}: `{name}`"
+            if FILE_NAME.match(name):
+                suffix = name if name.endswith("/") else name
+                pool = folders if name.endswith("/") else files
+                if not any(p == suffix or p.endswith("/" + suffix) for p in pool):
+                    problems.append(f"{where}: no such file or folder")
+            elif CODE_NAME.match(name):
+                segments = re.split(r"::(?![^{]*\})", re.sub(r"\(.*\)$", "", name))
+                why = resolve_module_path(root, segments)
+                if why:
+                    problems.append(f"{where}: {why}")
+    return problems
+
+
+# ---------------------------------------------------------------------------
 
 
 def check(root):
@@ -592,6 +707,7 @@ def check(root):
         + check_errors(root, sources)
         + check_functions(root)
         + check_references(root)
+        + check_code_map(root)
     )
 
 
@@ -666,6 +782,15 @@ def self_test(root):
             ("a template comment citing an anchor that does not exist",
              edit("template.yaml", lambda t: t + "# planted: docs/cost.md#no-such-anchor\n"),
              "references: template.yaml:", "no heading with anchor #no-such-anchor"),
+            ("a code map naming a module that does not exist",
+             edit(CODE_MAP_DOC, lambda t: t.replace("`delivery::deliver`", "`deliveries::deliver`", 1)),
+             "code map: ARCHITECTURE.md:", "`deliveries::deliver`: no module deliveries"),
+            ("a code map naming a function its module does not define",
+             edit(CODE_MAP_DOC, lambda t: t.replace("`delivery::deliver`", "`delivery::deliver_all`", 1)),
+             "code map: ARCHITECTURE.md:", "deliver_all is not defined under shared/src/delivery"),
+            ("a code map naming a file that does not exist",
+             edit(CODE_MAP_DOC, lambda t: t.replace("`admit.rs`", "`admission.rs`", 1)),
+             "code map: ARCHITECTURE.md:", "`admission.rs`: no such file or folder"),
             ("a document citing another's section that does not exist",
              edit(API_DOC, lambda t: t + "\nPlanted: BENCHMARKS.md, *Nothing here*.\n"),
              "references: docs/api.md:", "no heading \"Nothing here\""),
@@ -704,7 +829,7 @@ def main(argv):
     if problems:
         print(f"check-docs: {len(problems)} problem(s)", file=sys.stderr)
         return 1
-    print("check-docs: links, configuration, error codes, functions and references agree with the code")
+    print("check-docs: links, configuration, error codes, functions, references and the code map agree with the code")
     return 0
 
 
