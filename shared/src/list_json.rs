@@ -243,20 +243,22 @@ mod tests {
             any::<u32>(),
             proptest::option::of((text(), text(), proptest::option::of(any::<u16>()))),
         )
-            .prop_map(|(state, open_since, open_until, paused_until, failures, last)| {
-                SubscriptionHealth {
-                    state,
-                    open_since,
-                    open_until,
-                    paused_until,
-                    consecutive_failures: failures,
-                    last_failure: last.map(|(timestamp, code, http_status)| LastFailure {
-                        timestamp,
-                        code,
-                        http_status,
-                    }),
-                }
-            })
+            .prop_map(
+                |(state, open_since, open_until, paused_until, failures, last)| {
+                    SubscriptionHealth {
+                        state,
+                        open_since,
+                        open_until,
+                        paused_until,
+                        consecutive_failures: failures,
+                        last_failure: last.map(|(timestamp, code, http_status)| LastFailure {
+                            timestamp,
+                            code,
+                            http_status,
+                        }),
+                    }
+                },
+            )
     }
 
     fn subscription() -> impl Strategy<Value = Subscription> {

@@ -219,7 +219,11 @@ pub struct SubscriptionHealth {
     /// `pausedUntil`: while the receiver's pause holds (it answered `429` or
     /// `503` with `Retry-After`), when it ends; nothing of the subscription
     /// is sent before then, whatever `state` says. Absent when not paused.
-    #[serde(rename = "pausedUntil", skip_serializing_if = "Option::is_none", default)]
+    #[serde(
+        rename = "pausedUntil",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
     pub paused_until: Option<String>,
     /// Consecutive failed attempts that looked like an outage.
     #[serde(rename = "consecutiveFailures")]
