@@ -10,7 +10,9 @@
 //! it answers the first N notifications `500` (to see failed deliveries in
 //! the history, and resend them); with `--fail-all`, every one until it gets
 //! `SIGUSR1`, which switches failing off (and on again, the next time).
-//! `--fail-body` is the body of those answers, as `text/html`.
+//! `--fail-body` is the body of those answers, as `text/html`; `--fail-status`
+//! their status (`500` by default: `429` or `503` to see a pause), and
+//! `--retry-after` a `Retry-After` (seconds) they carry.
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
@@ -43,6 +45,13 @@ pub struct ListenArgs {
     /// The body of the `500` answers (sent as text/html; charset=utf-8).
     #[arg(long, default_value = "")]
     fail_body: String,
+    /// The status of the failing answers (400 to 599): e.g. 429 or 503 with
+    /// `--retry-after`, to see the subscription paused.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u16).range(400..=599))]
+    fail_status: u16,
+    /// `Retry-After` (seconds) on the failing answers.
+    #[arg(long)]
+    retry_after: Option<u32>,
 }
 
 struct Listener {
@@ -51,6 +60,8 @@ struct Listener {
     /// Notifications still to answer 500 (`u64::MAX` with `--fail-all`).
     failures_left: AtomicU64,
     fail_body: String,
+    fail_status: u16,
+    retry_after: Option<u32>,
 }
 
 pub fn run(args: ListenArgs) -> Result<(), String> {
@@ -71,6 +82,8 @@ pub fn run(args: ListenArgs) -> Result<(), String> {
             args.fail_first
         }),
         fail_body: args.fail_body,
+        fail_status: args.fail_status,
+        retry_after: args.retry_after,
     });
     let toggled = listener_state.clone();
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
@@ -139,8 +152,12 @@ impl Callback for Listener {
             })
             .is_ok();
         if fail {
-            eprintln!("notification {id}: answered 500 (--fail-first or --fail-all)");
-            let failed = Answer::status(500);
+            let status = self.fail_status;
+            eprintln!("notification {id}: answered {status} (--fail-first or --fail-all)");
+            let mut failed = Answer::status(status);
+            if let Some(seconds) = self.retry_after {
+                failed = failed.with_retry_after(&seconds.to_string());
+            }
             if self.fail_body.is_empty() {
                 return failed;
             }

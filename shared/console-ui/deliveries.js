@@ -6,7 +6,7 @@
 
 import { h, show, showIfChanged, toast, badge } from './dom.js';
 import * as api from './api.js';
-import { time, relative, code } from './format.js';
+import { time, relative, code, healthWords, healthClass } from './format.js';
 import { chart } from './chart.js';
 
 const SIZE = 20;
@@ -24,6 +24,8 @@ export function render(main, ctx) {
 
   const title = h('h1', { class: 'uri' }, 'Deliveries');
   const subStatus = h('span');
+  // The subscription's delivery health (breaker, receiver's pause): why nothing is sent.
+  const subHealth = h('p', { class: 'health' });
   const statsSlot = h('div', { class: 'stats-slot' }, h('p', { class: 'loading' }, 'Loading the chart…'));
   const status = h('div', { class: 'status-line', role: 'status', 'aria-live': 'polite' });
   const list = h('div', { class: 'list' });
@@ -36,7 +38,7 @@ export function render(main, ctx) {
     h('option', { value: 'FAILED' }, 'Failed'));
   filter.addEventListener('change', () => { statusFilter = filter.value; page = 0; load(); });
   const refresh = h('button', { type: 'button' }, 'Refresh');
-  refresh.addEventListener('click', () => { load(); loadStats(); });
+  refresh.addEventListener('click', () => { load(); loadStats(); loadSubscription(); });
 
   const since = h('input', { id: 'recover-since', type: 'datetime-local', required: true });
   since.value = inputValue(Date.now() - 86_400_000);
@@ -64,6 +66,7 @@ export function render(main, ctx) {
   show(main,
     h('p', { class: 'crumbs' }, h('a', { href: '#/subscriptions' }, '← Subscriptions')),
     h('div', { class: 'page-head' }, title, subStatus),
+    subHealth,
     statsSlot,
     h('section', { class: 'card', 'aria-labelledby': 'notifications-title' },
       h('div', { class: 'section-head' },
@@ -78,6 +81,8 @@ export function render(main, ctx) {
       if (!ctx.alive()) return;
       title.textContent = sub.uri;
       show(subStatus, badge(sub.status));
+      subHealth.className = healthClass(sub.health);
+      subHealth.textContent = `Delivery: ${healthWords(sub.health)}`;
     } catch (e) {
       if (!ctx.alive()) return;
       show(status, h('p', { class: 'error', role: 'alert' }, e.status === 404
@@ -170,7 +175,7 @@ export function render(main, ctx) {
   let ticks = 0;
   ctx.every(2000, () => {
     ticks += 1;
-    return pending || ticks % 5 === 0 ? Promise.all([load(true), loadStats()]) : null;
+    return pending || ticks % 5 === 0 ? Promise.all([load(true), loadStats(), loadSubscription()]) : null;
   });
   loadSubscription();
   loadStats();

@@ -90,13 +90,17 @@ export const STATUS_HELP = {
   EXPIRED: 'past its expiry: reactivate it to receive notifications again',
 };
 
-/** A subscription's `health` (its circuit breaker) in words. */
+/** A subscription's `health` (its circuit breaker, the receiver's pause) in words. */
 export function healthWords(health) {
   if (!health) return 'unknown';
   const last = health.lastFailure
     ? `last failure ${health.lastFailure.httpStatus ? `HTTP ${health.lastFailure.httpStatus}` : health.lastFailure.code} ${relative(health.lastFailure.timestamp)}`
     : '';
   const failures = `${health.consecutiveFailures} failed attempt${health.consecutiveFailures === 1 ? '' : 's'} in a row`;
+  if (health.pausedUntil) {
+    return `paused by the receiver until ${time(health.pausedUntil)} (${relative(health.pausedUntil)}): `
+      + 'it answered 429 or 503 with Retry-After, so nothing is sent before then';
+  }
   switch (health.state) {
     case 'open':
       return `paused: the callback looks down (${failures}; ${last}); next try ${relative(health.openUntil)}`;
@@ -105,6 +109,12 @@ export function healthWords(health) {
     default:
       return health.consecutiveFailures > 0 ? `delivering (${failures}; ${last})` : `delivering${last ? ` (${last})` : ''}`;
   }
+}
+
+/** The class of a `health` line: its breaker's state, or `health-paused` while paused. */
+export function healthClass(health) {
+  if (!health) return 'health health-unknown';
+  return `health health-${health.pausedUntil ? 'paused' : health.state}`;
 }
 
 /** Filter paths in words. */

@@ -5,7 +5,7 @@
 
 import { h, show, toast, confirmDialog, badge } from './dom.js';
 import * as api from './api.js';
-import { time, relative, filterWords, STATUS_HELP, handshakeFailure, validationFailure, destinationWords, healthWords } from './format.js';
+import { time, relative, filterWords, STATUS_HELP, handshakeFailure, validationFailure, destinationWords, healthWords, healthClass } from './format.js';
 import { form } from './subscription-form.js';
 
 const SIZE = 20;
@@ -130,7 +130,7 @@ export function render(main, ctx) {
           h('dt', {}, 'External id'), h('dd', {}, h('code', { class: 'external-id' }, sub.destination.externalId)),
         ] : []),
         h('dt', {}, 'Filters'), h('dd', {}, filters),
-        h('dt', {}, 'Delivery'), h('dd', { class: `health health-${sub.health ? sub.health.state : 'unknown'}` }, healthWords(sub.health)),
+        h('dt', {}, 'Delivery'), h('dd', { class: healthClass(sub.health) }, healthWords(sub.health)),
         ...(sub.ordered ? [h('dt', {}, 'Order'), h('dd', { class: 'ordered' }, 'in the order events were accepted, one at a time')] : []),
         h('dt', {}, 'Rate limit'), h('dd', {}, sub.rateLimit ? `${sub.rateLimit} notifications a second` : 'none'),
         h('dt', {}, 'Expires'), h('dd', {}, `${time(sub.expirationTime)} `, h('span', { class: 'muted' }, `(${relative(sub.expirationTime)})`)),

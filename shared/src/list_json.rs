@@ -181,6 +181,10 @@ impl Writer {
             self.raw(b",\"openUntil\":");
             self.str(at);
         }
+        if let Some(at) = &h.paused_until {
+            self.raw(b",\"pausedUntil\":");
+            self.str(at);
+        }
         self.raw(b",\"consecutiveFailures\":");
         self.int(h.consecutive_failures);
         if let Some(last) = &h.last_failure {
@@ -235,22 +239,26 @@ mod tests {
             text(),
             proptest::option::of(text()),
             proptest::option::of(text()),
+            proptest::option::of(text()),
             any::<u32>(),
             proptest::option::of((text(), text(), proptest::option::of(any::<u16>()))),
         )
-            .prop_map(|(state, open_since, open_until, failures, last)| {
-                SubscriptionHealth {
-                    state,
-                    open_since,
-                    open_until,
-                    consecutive_failures: failures,
-                    last_failure: last.map(|(timestamp, code, http_status)| LastFailure {
-                        timestamp,
-                        code,
-                        http_status,
-                    }),
-                }
-            })
+            .prop_map(
+                |(state, open_since, open_until, paused_until, failures, last)| {
+                    SubscriptionHealth {
+                        state,
+                        open_since,
+                        open_until,
+                        paused_until,
+                        consecutive_failures: failures,
+                        last_failure: last.map(|(timestamp, code, http_status)| LastFailure {
+                            timestamp,
+                            code,
+                            http_status,
+                        }),
+                    }
+                },
+            )
     }
 
     fn subscription() -> impl Strategy<Value = Subscription> {

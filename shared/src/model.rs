@@ -216,6 +216,15 @@ pub struct SubscriptionHealth {
     /// When the next probe may go; absent while closed.
     #[serde(rename = "openUntil", skip_serializing_if = "Option::is_none", default)]
     pub open_until: Option<String>,
+    /// `pausedUntil`: while the receiver's pause holds (it answered `429` or
+    /// `503` with `Retry-After`), when it ends; nothing of the subscription
+    /// is sent before then, whatever `state` says. Absent when not paused.
+    #[serde(
+        rename = "pausedUntil",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub paused_until: Option<String>,
     /// Consecutive failed attempts that looked like an outage.
     #[serde(rename = "consecutiveFailures")]
     pub consecutive_failures: u32,

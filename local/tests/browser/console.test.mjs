@@ -86,16 +86,20 @@ function start(args, env, ready) {
   });
 }
 
-async function api(method, path, body) {
-  const response = await fetch(`${base}/${path}`, {
+/** Calls the API of the server `on` ({ base, apiKey, token }) as org-1. */
+async function call(on, method, path, body) {
+  const response = await fetch(`${on.base}/${path}`, {
     method,
-    headers: { 'x-api-key': apiKey, Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+    headers: { 'x-api-key': on.apiKey, Authorization: `Bearer ${on.token}`, 'Content-Type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await response.text();
   assert.ok(response.ok, `${method} ${path}: ${response.status} ${text}`);
   return text ? JSON.parse(text) : null;
 }
+
+/** Calls the API of the first server as org-1. */
+const api = (method, path, body) => call({ base, apiKey, token }, method, path, body);
 
 const event = (n) => api('POST', 'events', {
   eventId: `console-evt-${n}`, type: 'message.inbound', organizationId: 'org-1', departmentId: 'dep-1',
@@ -447,6 +451,56 @@ test('an ordered subscription says so on its card', async () => {
   assert.equal(await plain.locator('dd.ordered').count(), 0);
   await card.scrollIntoViewIfNeeded();
   await shot('ordered-subscription');
+});
+
+test('a receiver\'s pause (429 with Retry-After) is said on the card and on the deliveries page', async () => {
+  // A server of its own: the first one's retry schedule (300 ms) would cut a pause that short.
+  const server = await start(['serve', '--addr', '127.0.0.1:0', '--data-dir', join(work, 'paused-data')], {
+    WEBHOOKS_RETRY_SCHEDULE: '1s,1h',
+    RUST_LOG: 'warn',
+    WEBHOOKS_API_KEYS: '',
+    WEBHOOKS_JWT_HS256_SECRET: '',
+    WEBHOOKS_JWT_JWKS_URL: '',
+    WEBHOOKS_CONSOLE_OAUTH_DOMAIN: '',
+    WEBHOOKS_CONSOLE_OAUTH_CLIENT_ID: '',
+  }, /Console \(signed in\): +\S+\n/);
+  const banner = server.output();
+  const other = {
+    base: /listening on (\S+)/.exec(banner)[1],
+    apiKey: /API key \(x-api-key\): +(\S+)/.exec(banner)[1],
+    token: /Bearer token for org-1: +(\S+)/.exec(banner)[1],
+  };
+  const port = await freePort();
+  await start(['listen', '--port', String(port), '--fail-first', '1', '--fail-status', '429', '--retry-after', '600'],
+    {}, /receiving callbacks on/);
+  const sub = await call(other, 'POST', 'webhooksubscription', {
+    uri: `http://127.0.0.1:${port}/hook`, eventFilters: ['/orgId/org-1/department/dep-9/contact'],
+  });
+  for (const n of [1, 2]) {
+    await call(other, 'POST', 'events', {
+      eventId: `paused-evt-${n}`, type: 'contact.created', organizationId: 'org-1', departmentId: 'dep-9', contact: { id: `c-${n}` },
+    });
+  }
+  let health;
+  await waitFor(async () => {
+    ({ health } = await call(other, 'GET', `webhooksubscription/${sub.id}`));
+    return health.pausedUntil;
+  }, 'the receiver\'s pause');
+  const p = await newPage();
+  await p.goto(/Console \(signed in\): +(\S+)/.exec(banner)[1]);
+  const card = p.locator(`li.subscription[data-id="${sub.id}"]`);
+  const words = card.locator('dd.health-paused');
+  await words.waitFor();
+  assert.match(await words.innerText(), /^paused by the receiver until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(in 10 min\): it answered 429 or 503 with Retry-After/);
+  await shot('paused-subscription', p);
+  await card.getByRole('link', { name: 'Deliveries' }).click();
+  const line = p.locator('p.health-paused');
+  await line.waitFor();
+  assert.match(await line.innerText(), /^Delivery: paused by the receiver until .* \(in 10 min\)/);
+  // What it holds: both notifications still PENDING, nothing sent since the 429.
+  await p.locator('tr[data-status="PENDING"]').nth(1).waitFor();
+  await shot('paused-deliveries', p);
+  await p.context().close();
 });
 
 /** A call into the customer's AWS account (222222222222) in moto, as its owner. */

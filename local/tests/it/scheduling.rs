@@ -65,6 +65,97 @@ async fn a_429_with_retry_after_pauses_the_whole_subscription() {
     }
 }
 
+/// The pause is visible: while it holds, the subscription's `health.pausedUntil` (got
+/// and listed) is when it ends, the breaker's `state` still `closed`; once it has
+/// passed, the field is gone and the notification it held is delivered.
+#[tokio::test]
+async fn a_pause_is_in_the_subscriptions_health_until_it_ends() {
+    let server = Server::start_with(&[("WEBHOOKS_RETRY_SCHEDULE", "5s,10s")]);
+    let inbox = Receiver::start(Handshake::Echo).await;
+    let id = subscribe(&server, "org-v", &inbox).await;
+    inbox.script(&[(429, Some("4"))]);
+    let asked = chrono::Utc::now().timestamp_millis();
+    let event = contact_event("held", "org-v");
+    assert_eq!(
+        produce(&server, "org-v", &event).await,
+        StatusCode::ACCEPTED
+    );
+    let path = format!("/webhooksubscription/{id}");
+    let sub = wait_until(&server, "org-v", &path, |s| {
+        s["health"]["pausedUntil"].is_string()
+    })
+    .await;
+    assert_eq!(sub["health"]["state"], "closed", "{sub}");
+    let until = epoch_ms(&sub["health"]["pausedUntil"]);
+    let answered = chrono::Utc::now().timestamp_millis();
+    assert!(
+        (asked + 4_000..=answered + 4_000).contains(&until),
+        "pausedUntil is the Retry-After's time: {sub}"
+    );
+    let (status, list) = server.get("/webhooksubscription/all", "org-v").await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    assert_eq!(
+        list["content"][0]["health"], sub["health"],
+        "the list shows the same health"
+    );
+    let sub = wait_until(&server, "org-v", &path, |s| {
+        s["health"].get("pausedUntil").is_none()
+    })
+    .await;
+    assert_eq!(sub["health"]["state"], "closed", "{sub}");
+    let held = format!("{path}/notifications/{}", notification_id("held", &id));
+    wait_until(&server, "org-v", &held, |n| n["status"] == "DELIVERED").await;
+}
+
+/// Posting the subscription again keeps the pause (it closes the breaker, not the
+/// receiver's request; docs/api.md, "Notifications"): the answer and every read after it
+/// show the same `pausedUntil`, and a notification queued after the re-post is first
+/// attempted once it has passed.
+#[tokio::test]
+async fn posting_the_subscription_again_keeps_the_pause() {
+    let server = Server::start_with(&[("WEBHOOKS_RETRY_SCHEDULE", "5s,10s")]);
+    let inbox = Receiver::start(Handshake::Echo).await;
+    let id = subscribe(&server, "org-r", &inbox).await;
+    inbox.script(&[(429, Some("4"))]);
+    let event = contact_event("held", "org-r");
+    assert_eq!(
+        produce(&server, "org-r", &event).await,
+        StatusCode::ACCEPTED
+    );
+    let path = format!("/webhooksubscription/{id}");
+    let paused = wait_until(&server, "org-r", &path, |s| {
+        s["health"]["pausedUntil"].is_string()
+    })
+    .await;
+    let until = &paused["health"]["pausedUntil"];
+    let (status, again) = server
+        .create("org-r", &inbox.uri("/hook"), &[&contact("org-r", "dep")])
+        .await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again["id"], id.as_str(), "the same subscription");
+    assert_eq!(&again["health"]["pausedUntil"], until, "{again}");
+    let event = contact_event("after", "org-r");
+    assert_eq!(
+        produce(&server, "org-r", &event).await,
+        StatusCode::ACCEPTED
+    );
+    let (_, got) = server.get(&path, "org-r").await;
+    assert_eq!(&got["health"]["pausedUntil"], until, "{got}");
+    let after = format!("{path}/notifications/{}", notification_id("after", &id));
+    let delivered = wait_until(&server, "org-r", &after, |n| n["status"] == "DELIVERED").await;
+    assert!(
+        epoch_ms(&delivered["lastAttemptTime"]) >= epoch_ms(until),
+        "attempted before the pause's end ({until}): {delivered}"
+    );
+}
+
+/// An ISO 8601 time of the API as epoch ms.
+fn epoch_ms(v: &serde_json::Value) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(v.as_str().expect("a time"))
+        .expect("ISO 8601")
+        .timestamp_millis()
+}
+
 /// Queued for the slow callback: 500 on every commit, 25,000 in the full tier (beyond the
 /// 20,000 due rows the old SQLite lease looked at), on both backends. On the AWS backend
 /// posting 25,000 events one at a time through the emulators takes some six minutes

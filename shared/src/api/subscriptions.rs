@@ -543,6 +543,7 @@ fn render_health(h: &crate::health::Health, now: i64) -> SubscriptionHealth {
         state: state.as_str().to_owned(),
         open_since: h.opened_at.filter(|_| open).map(iso_millis),
         open_until: h.open_until.filter(|_| open).map(iso_millis),
+        paused_until: h.paused(now).map(iso_millis),
         consecutive_failures: h.failures,
         last_failure: h.last_failure_at.map(|at| LastFailure {
             timestamp: iso_millis(at),

@@ -40,7 +40,8 @@ pub(super) fn row_to_subscription(row: &Row<'_>) -> rusqlite::Result<StoredSubsc
         failing_since: row.get(10)?,
         previous_secrets: serde_json::from_str::<Vec<PreviousSecret>>(previous)
             .map_err(|e| bad(11, &e))?,
-        // The column is the revision: a re-post clears the JSON and bumps it.
+        // The column is the revision: a re-post clears the JSON (all but a
+        // receiver's pause still holding) and bumps it.
         health: Health {
             rev: row.get::<_, i64>(13)? as u64,
             ..match row.get::<_, Option<String>>(12)? {
@@ -81,7 +82,9 @@ impl Store for SqliteDb {
                     tx.execute(
                         "UPDATE subscriptions SET event_filters = ?2, disabled_filters = ?3, \
                          expires_at = ?4, status = 'ACTIVE', updated_at = ?5, failing_since = NULL, \
-                         health = NULL, health_rev = health_rev + 1, \
+                         health = CASE WHEN CAST(json_extract(health, '$.pausedUntil') AS INTEGER) > ?5 \
+                           THEN json_object('pausedUntil', json_extract(health, '$.pausedUntil')) END, \
+                         health_rev = health_rev + 1, \
                          expiry_reminded_for = CASE WHEN expires_at = ?4 THEN expiry_reminded_for END, \
                          rate_limit = CASE WHEN ?6 THEN ?7 ELSE rate_limit END, \
                          ordered = COALESCE(?8, ordered), role_arn = ?9 \

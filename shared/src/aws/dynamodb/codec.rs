@@ -102,7 +102,7 @@ pub(super) fn subscription_item(sub: &StoredSubscription, version: u64) -> Item 
     // The breaker lives on the subscription item only: deliveries read it,
     // the fan-out's index copies need not.
     item.insert(HEALTH_REV.into(), n(sub.health.rev as i64));
-    if !sub.health.is_clear() {
+    if !sub.health.is_clear() || sub.health.paused_until.is_some() {
         item.insert(HEALTH.into(), s(health_json(&sub.health)));
     }
     item

@@ -171,9 +171,11 @@ impl DynamoStore {
             status: SubscriptionStatus::Active,
             updated_at: u.now,
             failing_since: None,
-            // Re-posting (after a successful handshake) closes the breaker.
+            // Re-posting (after a successful handshake) closes the breaker;
+            // a receiver's pause holds until the time it asked.
             health: crate::health::Health {
                 rev: current.health.rev + 1,
+                paused_until: current.health.paused(u.now),
                 ..Default::default()
             },
             ordered: u.ordered.unwrap_or(current.ordered),

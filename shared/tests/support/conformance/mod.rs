@@ -42,7 +42,7 @@ macro_rules! conformance_tests {
             messages_are_scoped_to_the_organization,
             messages_past_their_retention_are_absent,
             fan_out_sees_delivery_bookkeeping,
-            the_circuit_breaker_is_compare_and_set_and_a_repost_clears_it,
+            the_circuit_breaker_is_compare_and_set_and_a_repost_clears_it_but_not_a_pause,
             the_rate_limit_is_kept_and_its_windows_count_to_it,
         );
     };
@@ -624,8 +624,11 @@ pub async fn messages_past_their_retention_are_absent(store: Arc<dyn Store>) {
 /// What fan-out returns follows blacklisting and failure streaks (an adapter
 /// that copies subscriptions into its filter index must keep the copies in step).
 /// The breaker is written compare-and-set on its revision, read with the
-/// subscription, and cleared (at a new revision) when the uri is posted again.
-pub async fn the_circuit_breaker_is_compare_and_set_and_a_repost_clears_it(store: Arc<dyn Store>) {
+/// subscription, and cleared (at a new revision) when the uri is posted again;
+/// a receiver's pause is kept until its time.
+pub async fn the_circuit_breaker_is_compare_and_set_and_a_repost_clears_it_but_not_a_pause(
+    store: Arc<dyn Store>,
+) {
     use webhook_core::failure::CallFailure;
     use webhook_core::health::{BreakerRule, Health, Signal};
     let org = unique("org");
@@ -676,6 +679,27 @@ pub async fn the_circuit_breaker_is_compare_and_set_and_a_repost_clears_it(store
         .unwrap();
     assert!(reposted.health.is_clear());
     assert!(reposted.health.rev > open.rev, "{:?}", reposted.health);
+    assert_eq!(reposted.health.paused_until, None);
+    // A receiver's pause outlives a re-post (it ends at the time asked); one
+    // that has ended is cleared.
+    let paused = reposted.health.pause(100_000);
+    assert!(store
+        .update_health(&org_id, &sub.id, reposted.health.rev, &paused)
+        .await
+        .unwrap());
+    for (now, kept) in [(70_000, Some(100_000)), (100_000, None)] {
+        store
+            .upsert_subscription(upsert(&org, "https://example.com/h", &[&f], now))
+            .await
+            .unwrap();
+        let read = store
+            .get_subscription(&org_id, &sub.id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(read.health.paused_until, kept, "re-posted at {now}");
+        assert!(read.health.is_clear(), "{:?}", read.health);
+    }
 }
 
 pub async fn fan_out_sees_delivery_bookkeeping(store: Arc<dyn Store>) {
