@@ -61,6 +61,8 @@ struct Inner {
     /// When set, every POST answers this status and body (a broken receiver).
     broken: Mutex<Option<(u16, String)>>,
     delay: Mutex<Duration>,
+    /// While true, POSTs that arrived wait (before the delay) until it is false.
+    held: tokio::sync::watch::Sender<bool>,
 }
 
 /// The receiver; dropping the last clone stops it.
@@ -81,6 +83,7 @@ impl Receiver {
             script: Mutex::default(),
             broken: Mutex::default(),
             delay: Mutex::default(),
+            held: tokio::sync::watch::Sender::new(false),
         });
         let server = webhooks_receiver::Receiver::start(inner.clone())
             .await
@@ -120,6 +123,18 @@ impl Receiver {
     /// Every POST waits this long before answering.
     pub fn slow(&self, delay: Duration) {
         *self.inner.delay.lock().unwrap() = delay;
+    }
+
+    /// The POSTs that arrive from now on wait, counted as arrived but not
+    /// answered, until [`Receiver::release`]: a callback that keeps the
+    /// sender's calls in flight for as long as the test needs.
+    pub fn hold(&self) {
+        self.inner.held.send_replace(true);
+    }
+
+    /// The held POSTs go on (their delay, then their answer).
+    pub fn release(&self) {
+        self.inner.held.send_replace(false);
     }
 
     /// The notifications (POSTs) received so far.
@@ -196,6 +211,7 @@ impl Callback for Inner {
             let id = String::from_utf8_lossy(id.as_bytes()).into_owned();
             self.arrived.lock().unwrap().push(id);
         }
+        let _ = self.held.subscribe().wait_for(|held| !held).await;
         let delay = *self.delay.lock().unwrap();
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;

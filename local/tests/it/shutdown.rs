@@ -5,6 +5,10 @@
 //! dropped the calls in flight would have them sent again after the
 //! restart: the receiver counts a notification when it arrives, before it
 //! answers, so those show up twice.
+//!
+//! The first calls are held until every event is in, so the stop lands in
+//! a run that is mostly still queued whatever the backend ingests a second
+//! (the emulators ingest slower than 16 calls of 200 ms deliver).
 
 use crate::common;
 
@@ -24,14 +28,16 @@ const IN_FLIGHT: usize = 16;
 const CALL: Duration = Duration::from_millis(200);
 const GRACE: Duration = Duration::from_secs(5);
 const WAIT: Duration = Duration::from_secs(60);
+/// The delivery timeout: the longest the first calls may be held while the
+/// events go in, never given up on (and sent again) meanwhile.
+const HOLD: Duration = Duration::from_secs(120);
 
 fn event(i: usize) -> Value {
     json!({"eventId": format!("evt-{i}"), "type": "contact.created", "organizationId": "org-1",
            "departmentId": "dep", "contact": {"id": "contact-7"}})
 }
 
-/// Posts events `0..n` with 8 concurrent producers: queued faster than the
-/// deliveries drain them, whatever the backend.
+/// Posts events `0..n` with 8 concurrent producers.
 async fn ingest(server: Server, n: usize) -> Server {
     let server = Arc::new(server);
     let next = Arc::new(AtomicUsize::new(0));
@@ -79,9 +85,14 @@ async fn wait_for_totals(server: &Server, sub_id: &str, done: impl Fn(&Value) ->
 async fn sigterm_lets_the_calls_in_flight_finish_and_none_is_sent_twice() {
     let grace = format!("{}s", GRACE.as_secs());
     let cap = IN_FLIGHT.to_string();
+    let hold = HOLD.as_millis().to_string();
     let server = Server::start_with(&[
         ("WEBHOOKS_SHUTDOWN_GRACE", &grace),
         ("WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION", &cap),
+        // As many slots as the cap: while the first calls are held nothing
+        // more is leased (none deferred over the cap, again and again).
+        ("WEBHOOKS_DELIVERY_CONCURRENCY", &cap),
+        ("WEBHOOKS_DELIVERY_TIMEOUT_MS", &hold),
     ]);
     let receiver = Receiver::start(Handshake::Echo).await;
     receiver.slow(CALL);
@@ -90,7 +101,15 @@ async fn sigterm_lets_the_calls_in_flight_finish_and_none_is_sent_twice() {
         .await;
     assert_eq!(status, StatusCode::OK, "{sub}");
     let sub_id = sub["id"].as_str().unwrap().to_owned();
+    receiver.hold();
+    let ingesting = Instant::now();
     let mut server = ingest(server, NOTIFICATIONS).await;
+    let took = ingesting.elapsed();
+    assert!(
+        took < HOLD - GRACE,
+        "ingesting took {took:?}: the held calls may have timed out"
+    );
+    receiver.release();
 
     // A second wave of calls is in flight, most of the run still queued.
     let started = Instant::now();

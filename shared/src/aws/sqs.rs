@@ -41,9 +41,11 @@ use crate::ids::SubscriptionId;
 use crate::queue::{DeliveryJob, DeliveryQueue, Lease, ParkingLot, QueueError};
 
 mod line;
+mod received;
 mod send;
 pub use line::FIFO_RECEIPT;
 use line::{in_line, OrderedQueue};
+use received::{once_each, Received};
 pub(crate) use send::INGEST_SENDS;
 
 /// SQS's longest visibility timeout (12 hours).
@@ -354,17 +356,17 @@ impl DeliveryQueue for SqsQueue {
             let wait = if i == 0 { 1 } else { 0 };
             self.receive_batch((max - 10 * i).clamp(1, 10), visibility, wait)
         });
-        let mut leases = Vec::new();
+        let mut received = Vec::new();
         let mut failure = None;
         for polled in futures_util::future::join_all(polls).await {
             match polled {
-                Ok(batch) => leases.extend(batch),
+                Ok(batch) => received.extend(batch),
                 Err(e) => failure = Some(e),
             }
         }
-        match (leases.is_empty(), failure) {
+        match (received.is_empty(), failure) {
             (true, Some(e)) => Err(e),
-            _ => Ok(leases),
+            _ => Ok(once_each(received)),
         }
     }
 
@@ -442,18 +444,19 @@ impl SqsQueue {
         max: usize,
         visibility: Duration,
         wait_seconds: i32,
-    ) -> Result<Vec<Lease>, QueueError> {
+    ) -> Result<Vec<Received>, QueueError> {
         self.receive_from(&self.queue_url, max, visibility, wait_seconds)
             .await
     }
 
+    /// The messages one `ReceiveMessage` call leased, each with its id.
     async fn receive_from(
         &self,
         url: &str,
         max: usize,
         visibility: Duration,
         wait_seconds: i32,
-    ) -> Result<Vec<Lease>, QueueError> {
+    ) -> Result<Vec<Received>, QueueError> {
         let fifo = url != self.queue_url;
         let out = self
             .client
@@ -480,7 +483,10 @@ impl SqsQueue {
                 false => Self::lease(body, receipt, count),
             };
             match lease {
-                Ok(lease) => leases.push(lease),
+                Ok(lease) => leases.push(Received {
+                    message_id: m.message_id().map(str::to_owned),
+                    lease,
+                }),
                 // A body that is not a job can never be delivered: leave it to
                 // the queue's redrive policy, which moves it to the DLQ.
                 Err(e) => tracing::error!(error = %e, "unreadable message on the delivery queue"),

@@ -163,7 +163,7 @@ impl SqsQueue {
             let wait = if i == 0 && !busy { 1 } else { 0 };
             match self.receive_from(&ordered.url, 1, visibility, wait).await {
                 Ok(batch) if batch.is_empty() => break,
-                Ok(batch) => leases.extend(batch),
+                Ok(batch) => leases.extend(batch.into_iter().map(|r| r.lease)),
                 Err(e) if leases.is_empty() => return Err(e),
                 Err(_) => break,
             }
