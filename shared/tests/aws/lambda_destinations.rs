@@ -131,3 +131,44 @@ async fn a_destination_subscription_is_delivered_and_disabled_by_the_queue_funct
     assert_eq!(stored.status, SubscriptionStatus::Blacklisted);
     assert_eq!(dead_letters(&w).await.len(), 1, "the job is kept");
 }
+
+/// The own-account attack through create-subscription's handler, its
+/// account told by the stack (`WEBHOOKS_AWS_ACCOUNT_ID`): a role of the
+/// service's account that any external id opens, and a queue of the
+/// service's, refused before any call; IAM denies the same role to the
+/// function's own role (template.yaml, proven by scripts/deploy-rehearsal.py).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_subscription_refuses_a_destination_in_the_services_own_account() {
+    let mut w = world().await;
+    w.app.config.aws_account_id = Some(testkit::customer::SERVICE_ACCOUNT.into());
+    let service = Customer::service();
+    let (queue, role) = (unique_name("service-events"), unique_name("service-role"));
+    service.create_queue(&queue).await;
+    service
+        .role_trusting_any_external_id(&role, &[&queue])
+        .await;
+    let caller = Caller::new("org-1", &["webhooks/write"]);
+    let request = SubscriptionRequest {
+        event_filters: Some(vec![
+            "/orgId/org-1/department/dep-1/message?direction=inbound".into(),
+        ]),
+        destination: Some(DestinationRequest {
+            kind: Some("sqs".into()),
+            arn: Some(service.queue(&queue)),
+            role_arn: Some(service.role_of(&role)),
+        }),
+        ..Default::default()
+    };
+    let refused = subscriptions::create_subscription(&w.app, &caller, request)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (refused.status.as_u16(), refused.code.as_str()),
+        (400, "DESTINATION_FORBIDDEN")
+    );
+    assert!(service
+        .sessions_of(&service.role_of(&role))
+        .await
+        .is_empty());
+    assert!(service.receive(&queue).await.is_empty());
+}
