@@ -27,10 +27,14 @@ Run with the tools venv's python (aws-sam-translator, boto3) and moto running
    partition keys for dynamodb:LeadingKeys) must be allowed by its function's inline policies
    (conditions included); every statement must be used by a call or listed in KEPT with the
    reason; no `*` action, no `*` resource; the managed policies SAM attaches are listed in
-   MANAGED with their reasons.
+   MANAGED with their reasons. And no function may sts:AssumeRole a role of the stack's own
+   account, with any external id, while a customer's role in another account stays
+   assumable with an id of the stack's prefix (check_own_account: Allow and Deny statements,
+   their resources and their sts:ExternalId conditions evaluated).
 
 --self-test then shows each check failing: one action removed from one policy, one table ARN
-replaced by the other table's, one function's environment variable renamed.
+replaced by the other table's, one function's environment variable renamed, the Deny of the
+stack's own roles removed from deliver-notifications' policy.
 """
 
 import argparse
@@ -353,7 +357,7 @@ def create_stack(name, template, parameters):
             "policies": policies,
             "managed": managed,
         }
-    return {"outputs": outputs, "physical": physical, "functions": functions}
+    return {"name": name, "outputs": outputs, "physical": physical, "functions": functions}
 
 
 def policy_document(p):
@@ -855,6 +859,9 @@ def check_least_privilege(stacks, recordings, policy_stacks=None):
                 problems.append(f"{logical}: statement {i} allows every action ({actions})")
             if "*" in resources:
                 problems.append(f"{logical}: statement {i} allows {actions} on every resource")
+            # A Deny grants nothing: no call has to use it.
+            if s.get("Effect") == "Deny":
+                continue
             if i not in used.get(logical, set()):
                 key = (logical, ",".join(a.split(":")[1] for a in actions), ",".join(map(logical_of, resources)))
                 if key not in KEPT:
@@ -863,6 +870,52 @@ def check_least_privilege(stacks, recordings, policy_stacks=None):
         for arn in spec["managed"]:
             if arn not in MANAGED:
                 problems.append(f"{logical}: managed policy {arn} is not listed in MANAGED with a reason")
+    return problems + check_own_account(stack)
+
+
+def external_id_condition_holds(condition, external_id):
+    """Whether a statement's conditions hold for an AssumeRole with `external_id`: only
+    StringEquals and StringLike on sts:ExternalId are understood; any other never holds."""
+    for operator, tests in (condition or {}).items():
+        for key, patterns in tests.items():
+            match = {"StringLike": fnmatch.fnmatchcase, "StringEquals": lambda a, b: a == b}.get(operator)
+            if key != "sts:ExternalId" or match is None:
+                return False
+            if not any(match(external_id, p) for p in as_list(patterns)):
+                return False
+    return True
+
+
+def may_assume(statements, role_arn, external_id):
+    """IAM's verdict on sts:AssumeRole of `role_arn` with `external_id`: an Allow that matches
+    and no Deny that matches (a Deny's conditions, if any, must hold too)."""
+    def matches(s):
+        return (any(fnmatch.fnmatch("sts:assumerole", a.lower()) for a in as_list(s.get("Action", [])))
+                and any(fnmatch.fnmatchcase(role_arn, r) for r in as_list(s.get("Resource", [])))
+                and external_id_condition_holds(s.get("Condition"), external_id))
+    if any(s.get("Effect") == "Deny" and matches(s) for s in statements):
+        return False
+    return any(s.get("Effect") == "Allow" and matches(s) for s in statements)
+
+
+def check_own_account(stack):
+    """No function may assume a role of the stack's own account (a tenant could otherwise
+    point a destination at the service's own queues through a role that trusts the account),
+    with an id of the stack's prefix or any other; a function that assumes roles still may
+    assume a customer's, in another account, with an id of the prefix (else the check proves
+    nothing)."""
+    problems = []
+    prefix = stack["name"]
+    own = f"arn:aws:iam::{ACCOUNT}:role/service-role-trusting-its-account"
+    customer = "arn:aws:iam::222222222222:role/webhooks-delivery"
+    for logical, spec in stack["functions"].items():
+        statements = [s for p in spec["policies"] for s in as_list(p["Statement"])]
+        if not any(may_assume(statements, customer, f"{prefix}-{u}") for u in ("x", uuid.uuid4())):
+            continue
+        for external_id in (f"{prefix}-{uuid.uuid4()}", "anything"):
+            if may_assume(statements, own, external_id):
+                problems.append(f"{logical}: may sts:AssumeRole {own}, a role of the stack's own "
+                                f"account, with external id {external_id!r}")
     return problems
 
 
@@ -949,8 +1002,13 @@ def main():
         problems = check_least_privilege(stacks, recordings)
         if problems:
             sys.exit("deploy-rehearsal: least privilege FAILED:\n  " + "\n  ".join(problems))
+        assuming = [logical for logical, spec in stacks[0]["functions"].items()
+                    if may_assume([s for p in spec["policies"] for s in as_list(p["Statement"])],
+                                  "arn:aws:iam::222222222222:role/r", f"{stacks[0]['name']}-x")]
         log(f"least privilege: every call allowed by its function's role, every statement used, "
-            f"no `*` ({len(MANAGED)} managed policies listed with reasons)")
+            f"no `*` ({len(MANAGED)} managed policies listed with reasons); the functions that "
+            f"assume customers' roles ({', '.join(sorted(assuming))}) may assume none of the "
+            f"stack's own account")
         if args.self_test:
             self_test(text, stacks, recordings, args.bin_dir, webhooks_local, work)
     log(f"passed in {time.time() - started:.1f} s")
@@ -991,6 +1049,17 @@ def self_test(text, stacks, recordings, bin_dir, webhooks_local, work):
     stack = stack_with(mutated, "wrong-table")
     expect(check_least_privilege(stacks[:1], recordings[:1], [stack]), "GetMessageFunction", "dynamodb:GetItem",
            "MessagesTable")
+
+    # The Deny of the stack's own roles removed from deliver-notifications' policy.
+    start = text.index("  DeliverNotificationsFunction:")
+    section = text[start:text.index("      Events:", start)]
+    deny = ("            - Effect: Deny\n              Action: sts:AssumeRole\n"
+            "              Resource: !Sub \"arn:${AWS::Partition}:iam::${AWS::AccountId}:role/*\"\n")
+    mutated_section = section.replace(deny, "", 1)
+    assert mutated_section != section
+    mutated = text[:start] + mutated_section + text[start + len(section):]
+    stack = stack_with(mutated, "own-roles")
+    expect(check_own_account(stack), "DeliverNotificationsFunction", "stack's own account")
 
     # One function's environment variable renamed: the rehearsal itself fails, naming it.
     start = text.index("  IngestEventsFunction:")

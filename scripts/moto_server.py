@@ -39,6 +39,12 @@ NonExistentQueue), a role's inline policy read whether IAM (JSON text) or CloudF
 dict) made it. The trust policy's principal is not checked: every caller of this moto is its
 one default user. Requests signed with any other key are unchanged.
 
+The service's own credentials must be refusable too, as AWS refuses a deactivated key: the
+service's fault, never a customer's (docs/decisions/destinations.md, "Whose fault, and
+destinations that cannot be turned on the service"). An STS request signed with an IAM
+user's access key whose status is Inactive is answered InvalidClientTokenId (403), as AWS
+answers it.
+
 Started by scripts/emulators.sh (`moto_command`) in place of `moto_server`, for the shared
 moto and for the one the fault test kills and restarts. Each patch checks that the code it
 replaces is still the code it was written for: a moto upgrade that renames or rewrites it
@@ -198,8 +204,9 @@ models.SQSBackend.send_message = _without_counts(models.SQSBackend.send_message)
 models.SQSBackend.send_message_batch = _without_counts(models.SQSBackend.send_message_batch)
 
 from moto.core.authorization import ActionAuthenticatorMixin  # noqa: E402
-from moto.core.exceptions import AccessDeniedError  # noqa: E402
+from moto.core.exceptions import AccessDeniedError, InvalidClientTokenIdError  # noqa: E402
 from moto.iam import access_control  # noqa: E402
+from moto.iam import models as iam_models  # noqa: E402
 from moto.iam.models import iam_backends  # noqa: E402
 from moto.sts import models as sts_models  # noqa: E402
 from moto.utilities.utils import get_partition  # noqa: E402
@@ -210,7 +217,9 @@ _require(
     and "INITIAL_NO_AUTH_ACTION_COUNT"
     in _source(ActionAuthenticatorMixin, "_authenticate_and_authorize_action")
     and "collect_policies" in _source(access_control.IAMRequestBase, "check_action_permitted")
-    and "assumed_roles" in _source(access_control.AssumedRoleAccessKey, "__init__"),
+    and "assumed_roles" in _source(access_control.AssumedRoleAccessKey, "__init__")
+    and "self.access_keys" in _source(iam_models.User, "__init__")
+    and "self.status" in _source(iam_models.AccessKey, "__init__"),
     "IAM of assumed roles",
     "STSBackend.assume_role, the action authenticator or the IAM request's checks changed",
 )
@@ -289,8 +298,37 @@ def _assumed(key):
     return False
 
 
+def _inactive(key):
+    """Whether `key` is an IAM user's access key that was deactivated."""
+    for account in list(iam_backends.values()):
+        for backend in list(account.values()):
+            for user in list(backend.users.values()):
+                for access_key in list(user.access_keys):
+                    if access_key.access_key_id == key:
+                        return access_key.status != "Active"
+    return False
+
+
+class _StsInvalidClientTokenId(InvalidClientTokenIdError):
+    """InvalidClientTokenId in STS's own error shape (`<ErrorResponse><Error>`): moto's
+    authentication errors nest it in `<Errors>`, which the AWS SDK for Rust does not read (it
+    saw a 403 with no code)."""
+
+    def __init__(self):
+        super().__init__()
+        self.description = (
+            '<?xml version="1.0" encoding="utf-8"?>\n'
+            '<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error>'
+            "<Type>Sender</Type><Code>InvalidClientTokenId</Code>"
+            "<Message>The security token included in the request is invalid.</Message>"
+            "</Error><RequestId>moto</RequestId></ErrorResponse>"
+        )
+
+
 def _authorize_assumed_roles(self, iam_request_cls, resource="*"):
     key = _access_key_id(self.headers)
+    if key and getattr(self, "service_name", "") == "sts" and _inactive(key):
+        raise _StsInvalidClientTokenId()
     if not key or not _assumed(key):
         return _authorize(self, iam_request_cls, resource)
     action = self._get_action()

@@ -105,6 +105,7 @@ fn upsert(org: &str, dep: &str, uri: String, id: String) -> Upsert {
         ordered: None,
         rate_limit: None,
         role_arn: None,
+        external_id: None,
     }
 }
 

@@ -524,6 +524,7 @@ async fn seed(store: &DynamoStore, uri: &str) -> Result<(), String> {
             ordered: None,
             rate_limit: None,
             role_arn: None,
+            external_id: None,
         })
         .await
         .map_err(|e| e.to_string())?;

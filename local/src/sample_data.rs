@@ -64,6 +64,7 @@ pub fn run(args: SampleDataArgs) -> Result<(), String> {
                 ordered: None,
                 rate_limit: None,
                 role_arn: None,
+                external_id: None,
             })
             .await
             .map_err(|e| format!("the subscription: {e}"))?;

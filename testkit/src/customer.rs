@@ -5,8 +5,11 @@
 
 use serde_json::{json, Value};
 
-/// The customer's account id (the service's is moto's default, 123456789012).
+/// The customer's account id (the service's is moto's default, [`SERVICE_ACCOUNT`]).
 pub const ACCOUNT: &str = "222222222222";
+/// The service's own account: moto's default, the account of the credentials
+/// `webhooks-local` runs with in the tests.
+pub const SERVICE_ACCOUNT: &str = "123456789012";
 pub const REGION: &str = "us-east-1";
 
 /// moto's endpoint, or a panic naming the command that starts it.
@@ -28,10 +31,12 @@ pub fn server_env() -> Vec<(&'static str, String)> {
     ]
 }
 
-/// The customer's account in moto.
+/// The customer's account in moto (or, as an attacker would name it, the
+/// service's own: [`Customer::service`]).
 pub struct Customer {
     http: reqwest::Client,
     moto: String,
+    account: &'static str,
 }
 
 fn scope(service: &str) -> String {
@@ -70,7 +75,26 @@ impl Customer {
         Customer {
             http: reqwest::Client::new(),
             moto: moto(),
+            account: ACCOUNT,
         }
+    }
+
+    /// The service's own account, made and read the same way.
+    pub fn service() -> Customer {
+        Customer {
+            account: SERVICE_ACCOUNT,
+            ..Customer::new()
+        }
+    }
+
+    /// A queue's ARN in this account.
+    pub fn queue(&self, name: &str) -> String {
+        format!("arn:aws:sqs:{REGION}:{}:{name}", self.account)
+    }
+
+    /// A role's ARN in this account.
+    pub fn role_of(&self, name: &str) -> String {
+        format!("arn:aws:iam::{}:role/{name}", self.account)
     }
 
     pub fn queue_arn(name: &str) -> String {
@@ -86,7 +110,7 @@ impl Customer {
     }
 
     fn queue_url(&self, name: &str) -> String {
-        format!("{}/{ACCOUNT}/{name}", self.moto)
+        format!("{}/{}/{name}", self.moto, self.account)
     }
 
     async fn iam(&self, action: &str, params: &[(&str, &str)]) -> String {
@@ -107,7 +131,7 @@ impl Customer {
             .http
             .post(&self.moto)
             .header("authorization", scope(service))
-            .header("x-moto-account-id", ACCOUNT)
+            .header("x-moto-account-id", self.account)
             .header("content-type", "application/x-www-form-urlencoded")
             .body(form_encode(&pairs))
             .send()
@@ -172,7 +196,7 @@ impl Customer {
             .http
             .post(&self.moto)
             .header("authorization", scope(scope_name))
-            .header("x-moto-account-id", ACCOUNT)
+            .header("x-moto-account-id", self.account)
             .header("x-amz-target", target)
             .header("content-type", content_type)
             .body(body.to_string())
@@ -188,10 +212,31 @@ impl Customer {
     /// A role the service may assume with `external_id`, allowed to send to
     /// each of `queues` and put events on each of `buses`.
     pub async fn role(&self, name: &str, external_id: &str, queues: &[&str], buses: &[&str]) {
-        let trust = json!({"Version": "2012-10-17", "Statement": [{
-            "Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
-            "Action": "sts:AssumeRole",
-            "Condition": {"StringEquals": {"sts:ExternalId": external_id}}}]});
+        let condition = json!({"StringEquals": {"sts:ExternalId": external_id}});
+        self.role_with(name, Some(condition), queues, buses).await
+    }
+
+    /// A role that trusts the service's account with no external-id
+    /// condition (a common shape, which any external id opens), allowed to
+    /// send to each of `queues`.
+    pub async fn role_trusting_any_external_id(&self, name: &str, queues: &[&str]) {
+        self.role_with(name, None, queues, &[]).await
+    }
+
+    async fn role_with(
+        &self,
+        name: &str,
+        condition: Option<Value>,
+        queues: &[&str],
+        buses: &[&str],
+    ) {
+        let mut statement = json!({
+            "Effect": "Allow", "Principal": {"AWS": format!("arn:aws:iam::{SERVICE_ACCOUNT}:root")},
+            "Action": "sts:AssumeRole"});
+        if let Some(condition) = condition {
+            statement["Condition"] = condition;
+        }
+        let trust = json!({"Version": "2012-10-17", "Statement": [statement]});
         let _ = self
             .iam(
                 "CreateRole",
@@ -203,12 +248,15 @@ impl Customer {
             .await;
         let mut statements = Vec::new();
         if !queues.is_empty() {
-            let arns: Vec<String> = queues.iter().map(|q| Self::queue_arn(q)).collect();
+            let arns: Vec<String> = queues.iter().map(|q| self.queue(q)).collect();
             statements
                 .push(json!({"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": arns}));
         }
         if !buses.is_empty() {
-            let arns: Vec<String> = buses.iter().map(|b| Self::bus_arn(b)).collect();
+            let arns: Vec<String> = buses
+                .iter()
+                .map(|b| format!("arn:aws:events:{REGION}:{}:event-bus/{b}", self.account))
+                .collect();
             statements
                 .push(json!({"Effect": "Allow", "Action": "events:PutEvents", "Resource": arns}));
         }
@@ -310,10 +358,71 @@ impl Customer {
             "events",
             "AWSEvents.PutTargets",
             json!({"Rule": format!("{name}-all"), "EventBusName": name,
-                   "Targets": [{"Id": "copy", "Arn": Self::queue_arn(copy)}]}),
+                   "Targets": [{"Id": "copy", "Arn": self.queue(copy)}]}),
         )
         .await;
     }
+}
+
+impl Customer {
+    /// A new IAM user of this account with an access key: `(key id, secret)`.
+    pub async fn access_key(&self, user: &str) -> (String, String) {
+        self.iam("CreateUser", &[("UserName", user)]).await;
+        let xml = self.iam("CreateAccessKey", &[("UserName", user)]).await;
+        (
+            element(&xml, "AccessKeyId").to_owned(),
+            element(&xml, "SecretAccessKey").to_owned(),
+        )
+    }
+
+    /// Activates or deactivates the access key (a deactivated one is
+    /// refused by STS with InvalidClientTokenId: scripts/moto_server.py).
+    pub async fn set_access_key_active(&self, user: &str, key: &str, active: bool) {
+        let status = if active { "Active" } else { "Inactive" };
+        self.iam(
+            "UpdateAccessKey",
+            &[("UserName", user), ("AccessKeyId", key), ("Status", status)],
+        )
+        .await;
+    }
+
+    /// The sessions moto granted on `role_arn` (what the customer's
+    /// CloudTrail would show): each session's name and external id.
+    pub async fn sessions_of(&self, role_arn: &str) -> Vec<(String, String)> {
+        let data: Value = self
+            .http
+            .get(format!("{}/moto-api/data.json", self.moto))
+            .send()
+            .await
+            .expect("moto answers")
+            .text()
+            .await
+            .map(|text| serde_json::from_str(&text).expect("moto's model data is JSON"))
+            .expect("moto answers");
+        data["sts"]["AssumedRole"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| r["role_arn"] == role_arn)
+            .map(|r| {
+                (
+                    r["session_name"].as_str().unwrap_or_default().to_owned(),
+                    r["external_id"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect()
+    }
+}
+
+/// The text of the first `<name>` element of an XML answer.
+fn element<'a>(xml: &'a str, name: &str) -> &'a str {
+    let open = format!("<{name}>");
+    let start = xml
+        .find(&open)
+        .unwrap_or_else(|| panic!("no <{name}> in {xml}"))
+        + open.len();
+    let end = xml[start..].find("</").unwrap() + start;
+    &xml[start..end]
 }
 
 /// A message attribute's string value.

@@ -185,6 +185,16 @@ impl Server {
         }
     }
 
+    /// A new server on the same data dir, its environment changed by
+    /// `changes` (each variable set to its value), once this one has ended.
+    pub fn restart_with(mut self, changes: &[(&str, &str)]) -> Server {
+        for (name, value) in changes {
+            self.env.retain(|(k, _)| k != name);
+            self.env.push((name.to_string(), value.to_string()));
+        }
+        self.restart()
+    }
+
     /// A new server on the same data dir and environment, once this one
     /// has ended.
     pub fn restart(mut self) -> Server {

@@ -8,7 +8,10 @@ use http::StatusCode;
 use super::problem::store_problem;
 use crate::app::App;
 use crate::auth::Caller;
-use crate::callback::destination::{external_id, Destination, DestinationKind, DestinationProblem};
+use crate::callback::destination::{
+    external_id, foreign_external_id, Destination, DestinationKind, DestinationProblem, Refusal,
+    ServiceFault,
+};
 use crate::callback::{CallbackTarget, UriProblem};
 use crate::clock::iso_millis;
 use crate::error::{ApiError, ErrorCode, FieldError};
@@ -25,6 +28,50 @@ use crate::store::{DisabledEntry, StoredSubscription, Upsert};
 
 /// At most this many event filters in one subscription request.
 pub const MAX_FILTERS: usize = 20;
+
+/// Every `code` a create (`POST /webhooksubscription`) can answer, on every
+/// runtime: docs/api.md ("What a create can answer"), openapi.yaml's
+/// operation and, for a destination's, docs/destinations.md list each
+/// (shared/tests/it/error_codes.rs fails on one missing).
+pub const CREATE_CODES: &[ErrorCode] = {
+    use ErrorCode::*;
+    &[
+        // The request: its authentication, body and fields.
+        ApiKeyMissing,
+        ApiKeyInvalid,
+        InvalidToken,
+        OrgClaimMissing,
+        InsufficientScope,
+        PayloadTooLarge,
+        UnsupportedMediaType,
+        MalformedJson,
+        ValidationFailed,
+        NoEnabledFilters,
+        // A callback's handshake, by failing step (400).
+        AddressForbidden,
+        DnsFailed,
+        ConnectFailed,
+        TlsFailed,
+        Timeout,
+        BadStatus,
+        TokenMissing,
+        TokenMismatch,
+        // A destination's validation: the customer's (400), or to try again (503).
+        DestinationForbidden,
+        RoleNotAssumable,
+        RoleTrustsAnyExternalId,
+        DestinationNotFound,
+        SendDenied,
+        DestinationThrottled,
+        DestinationError,
+        DestinationsUnavailable,
+        // The store.
+        SubscriptionLimitReached,
+        StoreUnavailable,
+        DeadlineExceeded,
+        InternalError,
+    ]
+};
 pub use crate::store::order::SORTABLE;
 pub use crate::store::rules::visible_status;
 
@@ -53,7 +100,10 @@ pub async fn create_subscription(
     }
     match (callback, &valid.target) {
         (Some(target), _) => callback_handshake(app, caller, &target).await?,
-        (None, Target::Destination(d)) => destination_validation(app, caller, d).await?,
+        (None, Target::Destination(d)) => {
+            destination_outside_service(app, d).await?;
+            destination_validation(app, caller, d).await?
+        }
         (None, Target::Callback) => {}
     }
     let upsert = Upsert {
@@ -69,6 +119,12 @@ pub async fn create_subscription(
         max_per_org: app.config.max_subscriptions_per_org,
         ordered: valid.ordered,
         rate_limit: valid.rate_limit,
+        external_id: match valid.target {
+            Target::Callback => None,
+            Target::Destination(_) => {
+                Some(external_id(&app.config.external_id_prefix, &caller.org_id))
+            }
+        },
         role_arn: match valid.target {
             Target::Callback => None,
             Target::Destination(d) => Some(d.role_arn),
@@ -118,9 +174,43 @@ async fn callback_handshake(
     Ok(())
 }
 
+/// Refuses a destination in the service's own AWS account: the one the
+/// deployment names (`WEBHOOKS_AWS_ACCOUNT_ID`), or else the account of its
+/// credentials; when neither is known, every destination is refused.
+async fn destination_outside_service(app: &App, d: &Destination) -> Result<(), ApiError> {
+    let Some(sender) = &app.destinations else {
+        return Err(unavailable_destinations());
+    };
+    let account = match &app.config.aws_account_id {
+        Some(account) => account.clone(),
+        None => {
+            let ask = tokio::time::timeout(app.config.handshake_timeout, sender.caller_account());
+            match crate::deadline::excluded(ask).await {
+                Ok(Ok(account)) => account,
+                Ok(Err(fault)) => return Err(service_fault_problem(&fault)),
+                Err(_) => {
+                    let fault = ServiceFault::AccountUnknown("STS did not answer in time".into());
+                    return Err(service_fault_problem(&fault));
+                }
+            }
+        }
+    };
+    d.outside(&account).map_err(|problem| match problem {
+        DestinationProblem::Forbidden(message) | DestinationProblem::Invalid { message, .. } => {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::DestinationForbidden,
+                message,
+            )
+        }
+    })
+}
+
 /// The validation of an AWS destination: assume its role with the
-/// organization's external id, then send a validation message
-/// (docs/decisions/destinations.md).
+/// organization's external id, check that another external id is refused,
+/// then send a validation message (docs/decisions/destinations.md). A step
+/// that may succeed later (throttled, AWS failed, no answer) or a fault of
+/// the service's own is `503` with `Retry-After`; the customer's is `400`.
 async fn destination_validation(
     app: &App,
     caller: &Caller,
@@ -129,26 +219,54 @@ async fn destination_validation(
     let Some(sender) = &app.destinations else {
         return Err(unavailable_destinations());
     };
-    let external_id = external_id(&app.config.external_id_prefix, &caller.org_id);
+    let prefix = &app.config.external_id_prefix;
+    let external_id = external_id(prefix, &caller.org_id);
     let token = secret::validation_token();
+    let foreign = foreign_external_id(prefix);
     let validation = sender.validate(
         destination,
         &external_id,
+        &foreign,
         &token,
         &caller.org_id,
         app.config.handshake_timeout,
     );
-    match crate::deadline::excluded(validation).await {
-        Ok(()) => Ok(()),
-        Err(failure) => {
-            tracing::info!(org_id = %caller.org_id, code = failure.code().as_str(), "destination validation failed");
-            Err(ApiError::new(
+    let failure = match crate::deadline::excluded(validation).await {
+        Ok(()) => return Ok(()),
+        Err(Refusal::Service(fault)) => return Err(service_fault_problem(&fault)),
+        Err(Refusal::TrustsAnyExternalId) => {
+            tracing::info!(org_id = %caller.org_id, code = ErrorCode::RoleTrustsAnyExternalId.as_str(), "destination validation failed");
+            return Err(ApiError::new(
                 StatusCode::BAD_REQUEST,
-                failure.code(),
-                validation_detail(failure, destination, &external_id),
-            ))
+                ErrorCode::RoleTrustsAnyExternalId,
+                format!(
+                    "the role {} can be assumed with an external id that is not this organization's: \
+                     its trust policy must allow sts:AssumeRole only with the condition \
+                     StringEquals sts:ExternalId {external_id} (docs/destinations.md, \"2. The role\")",
+                    destination.role_arn
+                ),
+            ));
         }
-    }
+        Err(Refusal::Step(failure)) => failure,
+    };
+    tracing::info!(org_id = %caller.org_id, code = failure.code().as_str(), "destination validation failed");
+    let detail = validation_detail(failure, destination, &external_id);
+    Err(match failure.disables() {
+        true => ApiError::new(StatusCode::BAD_REQUEST, failure.code(), detail),
+        false => ApiError::unavailable(failure.code(), detail),
+    })
+}
+
+/// A fault of the service's own, at a create: logged at error level and
+/// counted for its operators, answered `503` with `Retry-After`.
+fn service_fault_problem(fault: &ServiceFault) -> ApiError {
+    tracing::error!(part = "destinations", kind = fault.kind(), error = %fault, "the service's own fault reaching AWS destinations");
+    crate::telemetry::metrics::service_fault(fault.kind());
+    ApiError::unavailable(
+        ErrorCode::DestinationsUnavailable,
+        "the service cannot reach AWS destinations now (its own credentials or configuration); \
+         its operators are told; try again later",
+    )
 }
 
 /// Why a destination's validation failed, for a person.
@@ -165,9 +283,10 @@ fn validation_detail(failure: CallFailure, d: &Destination, external_id: &str) -
             "the role {} may not send to {} (sqs:SendMessage or events:PutEvents)",
             d.role_arn, d.arn
         ),
-        CallFailure::DestinationThrottled => "AWS throttled the validation message; try again".to_owned(),
-        CallFailure::DestinationError => "AWS failed to take the validation message; try again".to_owned(),
-        CallFailure::Timeout => "AWS did not answer in time".to_owned(),
+        CallFailure::DestinationThrottled => "AWS throttled the validation; try again later".to_owned(),
+        CallFailure::DestinationError => "AWS failed to take the validation; try again later".to_owned(),
+        CallFailure::Timeout => "AWS did not answer in time; try again later".to_owned(),
+        CallFailure::ConnectFailed => "AWS could not be reached; try again later".to_owned(),
         other => format!("the validation message could not be sent: {}", other.code().as_str()),
     }
 }
@@ -586,6 +705,7 @@ mod tests {
             ordered: false,
             rate_limit: Some(50),
             role_arn: None,
+            external_id: None,
         };
         for now in [0, 5_000] {
             assert_eq!(render_owned(s.clone(), now, "w"), render(&s, now, "w"));

@@ -16,7 +16,8 @@ use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
 
 use crate::callback::destination::{
-    partition_of, Destination, DestinationKind, DestinationMessage, Destinations, Sent,
+    partition_of, session_name, Destination, DestinationKind, DestinationMessage, Destinations,
+    Refusal, Sent, ServiceFault,
 };
 use crate::failure::CallFailure;
 use crate::ids::OrgId;
@@ -47,6 +48,7 @@ pub struct AwsDestinations {
     partition: &'static str,
     region: String,
     sts: OnceLock<aws_sdk_sts::Client>,
+    account: tokio::sync::OnceCell<String>,
     sessions: Mutex<HashMap<(String, String), Session>>,
 }
 
@@ -60,6 +62,7 @@ impl AwsDestinations {
             partition: partition_of(&region),
             region,
             sts: OnceLock::new(),
+            account: tokio::sync::OnceCell::new(),
             sessions: Mutex::default(),
         })
     }
@@ -68,26 +71,43 @@ impl AwsDestinations {
         self.sts.get_or_init(|| aws_sdk_sts::Client::new(&self.sdk))
     }
 
+    /// `AssumeRole` of `role` with `external_id`, its session named for the
+    /// organization (the customer's CloudTrail shows who acted).
+    async fn assume(
+        &self,
+        role: &str,
+        external_id: &str,
+        org: &OrgId,
+    ) -> Result<aws_sdk_sts::operation::assume_role::AssumeRoleOutput, Refusal> {
+        self.sts()
+            .assume_role()
+            .role_arn(role)
+            .role_session_name(session_name(org))
+            .external_id(external_id)
+            .duration_seconds(SESSION.as_secs() as i32)
+            .send()
+            .await
+            .map_err(|e| assume_failure(&e))
+    }
+
     /// The clients of `role` assumed with `external_id`: kept ones, or new
     /// ones after an `AssumeRole`.
-    async fn session(&self, role: &str, external_id: &str) -> Result<Session, CallFailure> {
+    async fn session(
+        &self,
+        role: &str,
+        external_id: &str,
+        org: &OrgId,
+    ) -> Result<Session, Refusal> {
         let key = (role.to_owned(), external_id.to_owned());
         if let Some(s) = self.sessions.lock().expect("sessions").get(&key) {
             if s.renew_at > SystemTime::now() {
                 return Ok(s.clone());
             }
         }
-        let out = self
-            .sts()
-            .assume_role()
-            .role_arn(role)
-            .role_session_name("webhooks-delivery")
-            .external_id(external_id)
-            .duration_seconds(SESSION.as_secs() as i32)
-            .send()
-            .await
-            .map_err(|e| assume_failure(&e))?;
-        let creds = out.credentials().ok_or(CallFailure::DestinationError)?;
+        let out = self.assume(role, external_id, org).await?;
+        let creds = out
+            .credentials()
+            .ok_or(Refusal::Step(CallFailure::DestinationError))?;
         let expires = SystemTime::try_from(*creds.expiration())
             .unwrap_or_else(|_| SystemTime::now() + SESSION);
         let provider = aws_sdk_sqs::config::Credentials::new(
@@ -133,17 +153,51 @@ impl AwsDestinations {
         &self,
         d: &Destination,
         external_id: &str,
+        org: &OrgId,
         payload: Payload<'_>,
-    ) -> Result<String, CallFailure> {
-        let session = self.session(&d.role_arn, external_id).await?;
+    ) -> Result<String, Refusal> {
+        let session = self.session(&d.role_arn, external_id, org).await?;
+        self.put_with(&session, d, external_id, payload).await
+    }
+
+    async fn put_with(
+        &self,
+        session: &Session,
+        d: &Destination,
+        external_id: &str,
+        payload: Payload<'_>,
+    ) -> Result<String, Refusal> {
         let sent = match d.kind {
             DestinationKind::Sqs => send_sqs(&session.sqs, d, payload).await,
             DestinationKind::EventBridge => put_event(&session.events, d, payload).await,
         };
-        if let Err(Refused::Credentials) = sent {
+        if let Err(Refused::Credentials(_)) = sent {
             self.forget(&d.role_arn, external_id);
         }
-        sent.map_err(Refused::failure)
+        sent.map_err(Refused::refusal)
+    }
+
+    /// Validation's steps: the role assumed with the organization's external
+    /// id, not with `foreign`, then the validation message sent.
+    async fn validation(
+        &self,
+        d: &Destination,
+        external_id: &str,
+        foreign: &str,
+        org: &OrgId,
+        payload: Payload<'_>,
+    ) -> Result<(), Refusal> {
+        let session = self.session(&d.role_arn, external_id, org).await?;
+        match self.assume(&d.role_arn, foreign, org).await {
+            Ok(_) => return Err(Refusal::TrustsAnyExternalId),
+            // Refused, as a role with the condition refuses it.
+            Err(Refusal::Step(CallFailure::RoleNotAssumable)) => {}
+            // Throttled, failed, or the service's own fault: cannot tell.
+            Err(other) => return Err(other),
+        }
+        self.put_with(&session, d, external_id, payload)
+            .await
+            .map(|_| ())
     }
 }
 
@@ -159,21 +213,36 @@ struct Payload<'a> {
     group: &'a str,
 }
 
-/// Why a send failed: a step, or credentials AWS stopped taking (expired
-/// or revoked: forgotten, retried with new ones).
+/// Why a send failed: a step, or the assumed session's credentials AWS
+/// stopped taking (expired, or signed off by a clock skew): the service's
+/// fault, forgotten, retried with new ones.
 enum Refused {
     Step(CallFailure),
-    Credentials,
+    Credentials(String),
 }
 
 impl Refused {
-    fn failure(self) -> CallFailure {
+    fn refusal(self) -> Refusal {
         match self {
-            Refused::Step(f) => f,
-            Refused::Credentials => CallFailure::DestinationError,
+            Refused::Step(f) => Refusal::Step(f),
+            Refused::Credentials(code) => Refusal::Service(ServiceFault::Credentials(code)),
         }
     }
 }
+
+/// AWS's answers to credentials that are the service's own: expired,
+/// invalid or unknown, or a signature that does not match (a clock skew).
+/// Never the customer's role, policy or resource.
+const SERVICE_CREDENTIAL_CODES: [&str; 8] = [
+    "ExpiredToken",
+    "ExpiredTokenException",
+    "InvalidClientTokenId",
+    "UnrecognizedClientException",
+    "SignatureDoesNotMatch",
+    "IncompleteSignature",
+    "MissingAuthenticationToken",
+    "RequestExpired",
+];
 
 /// The queue URL of an SQS ARN: built from its parts, never taken from the
 /// customer; the request goes to the SDK's endpoint whatever the URL's host.
@@ -238,24 +307,27 @@ async fn put_event(
     }
 }
 
-/// An `AssumeRole` failure: any refusal (4xx) is the role's; throttling
-/// and 5xx are STS's.
+/// An `AssumeRole` failure, by whose fault it is: the service's own
+/// credentials ([`SERVICE_CREDENTIAL_CODES`]) are the service's; throttling
+/// and 5xx are STS's; any other refusal (4xx) is the role's.
 fn assume_failure<E: aws_sdk_sts::error::ProvideErrorMetadata>(
     e: &SdkError<E, HttpResponse>,
-) -> CallFailure {
+) -> Refusal {
     match e {
         SdkError::ServiceError(s) => {
             let code = s.err().code().unwrap_or_default();
             let status = s.raw().status().as_u16();
-            if is_throttling(code, status) {
-                CallFailure::DestinationThrottled
+            if SERVICE_CREDENTIAL_CODES.contains(&code) {
+                Refusal::Service(ServiceFault::Credentials(code.to_owned()))
+            } else if is_throttling(code, status) {
+                Refusal::Step(CallFailure::DestinationThrottled)
             } else if status >= 500 {
-                CallFailure::DestinationError
+                Refusal::Step(CallFailure::DestinationError)
             } else {
-                CallFailure::RoleNotAssumable
+                Refusal::Step(CallFailure::RoleNotAssumable)
             }
         }
-        other => transport_failure(other),
+        other => Refusal::Step(transport_failure(other)),
     }
 }
 
@@ -266,14 +338,8 @@ fn refused<E: aws_sdk_sqs::error::ProvideErrorMetadata>(e: &SdkError<E, HttpResp
     };
     let code = s.err().code().unwrap_or_default();
     let status = s.raw().status().as_u16();
-    if matches!(
-        code,
-        "ExpiredToken"
-            | "ExpiredTokenException"
-            | "InvalidClientTokenId"
-            | "UnrecognizedClientException"
-    ) {
-        return Refused::Credentials;
+    if SERVICE_CREDENTIAL_CODES.contains(&code) {
+        return Refused::Credentials(code.to_owned());
     }
     Refused::Step(match code {
         "AWS.SimpleQueueService.NonExistentQueue"
@@ -330,14 +396,39 @@ impl Destinations for AwsDestinations {
         (self.partition, &self.region)
     }
 
+    async fn caller_account(&self) -> Result<String, ServiceFault> {
+        let ask = || async {
+            let out = self.sts().get_caller_identity().send().await.map_err(|e| {
+                let why = match &e {
+                    SdkError::ServiceError(s) => {
+                        aws_sdk_sts::error::ProvideErrorMetadata::code(s.err())
+                            .unwrap_or("an error")
+                            .to_owned()
+                    }
+                    other => transport_failure(other).code().as_str().to_owned(),
+                };
+                ServiceFault::AccountUnknown(format!("sts:GetCallerIdentity failed: {why}"))
+            })?;
+            match out.account() {
+                Some(a) if !a.is_empty() => Ok(a.to_owned()),
+                _ => Err(ServiceFault::AccountUnknown(
+                    "sts:GetCallerIdentity named no account".to_owned(),
+                )),
+            }
+        };
+        // Learned once; a failure is not kept, the next create asks again.
+        self.account.get_or_try_init(ask).await.cloned()
+    }
+
     async fn validate(
         &self,
         d: &Destination,
         external_id: &str,
+        foreign: &str,
         token: &str,
         org: &OrgId,
         timeout: Duration,
-    ) -> Result<(), CallFailure> {
+    ) -> Result<(), Refusal> {
         let detail = serde_json::json!({
             "type": "webhooks.destination.validation",
             "validationToken": token,
@@ -352,9 +443,10 @@ impl Destinations for AwsDestinations {
             dedup: token,
             group: "validation",
         };
-        match tokio::time::timeout(timeout, self.put(d, external_id, payload)).await {
-            Ok(sent) => sent.map(|_| ()),
-            Err(_) => Err(CallFailure::Timeout),
+        let validation = self.validation(d, external_id, foreign, org, payload);
+        match tokio::time::timeout(timeout, validation).await {
+            Ok(done) => done,
+            Err(_) => Err(Refusal::Step(CallFailure::Timeout)),
         }
     }
 
@@ -394,13 +486,16 @@ impl Destinations for AwsDestinations {
             group: m.group,
         };
         let started = Instant::now();
-        match tokio::time::timeout(timeout, self.put(d, external_id, payload)).await {
+        match tokio::time::timeout(timeout, self.put(d, external_id, m.org, payload)).await {
             Ok(Ok(id)) => Sent::Accepted(id),
-            Ok(Err(failure)) => {
+            Ok(Err(Refusal::Step(failure))) => {
                 tracing::info!(destination = %d.arn, code = failure.code().as_str(),
                     elapsed_ms = started.elapsed().as_millis() as u64, "destination refused a notification");
                 Sent::Failed(failure)
             }
+            Ok(Err(Refusal::Service(fault))) => Sent::ServiceFault(fault),
+            // Only a validation probes the role.
+            Ok(Err(Refusal::TrustsAnyExternalId)) => Sent::Failed(CallFailure::RoleNotAssumable),
             Err(_) => Sent::Failed(CallFailure::Timeout),
         }
     }
@@ -447,7 +542,7 @@ mod tests {
         use aws_sdk_sqs::operation::send_message::SendMessageError as E;
         let step = |status, code| match refused(&answered(status, code, E::generic)) {
             Refused::Step(f) => Some(f),
-            Refused::Credentials => None,
+            Refused::Credentials(_) => None,
         };
         // Throttling and AWS's own failures retry and count toward the breaker.
         assert_eq!(
@@ -493,8 +588,19 @@ mod tests {
             !CallFailure::DestinationThrottled.disables()
                 && !CallFailure::DestinationError.disables()
         );
-        // Credentials AWS stopped taking: forgotten, not the customer's fault.
-        assert_eq!(step(403, "ExpiredToken"), None);
+        // The assumed session's credentials AWS stopped taking (expired, or
+        // signed off by the service's clock): forgotten, the service's fault.
+        for code in [
+            "ExpiredToken",
+            "InvalidClientTokenId",
+            "SignatureDoesNotMatch",
+        ] {
+            assert_eq!(step(403, code), None, "{code}");
+            assert!(matches!(
+                refused(&answered(403, code, E::generic)).refusal(),
+                Refusal::Service(ServiceFault::Credentials(c)) if c == code
+            ));
+        }
         let timeout: SdkError<E, HttpResponse> = SdkError::timeout_error("slow");
         assert!(matches!(
             refused(&timeout),
@@ -503,13 +609,48 @@ mod tests {
     }
 
     #[test]
-    fn assume_role_failures_are_the_roles_unless_sts_fails() {
+    fn assume_role_failures_are_told_apart_by_whose_fault_they_are() {
         use aws_sdk_sts::operation::assume_role::AssumeRoleError as E;
         let step = |status, code| assume_failure(&answered(status, code, E::generic));
-        assert_eq!(step(403, "AccessDenied"), CallFailure::RoleNotAssumable);
-        assert_eq!(step(400, "ValidationError"), CallFailure::RoleNotAssumable);
-        assert_eq!(step(400, "Throttling"), CallFailure::DestinationThrottled);
-        assert_eq!(step(500, "InternalFailure"), CallFailure::DestinationError);
+        // The customer's role: refused, does not exist, another external id.
+        assert_eq!(
+            step(403, "AccessDenied"),
+            Refusal::Step(CallFailure::RoleNotAssumable)
+        );
+        assert_eq!(
+            step(400, "ValidationError"),
+            Refusal::Step(CallFailure::RoleNotAssumable)
+        );
+        // STS's own trouble: retried, counted toward the breaker.
+        assert_eq!(
+            step(400, "Throttling"),
+            Refusal::Step(CallFailure::DestinationThrottled)
+        );
+        assert_eq!(
+            step(500, "InternalFailure"),
+            Refusal::Step(CallFailure::DestinationError)
+        );
+        // The service's own credentials, as STS answers them: never the role's.
+        for (status, code) in [
+            (400, "ExpiredToken"),
+            (403, "InvalidClientTokenId"),
+            (400, "UnrecognizedClientException"),
+            (403, "SignatureDoesNotMatch"),
+            (403, "IncompleteSignature"),
+            (403, "MissingAuthenticationToken"),
+        ] {
+            assert_eq!(
+                step(status, code),
+                Refusal::Service(ServiceFault::Credentials(code.to_owned())),
+                "{code}"
+            );
+        }
+        // No answer from STS at all.
+        let timeout: SdkError<E, HttpResponse> = SdkError::timeout_error("slow");
+        assert_eq!(
+            assume_failure(&timeout),
+            Refusal::Step(CallFailure::Timeout)
+        );
     }
 
     #[test]

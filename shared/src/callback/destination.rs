@@ -197,12 +197,59 @@ fn valid_name(kind: DestinationKind, name: &str) -> bool {
     }
 }
 
+impl Destination {
+    /// Refuses a destination in the service's own AWS account: a role there
+    /// that trusts the account without an external-id condition would let a
+    /// tenant make the service write into its own queues or bus.
+    pub fn outside(&self, service_account: &str) -> Result<(), DestinationProblem> {
+        match self.account == service_account {
+            true => Err(DestinationProblem::Forbidden(
+                "the destination and its role may not be in the service's own AWS account"
+                    .to_owned(),
+            )),
+            false => Ok(()),
+        }
+    }
+}
+
 /// The organization's external id: `<prefix>-<UUIDv5 of the organization
-/// id>`. Derived, so the same on every runtime and never stored; unique
-/// per organization, and not chosen by the customer.
+/// id>`. Derived, so the same on every runtime; unique per organization,
+/// and not chosen by the customer. A subscription records the one it was
+/// validated with, to tell a changed prefix from a customer's fault.
 pub fn external_id(prefix: &str, org: &OrgId) -> String {
-    let id = uuid::Uuid::new_v5(&EXTERNAL_ID_NAMESPACE, org.as_str().as_bytes());
-    format!("{prefix}-{id}")
+    format!("{prefix}-{}", org_uuid(org))
+}
+
+fn org_uuid(org: &OrgId) -> uuid::Uuid {
+    uuid::Uuid::new_v5(&EXTERNAL_ID_NAMESPACE, org.as_str().as_bytes())
+}
+
+/// An external id of this deployment (its prefix, so the service's own IAM
+/// policy lets it be tried) that no organization has: a random UUID (v4),
+/// where organizations have UUIDv5s. A role that can be assumed with it
+/// lacks the external-id condition.
+pub fn foreign_external_id(prefix: &str) -> String {
+    let random = uuid::Builder::from_random_bytes(crate::secret::random_bytes::<16>());
+    format!("{prefix}-{}", random.into_uuid())
+}
+
+/// The `RoleSessionName` of the organization's sessions, which the
+/// customer's CloudTrail shows: the organization id when it is 2 to 64 of
+/// `[A-Za-z0-9_+=,.@-]`; otherwise its first 27 characters with every other
+/// character replaced by `_`, a `.`, and the UUID of its external id (64 at
+/// most). docs/destinations.md, "Who acted".
+pub fn session_name(org: &OrgId) -> String {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "_+=,.@-".contains(c);
+    let id = org.as_str();
+    if (2..=64).contains(&id.len()) && id.chars().all(allowed) {
+        return id.to_owned();
+    }
+    let head: String = id
+        .chars()
+        .take(27)
+        .map(|c| if allowed(c) { c } else { '_' })
+        .collect();
+    format!("{head}.{}", org_uuid(org))
 }
 
 /// The namespace of [`external_id`]'s UUIDs.
@@ -223,6 +270,8 @@ pub struct DestinationMessage<'a> {
     pub detail_type: &'a str,
     /// A FIFO queue's message group: the subscription id.
     pub group: &'a str,
+    /// The subscription's organization (the role session's name).
+    pub org: &'a OrgId,
 }
 
 /// What a send found.
@@ -232,6 +281,69 @@ pub enum Sent {
     Accepted(String),
     /// Not accepted: the step that failed.
     Failed(CallFailure),
+    /// Not attempted as the customer's: the service's own fault.
+    ServiceFault(ServiceFault),
+}
+
+/// A fault of the service itself, its credentials or its configuration,
+/// never the customer's: an outage of the service, retried and told to its
+/// operators, not a reason to disable a subscription.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServiceFault {
+    /// AWS refused the service's own credentials when it called STS (expired,
+    /// invalid, a signature off by a clock skew): AWS's error code.
+    Credentials(String),
+    /// The subscription was validated with another external id than the one
+    /// the service's prefix gives now: the prefix changed.
+    ExternalIdChanged,
+    /// The service's own AWS account could not be learned (why).
+    AccountUnknown(String),
+}
+
+impl ServiceFault {
+    /// The `kind` label of its count.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ServiceFault::Credentials(_) => "credentials",
+            ServiceFault::ExternalIdChanged => "external_id_changed",
+            ServiceFault::AccountUnknown(_) => "account_unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for ServiceFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServiceFault::Credentials(code) => {
+                write!(f, "AWS refused the service's own credentials ({code})")
+            }
+            ServiceFault::ExternalIdChanged => f.write_str(
+                "the subscription was validated with another external id than the service's \
+                 prefix gives now (WEBHOOKS_DESTINATION_EXTERNAL_ID_PREFIX changed)",
+            ),
+            ServiceFault::AccountUnknown(why) => {
+                write!(f, "the service's own AWS account is unknown: {why}")
+            }
+        }
+    }
+}
+
+/// Why a destination's validation failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// A step failed: the customer's configuration, or AWS (by the step).
+    Step(CallFailure),
+    /// The role can also be assumed with an external id that is not the
+    /// organization's: its trust policy lacks the external-id condition.
+    TrustsAnyExternalId,
+    /// The service's own fault.
+    Service(ServiceFault),
+}
+
+impl From<CallFailure> for Refusal {
+    fn from(step: CallFailure) -> Self {
+        Refusal::Step(step)
+    }
 }
 
 /// Sends to AWS destinations (the adapter: `aws/destination.rs`).
@@ -240,16 +352,22 @@ pub trait Destinations: Send + Sync {
     /// The partition and region destinations must be in: the service's.
     fn partition_and_region(&self) -> (&str, &str);
 
-    /// Assumes the destination's role with `external_id` and sends the
-    /// validation message carrying `token`.
+    /// The AWS account of the credentials the service calls with, learned
+    /// once (`sts:GetCallerIdentity`) where the deployment does not say.
+    async fn caller_account(&self) -> Result<String, ServiceFault>;
+
+    /// Assumes the destination's role with `external_id`, checks that it
+    /// cannot be assumed with `foreign`, another external id of this
+    /// deployment, and sends the validation message carrying `token`.
     async fn validate(
         &self,
         destination: &Destination,
         external_id: &str,
+        foreign: &str,
         token: &str,
         org: &OrgId,
         timeout: Duration,
-    ) -> Result<(), CallFailure>;
+    ) -> Result<(), Refusal>;
 
     /// Sends one notification.
     async fn send(
@@ -407,6 +525,66 @@ mod tests {
         assert_eq!(a, external_id("webhooks", &"org-a".into()));
         assert_ne!(a, external_id("webhooks", &"org-b".into()));
         assert!(a.starts_with("webhooks-") && a.len() == "webhooks-".len() + 36);
+    }
+
+    #[test]
+    fn the_services_own_account_is_refused() {
+        let d = parse(
+            DestinationKind::Sqs,
+            "arn:aws:sqs:us-east-1:222222222222:orders",
+            ROLE,
+        )
+        .unwrap();
+        assert_eq!(d.outside("123456789012"), Ok(()));
+        assert!(matches!(
+            d.outside("222222222222"),
+            Err(DestinationProblem::Forbidden(_))
+        ));
+    }
+
+    #[test]
+    fn a_foreign_external_id_is_of_the_deployment_and_no_organizations() {
+        let (a, b) = (foreign_external_id("stack"), foreign_external_id("stack"));
+        assert_ne!(a, b, "random");
+        let uuid: uuid::Uuid = a.strip_prefix("stack-").unwrap().parse().unwrap();
+        assert_eq!(uuid.get_version_num(), 4, "organizations' are version 5");
+        let org = external_id("stack", &"org-1".into());
+        let org_uuid: uuid::Uuid = org.strip_prefix("stack-").unwrap().parse().unwrap();
+        assert_eq!(org_uuid.get_version_num(), 5);
+    }
+
+    #[test]
+    fn session_names_carry_the_organization_within_sts_rules() {
+        let allowed = |name: &str| {
+            name.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_+=,.@-".contains(c))
+        };
+        assert_eq!(session_name(&"org-1".into()), "org-1");
+        assert_eq!(session_name(&"a.b@c=d,e+f_g".into()), "a.b@c=d,e+f_g");
+        let uuid = org_uuid(&"org 1/ü".into());
+        assert_eq!(session_name(&"org 1/ü".into()), format!("org_1__.{uuid}"));
+        let long = "x".repeat(65);
+        let named = session_name(&long.as_str().into());
+        assert_eq!(
+            named,
+            format!("{}.{}", "x".repeat(27), org_uuid(&long.as_str().into()))
+        );
+        assert_eq!(
+            session_name(&"o".into()),
+            format!("o.{}", org_uuid(&"o".into()))
+        );
+        for org in ["org-1", "org 1/ü", long.as_str(), "o", &"é".repeat(40)] {
+            let name = session_name(&org.into());
+            assert!(
+                (2..=64).contains(&name.len()) && allowed(&name),
+                "{org}: {name}"
+            );
+        }
+        assert_ne!(
+            session_name(&"a b".into()),
+            session_name(&"a/b".into()),
+            "two organizations, two names"
+        );
     }
 
     #[test]

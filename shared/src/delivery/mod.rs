@@ -102,8 +102,13 @@ pub async fn deliver(
                 Ok(health) => health,
                 Err(held) => return Ok(settle::settle_held(&run, held).await?),
             };
-            // 4. Post, then 5. record what it leaves on the subscription.
-            let posted = prepare::post(&run, &ready, span.context()).await;
+            // 4. Post, then 5. record what it leaves on the subscription;
+            // the service's own fault is no attempt: deferred, told to its
+            // operators, nothing counted against the subscription.
+            let posted = match prepare::post(&run, &ready, span.context()).await {
+                Ok(posted) => posted,
+                Err(fault) => return Ok(settle::service_fault(&run, fault).await?),
+            };
             record::record(&run, ready.subscription, health, posted).await
         }
     };

@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::{Attempt, Reason, Run};
 use crate::callback::destination::{
     detail_type, external_id, Destination, DestinationMessage, DestinationProblem, Sent,
+    ServiceFault,
 };
 use crate::callback::post::{Posted, SignedNotification};
 use crate::callback::{CallbackTarget, UriProblem};
@@ -105,15 +106,21 @@ pub async fn prepare(run: &Run<'_>) -> Result<Ready, Attempt> {
 }
 
 /// Step 4: sign and POST, or send into the destination (a refused target
-/// is a failed attempt, not a call).
-pub async fn post(run: &Run<'_>, ready: &Ready, trace: TraceParent) -> Posted {
+/// is a failed attempt, not a call); or the service's own fault, which is
+/// no attempt (docs/decisions/destinations.md, "Whose fault, and
+/// destinations that cannot be turned on the service").
+pub async fn post(
+    run: &Run<'_>,
+    ready: &Ready,
+    trace: TraceParent,
+) -> Result<Posted, ServiceFault> {
     let target = match &ready.target {
         Ok(target) => target,
         Err(failure) => {
-            return Posted::Failed {
+            return Ok(Posted::Failed {
                 failure: *failure,
                 elapsed: Duration::ZERO,
-            }
+            })
         }
     };
     let job = run.job();
@@ -129,19 +136,30 @@ pub async fn post(run: &Run<'_>, ready: &Ready, trace: TraceParent) -> Posted {
                 body: &job.body,
                 traceparent: Some(trace.header()),
             };
-            return run
+            return Ok(run
                 .app
                 .callbacks
                 .post(target, notification, run.app.config.delivery_timeout)
-                .await;
+                .await);
         }
     };
     let Some(sender) = &run.app.destinations else {
-        return Posted::Failed {
+        return Ok(Posted::Failed {
             failure: CallFailure::DestinationError,
             elapsed: Duration::ZERO,
-        };
+        });
     };
+    let external_id = external_id(&run.app.config.external_id_prefix, &job.org_id);
+    // The role trusts the id it was validated with: another one now is the
+    // service's configuration (its prefix), not the customer's role.
+    if ready
+        .subscription
+        .external_id
+        .as_ref()
+        .is_some_and(|validated| *validated != external_id)
+    {
+        return Err(ServiceFault::ExternalIdChanged);
+    }
     let event = serde_json::from_str::<serde_json::Value>(&job.body)
         .ok()
         .and_then(|v| v.get("event").and_then(|e| e.as_str()).map(str::to_owned))
@@ -154,9 +172,9 @@ pub async fn post(run: &Run<'_>, ready: &Ready, trace: TraceParent) -> Posted {
         body: &job.body,
         detail_type: &detail_type,
         group: job.subscription_id.as_str(),
+        org: &job.org_id,
     };
     let started = std::time::Instant::now();
-    let external_id = external_id(&run.app.config.external_id_prefix, &job.org_id);
     let sent = sender
         .send(
             destination,
@@ -166,13 +184,14 @@ pub async fn post(run: &Run<'_>, ready: &Ready, trace: TraceParent) -> Posted {
         )
         .await;
     match sent {
-        Sent::Accepted(id) => Posted::Accepted {
+        Sent::Accepted(id) => Ok(Posted::Accepted {
             id,
             elapsed: started.elapsed(),
-        },
-        Sent::Failed(failure) => Posted::Failed {
+        }),
+        Sent::Failed(failure) => Ok(Posted::Failed {
             failure,
             elapsed: started.elapsed(),
-        },
+        }),
+        Sent::ServiceFault(fault) => Err(fault),
     }
 }

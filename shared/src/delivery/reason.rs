@@ -6,6 +6,7 @@
 
 use std::fmt;
 
+use crate::callback::destination::ServiceFault;
 use crate::failure::Failure;
 use crate::model::SubscriptionStatus;
 
@@ -55,6 +56,9 @@ pub enum Reason {
     /// Not attempted: the subscription's rate window (a second) has this
     /// many deliveries started, its `rateLimit`.
     RateLimited(u32),
+    /// Not attempted as the customer's: the service's own fault reaching an
+    /// AWS destination (its credentials, its external-id prefix).
+    ServiceFault(ServiceFault),
 }
 
 impl fmt::Display for Reason {
@@ -90,6 +94,7 @@ impl fmt::Display for Reason {
             Reason::RateLimited(limit) => {
                 write!(f, "the subscription's rate limit ({limit} a second) is reached")
             }
+            Reason::ServiceFault(fault) => write!(f, "the service's own fault: {fault}"),
         }
     }
 }

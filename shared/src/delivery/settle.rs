@@ -95,6 +95,32 @@ pub async fn settle_held(run: &Run<'_>, verdict: Verdict) -> Result<Verdict, Que
     Ok(verdict)
 }
 
+/// The service's own fault reaching an AWS destination (its credentials, its
+/// external-id prefix): no attempt, nothing recorded on the subscription
+/// (no streak, no breaker, never a blacklist); logged at error level and
+/// counted for the operators, the job deferred by the retry schedule's
+/// first delay and tried again until the fault is fixed.
+pub async fn service_fault(
+    run: &Run<'_>,
+    fault: crate::callback::destination::ServiceFault,
+) -> Result<Verdict, QueueError> {
+    let job = run.job();
+    tracing::error!(part = "destinations", kind = fault.kind(), error = %fault,
+        notification = %job.id, subscription_id = %job.subscription_id, org_id = %job.org_id,
+        "the service's own fault reaching an AWS destination; deferred");
+    crate::telemetry::metrics::service_fault(fault.kind());
+    let first = run.app.config.retry_schedule.first().copied();
+    let delay = first.unwrap_or(Duration::from_secs(5)).as_millis() as f64;
+    // Spread by up to +20 %, as retries are, so a fixed fault is not met by
+    // every deferred job at once.
+    let at = run.now + (delay * (1.0 + 0.2 * run.random)) as i64;
+    let verdict = Verdict::Defer {
+        at,
+        reason: super::Reason::ServiceFault(fault),
+    };
+    settle_held(run, verdict).await
+}
+
 /// Counts a decided verdict: its `outcome`, the callback call's duration
 /// (`call_ms`, none when nothing was sent) and, for a delivery, its lag
 /// from the notification's creation to the answer (start + call).

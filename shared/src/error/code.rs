@@ -64,6 +64,12 @@ codes! {
     DestinationThrottled = "DESTINATION_THROTTLED",
     /// The destination's service failed.
     DestinationError = "DESTINATION_ERROR",
+    /// `400`: the customer's role can be assumed with an external id that is not the
+    /// organization's: its trust policy lacks the external-id condition.
+    RoleTrustsAnyExternalId = "ROLE_TRUSTS_ANY_EXTERNAL_ID",
+    /// `503`: the service cannot reach AWS destinations now, by its own fault (its credentials,
+    /// its configuration, its account unknown); its operators are told (`Retry-After`).
+    DestinationsUnavailable = "DESTINATIONS_UNAVAILABLE",
     /// `403`: the request has no `x-api-key` header.
     ApiKeyMissing = "API_KEY_MISSING",
     /// `403`: the `x-api-key` is not one of the configured keys.

@@ -240,6 +240,13 @@ pub async fn deliver_notifications(
     let mut figures = emf::DeliveryFigures::new(event.records.len() as u64);
     figures.unsettled = response.batch_item_failures.len() as u64;
     for (verdict, took_ms, lag_ms) in attempts.into_iter().flatten() {
+        if let delivery::Verdict::Defer {
+            reason: delivery::Reason::ServiceFault(_),
+            ..
+        } = &verdict
+        {
+            figures.service_faults += 1;
+        }
         figures.attempt(verdict.label(), took_ms, lag_ms);
     }
     emf::emit(emf::delivery_line(&figures, app.now_ms()));

@@ -196,6 +196,12 @@ ALTER TABLE subscriptions ADD COLUMN rate_limit INTEGER;
 -- subscription's uri; NULL for an HTTPS callback (docs/decisions/destinations.md).
 ALTER TABLE subscriptions ADD COLUMN role_arn TEXT;
 "#,
+    r#"
+-- The external id an AWS destination was validated with (issue 44): one
+-- that differs from the service's now is the service's fault, not the
+-- customer's (docs/decisions/destinations.md).
+ALTER TABLE subscriptions ADD COLUMN external_id TEXT;
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

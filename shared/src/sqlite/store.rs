@@ -14,7 +14,7 @@ use crate::store::{
 };
 
 pub(super) const COLUMNS: &str =
-    "id, org_id, uri, event_filters, disabled_filters, expires_at, status, created_at, updated_at, secret, failing_since, previous_secrets, health, health_rev, ordered, rate_limit, role_arn";
+    "id, org_id, uri, event_filters, disabled_filters, expires_at, status, created_at, updated_at, secret, failing_since, previous_secrets, health, health_rev, ordered, rate_limit, role_arn, external_id";
 
 pub(super) fn row_to_subscription(row: &Row<'_>) -> rusqlite::Result<StoredSubscription> {
     let id: SubscriptionId = row.get(0)?;
@@ -52,6 +52,7 @@ pub(super) fn row_to_subscription(row: &Row<'_>) -> rusqlite::Result<StoredSubsc
         ordered: row.get(14)?,
         rate_limit: row.get(15)?,
         role_arn: row.get(16)?,
+        external_id: row.get(17)?,
         id,
     })
 }
@@ -87,9 +88,9 @@ impl Store for SqliteDb {
                          health_rev = health_rev + 1, \
                          expiry_reminded_for = CASE WHEN expires_at = ?4 THEN expiry_reminded_for END, \
                          rate_limit = CASE WHEN ?6 THEN ?7 ELSE rate_limit END, \
-                         ordered = COALESCE(?8, ordered), role_arn = ?9 \
+                         ordered = COALESCE(?8, ordered), role_arn = ?9, external_id = ?10 \
                          WHERE id = ?1",
-                        params![id, filters, disabled, u.expires_at, u.now, u.rate_limit.is_some(), u.rate_limit.flatten(), u.ordered, u.role_arn],
+                        params![id, filters, disabled, u.expires_at, u.now, u.rate_limit.is_some(), u.rate_limit.flatten(), u.ordered, u.role_arn, u.external_id],
                     )
                     .map_err(failure)?;
                     tx.execute("DELETE FROM subscription_filters WHERE subscription_id = ?1", [&id])
@@ -107,9 +108,9 @@ impl Store for SqliteDb {
                     }
                     tx.execute(
                         "INSERT INTO subscriptions (id, org_id, uri, event_filters, disabled_filters, \
-                         expires_at, status, created_at, updated_at, secret, rate_limit, ordered, role_arn) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'ACTIVE', ?7, ?7, ?8, ?9, ?10, ?11)",
-                        params![u.new_id, u.org_id, u.uri, filters, disabled, u.expires_at, u.now, u.new_secret, u.rate_limit.flatten(), u.ordered.unwrap_or(false), u.role_arn],
+                         expires_at, status, created_at, updated_at, secret, rate_limit, ordered, role_arn, external_id) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'ACTIVE', ?7, ?7, ?8, ?9, ?10, ?11, ?12)",
+                        params![u.new_id, u.org_id, u.uri, filters, disabled, u.expires_at, u.now, u.new_secret, u.rate_limit.flatten(), u.ordered.unwrap_or(false), u.role_arn, u.external_id],
                     )
                     .map_err(failure)?;
                     u.new_id.to_string()

@@ -53,6 +53,11 @@ pub struct StoredSubscription {
     /// The role assumed to reach an AWS destination (its `uri` is then the
     /// destination's ARN); None for an HTTPS callback.
     pub role_arn: Option<String>,
+    /// The external id an AWS destination was validated with: one that
+    /// differs from the service's now is the service's fault (its prefix
+    /// changed), not the customer's. None for a callback, and for
+    /// destinations validated before it was recorded.
+    pub external_id: Option<String>,
 }
 
 impl StoredSubscription {
@@ -196,6 +201,8 @@ pub struct Upsert {
     /// The role of an AWS destination (`uri` its ARN), replacing the stored
     /// one; None for an HTTPS callback.
     pub role_arn: Option<String>,
+    /// The external id it was validated with, replacing the stored one.
+    pub external_id: Option<String>,
 }
 
 /// The cause a store or queue failure keeps: the adapter's own error

@@ -12,6 +12,9 @@
 //! - `deliver-notifications`: `Records`, `DeliveryAttempts`,
 //!   `Attempts.<outcome>` (Count; the verdicts' outcome labels,
 //!   `Verdict::label`: delivered, retry, dead, blacklist, drop, deferred), `RecordsUnsettled` (Count),
+//!   `ServiceFaults` (Count: jobs deferred by the service's own fault reaching an AWS
+//!   destination, its credentials or external-id prefix; the operator alarm
+//!   `ServiceFaultsAlarm` of template.yaml watches it),
 //!   `AttemptDuration` and `DeliveryLag` (Milliseconds, one value per
 //!   attempt / delivery)
 
@@ -58,6 +61,8 @@ pub struct DeliveryFigures {
     outcomes: Vec<(&'static str, u64)>,
     /// Records not settled, left for SQS to deliver again.
     pub unsettled: u64,
+    /// Jobs deferred by the service's own fault (`ServiceFaults`).
+    pub service_faults: u64,
     attempt_ms: Vec<f64>,
     lag_ms: Vec<f64>,
 }
@@ -171,6 +176,7 @@ pub fn delivery_line(f: &DeliveryFigures, now_ms: i64) -> String {
         values.push(count(format!("Attempts.{outcome}"), n));
     }
     values.push(count("RecordsUnsettled".into(), f.unsettled));
+    values.push(count("ServiceFaults".into(), f.service_faults));
     if !f.attempt_ms.is_empty() {
         values.push((
             "AttemptDuration".into(),
@@ -236,5 +242,6 @@ mod tests {
         assert_eq!(v["Attempts.dead"], 0);
         assert_eq!(v["AttemptDuration"], json!([12.0, 8.0]));
         assert_eq!(v["DeliveryLag"], json!([340.0]));
+        assert_eq!(v["ServiceFaults"], 0, "zero is declared too, for the alarm");
     }
 }

@@ -19,6 +19,7 @@
 //! | `webhooks_queue_oldest_due_age_seconds` | gauge | |
 //! | `webhooks_circuit_breakers_open` | gauge | |
 //! | `webhooks_store_errors_total` | counter | `kind` |
+//! | `webhooks_service_faults_total` | counter | `kind` |
 
 use std::time::Duration;
 
@@ -70,6 +71,13 @@ pub fn delivery_attempt(outcome: &'static str, call: Option<Duration>, lag: Opti
 #[allow(unused_variables)]
 pub fn store_error(kind: &'static str) {
     with_metrics!(|m| m.store_error(kind));
+}
+
+/// The service's own fault reaching AWS destinations (its credentials, a
+/// changed external-id prefix, its account unknown): the fault's `kind`.
+#[allow(unused_variables)]
+pub fn service_fault(kind: &'static str) {
+    with_metrics!(|m| m.service_fault(kind));
 }
 
 /// Circuit breakers open or half-open, counted when `/metrics` is scraped.

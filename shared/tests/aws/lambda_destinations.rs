@@ -131,3 +131,112 @@ async fn a_destination_subscription_is_delivered_and_disabled_by_the_queue_funct
     assert_eq!(stored.status, SubscriptionStatus::Blacklisted);
     assert_eq!(dead_letters(&w).await.len(), 1, "the job is kept");
 }
+
+/// The own-account attack through create-subscription's handler, its
+/// account told by the stack (`WEBHOOKS_AWS_ACCOUNT_ID`): a role of the
+/// service's account that any external id opens, and a queue of the
+/// service's, refused before any call; IAM denies the same role to the
+/// function's own role (template.yaml, proven by scripts/deploy-rehearsal.py).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_subscription_refuses_a_destination_in_the_services_own_account() {
+    let mut w = world().await;
+    w.app.config.aws_account_id = Some(testkit::customer::SERVICE_ACCOUNT.into());
+    let service = Customer::service();
+    let (queue, role) = (unique_name("service-events"), unique_name("service-role"));
+    service.create_queue(&queue).await;
+    service
+        .role_trusting_any_external_id(&role, &[&queue])
+        .await;
+    let caller = Caller::new("org-1", &["webhooks/write"]);
+    let request = SubscriptionRequest {
+        event_filters: Some(vec![
+            "/orgId/org-1/department/dep-1/message?direction=inbound".into(),
+        ]),
+        destination: Some(DestinationRequest {
+            kind: Some("sqs".into()),
+            arn: Some(service.queue(&queue)),
+            role_arn: Some(service.role_of(&role)),
+        }),
+        ..Default::default()
+    };
+    let refused = subscriptions::create_subscription(&w.app, &caller, request)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (refused.status.as_u16(), refused.code.as_str()),
+        (400, "DESTINATION_FORBIDDEN")
+    );
+    assert!(service
+        .sessions_of(&service.role_of(&role))
+        .await
+        .is_empty());
+    assert!(service.receive(&queue).await.is_empty());
+}
+
+/// A renamed stack (another external-id prefix than the subscription was
+/// validated with) through deliver-notifications' handler: the job is
+/// deferred, not attempted; the subscription stays ACTIVE with nothing
+/// counted on it; the invocation's EMF line counts `ServiceFaults`, what
+/// the operators' `ServiceFaultsAlarm` watches. The prefix restored, the
+/// same notification is delivered.
+#[tokio::test]
+async fn a_changed_prefix_defers_counts_service_faults_and_disables_nothing() {
+    use webhook_core::telemetry::emf;
+    let mut w = world().await;
+    let customer = Customer::new();
+    let (queue, role) = (unique_name("orders"), unique_name("role"));
+    customer.create_queue(&queue).await;
+    let external = external_id("webhooks", &"org-1".into());
+    customer.role(&role, &external, &[&queue], &[]).await;
+    let caller = Caller::new("org-1", &["webhooks/write"]);
+    let request = SubscriptionRequest {
+        event_filters: Some(vec![
+            "/orgId/org-1/department/dep-1/message?direction=inbound".into(),
+        ]),
+        destination: Some(DestinationRequest {
+            kind: Some("sqs".into()),
+            arn: Some(Customer::queue_arn(&queue)),
+            role_arn: Some(Customer::role_arn(&role)),
+        }),
+        ..Default::default()
+    };
+    let sub = subscriptions::create_subscription(&w.app, &caller, request)
+        .await
+        .expect("the destination validates");
+    customer.wait_for(&queue, 1).await;
+
+    w.app.config.external_id_prefix = "renamed-stack".into();
+    let sample: SqsEvent = serde_json::from_str(&sample_events::text("ingest-events-sqs")).unwrap();
+    queues::ingest_events(&w.app, &w.outbox, sample).await;
+    let event = next_event(&w).await;
+    let (response, lines) = emf::capture(queues::deliver_notifications(
+        &w.app, &w.queue, &w.outbox, event,
+    ))
+    .await;
+    assert!(response.batch_item_failures.is_empty(), "settled: deferred");
+    let line: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+    assert_eq!(
+        (&line["ServiceFaults"], &line["Attempts.deferred"]),
+        (&serde_json::json!(1), &serde_json::json!(1)),
+        "{line}"
+    );
+    let stored = w
+        .store
+        .get_subscription(&"org-1".into(), &sub.id.as_str().into())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (stored.status, stored.health.failures, stored.failing_since),
+        (SubscriptionStatus::Active, 0, None)
+    );
+    assert!(customer.receive(&queue).await.is_empty(), "nothing sent");
+
+    w.app.config.external_id_prefix = "webhooks".into();
+    let event = next_event(&w).await;
+    let response = queues::deliver_notifications(&w.app, &w.queue, &w.outbox, event).await;
+    assert!(response.batch_item_failures.is_empty());
+    let got = customer.wait_for(&queue, 1).await;
+    let uuid = webhook_core::notification::notification_id("evt-sample-1", &sub.id).to_string();
+    assert_eq!(attribute(&got[0], "webhook-id"), uuid);
+}

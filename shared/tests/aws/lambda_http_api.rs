@@ -230,6 +230,7 @@ async fn a_function_behind_the_http_api_serves_the_caller_or_answers_the_refusal
             ordered: None,
             rate_limit: None,
             role_arn: None,
+            external_id: None,
         })
         .await
         .unwrap();

@@ -130,6 +130,7 @@ async fn subscribe_to(
             ordered: None,
             rate_limit: None,
             role_arn: None,
+            external_id: None,
         })
         .await
         .unwrap();
@@ -1408,6 +1409,7 @@ async fn line(schedule: Vec<Duration>) -> Line {
             ordered: Some(true),
             rate_limit: None,
             role_arn: None,
+            external_id: None,
         })
         .await
         .unwrap();

@@ -149,6 +149,7 @@ fn upsert(org: &str, i: usize) -> Upsert {
         ordered: None,
         rate_limit: None,
         role_arn: None,
+        external_id: None,
     }
 }
 

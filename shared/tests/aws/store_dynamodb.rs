@@ -74,6 +74,7 @@ async fn a_dangling_uniqueness_guard_is_replaced() {
         ordered: None,
         rate_limit: None,
         role_arn: None,
+        external_id: None,
     };
     let (first, _) = store.upsert_subscription(upsert("first")).await.unwrap();
     client
@@ -124,6 +125,7 @@ async fn delivery_records_survive_index_entries_removed_by_ttl() {
             ordered: None,
             rate_limit: None,
             role_arn: None,
+            external_id: None,
         })
         .await
         .unwrap();
@@ -176,6 +178,7 @@ async fn expiry_entries_follow_their_subscription_and_stale_ones_are_skipped() {
         ordered: None,
         rate_limit: None,
         role_arn: None,
+        external_id: None,
     };
     let (sub, _) = store.upsert_subscription(upsert(b)).await.unwrap();
     let sk = |at: i64| format!("{at:013}#{org}#{}", sub.id);
@@ -685,6 +688,7 @@ async fn the_fan_out_query_is_strongly_consistent() {
             ordered: None,
             rate_limit: None,
             role_arn: None,
+            external_id: None,
         })
         .await
         .unwrap();

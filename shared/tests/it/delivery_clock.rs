@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use webhook_core::api::subscriptions::render;
-use webhook_core::callback::destination::{Destination, DestinationMessage, Destinations, Sent};
+use webhook_core::callback::destination::{
+    external_id, Destination, DestinationMessage, Destinations, Refusal, Sent, ServiceFault,
+};
 use webhook_core::clock::{Clock, ManualClock};
 use webhook_core::delivery::{self, Reason, Verdict};
 use webhook_core::failure::CallFailure;
@@ -79,6 +81,7 @@ async fn subscribe(w: &World, uri: &str, lifetime: Duration) -> SubscriptionId {
             ordered: None,
             rate_limit: None,
             role_arn: None,
+            external_id: None,
         })
         .await
         .unwrap();
@@ -345,7 +348,21 @@ async fn list(
 /// `answers` (an outbound port, like the refusing callback above; the
 /// pipeline under test is the real one).
 struct ScriptedAws {
-    answers: std::sync::Mutex<std::collections::VecDeque<CallFailure>>,
+    answers: std::sync::Mutex<std::collections::VecDeque<Sent>>,
+    /// Sends asked for.
+    sends: std::sync::atomic::AtomicUsize,
+    /// What each validation finds, in turn (then: accepted).
+    validations: std::sync::Mutex<std::collections::VecDeque<Refusal>>,
+}
+
+impl ScriptedAws {
+    fn answering(answers: impl IntoIterator<Item = Sent>) -> Arc<ScriptedAws> {
+        Arc::new(ScriptedAws {
+            answers: std::sync::Mutex::new(answers.into_iter().collect()),
+            sends: Default::default(),
+            validations: Default::default(),
+        })
+    }
 }
 
 #[async_trait::async_trait]
@@ -354,20 +371,29 @@ impl Destinations for ScriptedAws {
         ("aws", "us-east-1")
     }
 
+    async fn caller_account(&self) -> Result<String, ServiceFault> {
+        Ok("123456789012".into())
+    }
+
     async fn validate(
         &self,
         _: &Destination,
         _: &str,
         _: &str,
+        _: &str,
         _: &OrgId,
         _: Duration,
-    ) -> Result<(), CallFailure> {
-        Ok(())
+    ) -> Result<(), Refusal> {
+        match self.validations.lock().unwrap().pop_front() {
+            Some(refusal) => Err(refusal),
+            None => Ok(()),
+        }
     }
 
     async fn send(&self, _: &Destination, _: &str, _: DestinationMessage<'_>, _: Duration) -> Sent {
+        self.sends.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let next = self.answers.lock().unwrap().pop_front();
-        next.map_or(Sent::Accepted("message-1".into()), Sent::Failed)
+        next.unwrap_or(Sent::Accepted("message-1".into()))
     }
 }
 
@@ -378,16 +404,14 @@ impl Destinations for ScriptedAws {
 #[tokio::test]
 async fn a_destinations_failures_retry_count_toward_the_breaker_or_disable() {
     let mut w = world();
-    w.app.destinations = Some(Arc::new(ScriptedAws {
-        answers: std::sync::Mutex::new(
-            [
-                CallFailure::DestinationThrottled,
-                CallFailure::DestinationError,
-                CallFailure::SendDenied,
-            ]
-            .into(),
-        ),
-    }));
+    w.app.destinations = Some(ScriptedAws::answering(
+        [
+            CallFailure::DestinationThrottled,
+            CallFailure::DestinationError,
+            CallFailure::SendDenied,
+        ]
+        .map(Sent::Failed),
+    ));
     let now = w.clock.now_ms();
     let (sub, _) =
         w.db.upsert_subscription(Upsert {
@@ -403,6 +427,7 @@ async fn a_destinations_failures_retry_count_toward_the_breaker_or_disable() {
             ordered: None,
             rate_limit: None,
             role_arn: Some("arn:aws:iam::222222222222:role/webhooks".into()),
+            external_id: None,
         })
         .await
         .unwrap();
@@ -447,4 +472,201 @@ async fn a_destinations_failures_retry_count_toward_the_breaker_or_disable() {
         "the customer's configuration is no outage"
     );
     assert_eq!(w.db.queue_stats().await.unwrap().dead_letters, 1, "kept");
+}
+
+/// A destination subscription as created by a validation with `external_id`.
+async fn destination_subscription(w: &World, external_id: &str) -> SubscriptionId {
+    let now = w.clock.now_ms();
+    let (sub, _) =
+        w.db.upsert_subscription(Upsert {
+            org_id: ORG.into(),
+            uri: "arn:aws:sqs:us-east-1:222222222222:orders".into(),
+            event_filters: vec!["/orgId/org-1/department/d/contact".into()],
+            disabled_filters: vec![],
+            expires_at: now + 30 * 24 * 3_600_000,
+            now,
+            new_id: uuid::Uuid::now_v7().to_string().into(),
+            new_secret: webhook_core::secret::new_signing_secret(),
+            max_per_org: 100,
+            ordered: None,
+            rate_limit: None,
+            role_arn: Some("arn:aws:iam::222222222222:role/webhooks".into()),
+            external_id: Some(external_id.into()),
+        })
+        .await
+        .unwrap();
+    sub.id
+}
+
+/// The service's own fault (its credentials refused by STS, an external-id
+/// prefix changed since the validation) is no attempt: the job is deferred,
+/// nothing is counted on the subscription (no streak, no breaker, never a
+/// blacklist) however often it happens, and once it is fixed the same job
+/// is delivered (docs/decisions/destinations.md, "Whose fault, and
+/// destinations that cannot be turned on the service").
+#[tokio::test]
+async fn the_services_own_faults_defer_and_never_count_against_the_subscription() {
+    let mut w = world();
+    let expired = Sent::ServiceFault(ServiceFault::Credentials("ExpiredToken".into()));
+    let aws = ScriptedAws::answering(std::iter::repeat_n(expired, 5));
+    w.app.destinations = Some(aws.clone());
+    let ours = external_id(&w.app.config.external_id_prefix, &org());
+    let sub = destination_subscription(&w, &ours).await;
+    // One job, deferred by more faults than the breaker's threshold would
+    // take, over longer than the blacklist's streak (a day).
+    enqueue(&w, &sub).await;
+    for _ in 0..5 {
+        let lease = due(&w).await.pop().expect("due");
+        assert_eq!(lease.attempt, 1, "a deferral counts no attempt");
+        let verdict = delivery::deliver(&w.app, w.db.as_ref(), w.db.as_ref(), &lease)
+            .await
+            .unwrap();
+        let Verdict::Defer { at, reason } = &verdict else {
+            panic!("{verdict:?}")
+        };
+        assert_eq!(
+            reason,
+            &Reason::ServiceFault(ServiceFault::Credentials("ExpiredToken".into()))
+        );
+        assert!(*at > w.clock.now_ms(), "deferred, not dropped: {verdict:?}");
+        let stored = w.db.get_subscription(&org(), &sub).await.unwrap().unwrap();
+        assert_eq!(
+            (stored.status, stored.health.failures, stored.failing_since),
+            (SubscriptionStatus::Active, 0, None),
+            "nothing counted against the subscription"
+        );
+        w.clock.set(*at);
+        w.clock.advance(8 * HOUR);
+    }
+    // Fixed: the same job delivers.
+    let lease = due(&w).await.pop().expect("due");
+    let verdict = delivery::deliver(&w.app, w.db.as_ref(), w.db.as_ref(), &lease)
+        .await
+        .unwrap();
+    assert_eq!(verdict, Verdict::Delivered);
+    assert_eq!(aws.sends.load(std::sync::atomic::Ordering::SeqCst), 6);
+
+    // Validated with another prefix's id: the service's configuration changed.
+    let renamed = destination_subscription(&w, "renamed-stack-id").await;
+    let before = aws.sends.load(std::sync::atomic::Ordering::SeqCst);
+    let verdict = attempt(&w, &renamed, 1).await;
+    assert!(
+        matches!(
+            &verdict,
+            Verdict::Defer {
+                reason: Reason::ServiceFault(ServiceFault::ExternalIdChanged),
+                ..
+            }
+        ),
+        "{verdict:?}"
+    );
+    assert_eq!(
+        aws.sends.load(std::sync::atomic::Ordering::SeqCst),
+        before,
+        "the customer's role is not tried with an id it was never given"
+    );
+    let stored =
+        w.db.get_subscription(&org(), &renamed)
+            .await
+            .unwrap()
+            .unwrap();
+    assert_eq!(
+        (stored.status, stored.health.failures),
+        (SubscriptionStatus::Active, 0)
+    );
+}
+
+/// A destination's create: the customer's configuration is `400` naming the
+/// step; what may succeed later (AWS throttled, failed, silent, unreachable)
+/// and the service's own fault are `503` with `Retry-After`; a destination
+/// in the service's own account is refused before any call.
+#[tokio::test]
+async fn a_destination_create_answers_400_for_the_customer_and_503_to_try_again() {
+    use webhook_core::api::subscriptions::create_subscription;
+    use webhook_core::model::{DestinationRequest, SubscriptionRequest};
+    let mut w = world();
+    let cases = [
+        (
+            Refusal::Step(CallFailure::RoleNotAssumable),
+            400,
+            "ROLE_NOT_ASSUMABLE",
+        ),
+        (
+            Refusal::TrustsAnyExternalId,
+            400,
+            "ROLE_TRUSTS_ANY_EXTERNAL_ID",
+        ),
+        (
+            Refusal::Step(CallFailure::DestinationNotFound),
+            400,
+            "DESTINATION_NOT_FOUND",
+        ),
+        (Refusal::Step(CallFailure::SendDenied), 400, "SEND_DENIED"),
+        (
+            Refusal::Step(CallFailure::DestinationThrottled),
+            503,
+            "DESTINATION_THROTTLED",
+        ),
+        (
+            Refusal::Step(CallFailure::DestinationError),
+            503,
+            "DESTINATION_ERROR",
+        ),
+        (Refusal::Step(CallFailure::Timeout), 503, "TIMEOUT"),
+        (
+            Refusal::Step(CallFailure::ConnectFailed),
+            503,
+            "CONNECT_FAILED",
+        ),
+        (
+            Refusal::Service(ServiceFault::Credentials("ExpiredToken".into())),
+            503,
+            "DESTINATIONS_UNAVAILABLE",
+        ),
+    ];
+    let aws = ScriptedAws::answering([]);
+    *aws.validations.lock().unwrap() = cases.iter().map(|(r, _, _)| r.clone()).collect();
+    w.app.destinations = Some(aws.clone());
+    let caller = webhook_core::auth::Caller::new(ORG, &["webhooks/write"]);
+    let request = |account: &str| SubscriptionRequest {
+        event_filters: Some(vec!["/orgId/org-1/department/d/contact".into()]),
+        destination: Some(DestinationRequest {
+            kind: Some("sqs".into()),
+            arn: Some(format!("arn:aws:sqs:us-east-1:{account}:orders")),
+            role_arn: Some(format!("arn:aws:iam::{account}:role/webhooks")),
+        }),
+        ..Default::default()
+    };
+    for (_, status, code) in &cases {
+        let e = create_subscription(&w.app, &caller, request("222222222222"))
+            .await
+            .unwrap_err();
+        assert_eq!((e.status.as_u16(), e.code.as_str()), (*status, *code));
+        let retry_after = e
+            .headers
+            .iter()
+            .any(|(h, _)| h == http::header::RETRY_AFTER);
+        assert_eq!(retry_after, *status == 503, "{code}");
+    }
+    // The service's own account (ScriptedAws's credentials'): no validation.
+    let e = create_subscription(&w.app, &caller, request("123456789012"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (e.status.as_u16(), e.code.as_str()),
+        (400, "DESTINATION_FORBIDDEN")
+    );
+    let created = create_subscription(&w.app, &caller, request("222222222222"))
+        .await
+        .unwrap();
+    let stored =
+        w.db.get_subscription(&org(), &created.id.as_str().into())
+            .await
+            .unwrap()
+            .unwrap();
+    assert_eq!(
+        stored.external_id,
+        Some(external_id(&w.app.config.external_id_prefix, &org())),
+        "the external id it was validated with is kept"
+    );
 }

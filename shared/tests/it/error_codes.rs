@@ -32,3 +32,70 @@ fn the_search_is_for_whole_words() {
     assert!(!occurs("STORE_TIMEOUT TIMEOUTS", "TIMEOUT"));
     assert!(ErrorCode::ALL.len() > 20, "the list is complete");
 }
+
+/// The text of `document` from the line `start` up to the next line that
+/// starts with `end_prefix` (or the end).
+fn section<'a>(document: &'a str, start: &str, end_prefix: &str) -> &'a str {
+    let from = document
+        .find(start)
+        .unwrap_or_else(|| panic!("no {start:?} in the document"));
+    let rest = &document[from + start.len()..];
+    let to = rest.find(&format!("\n{end_prefix}")).unwrap_or(rest.len());
+    &rest[..to]
+}
+
+fn read(relative: &str) -> String {
+    let path = format!("{}/../{relative}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// Every code a create can answer is listed where a client looks for it:
+/// the create operation of openapi.yaml, docs/api.md's "What a create can
+/// answer", and, for a destination's, docs/destinations.md.
+#[test]
+fn every_code_a_create_can_answer_is_in_each_document() {
+    use webhook_core::api::subscriptions::CREATE_CODES;
+    use webhook_core::failure::CallFailure;
+    // A handshake or validation answers its failing step's code.
+    for step in CallFailure::ALL {
+        assert!(CREATE_CODES.contains(&step.code()), "{}", step.code());
+    }
+    let openapi = read("openapi.yaml");
+    let operation = section(&openapi, "\n  /webhooksubscription:\n", "  /");
+    let api = read("docs/api.md");
+    let answers = section(&api, "\n### What a create can answer\n", "#");
+    let destinations = read("docs/destinations.md");
+    let mut missing = Vec::new();
+    for code in CREATE_CODES.iter().map(|c| c.as_str()) {
+        if !occurs(operation, code) {
+            missing.push(format!(
+                "{code} in openapi.yaml's POST /webhooksubscription"
+            ));
+        }
+        if !occurs(answers, code) {
+            missing.push(format!(
+                "{code} in docs/api.md, \"What a create can answer\""
+            ));
+        }
+    }
+    let destination_codes = CallFailure::ALL
+        .iter()
+        .filter(|s| {
+            !matches!(
+                s,
+                CallFailure::DnsFailed | CallFailure::AddressForbidden | CallFailure::TlsFailed
+            )
+        })
+        .map(|s| s.code().as_str())
+        .chain([
+            "DESTINATION_FORBIDDEN",
+            "ROLE_TRUSTS_ANY_EXTERNAL_ID",
+            "DESTINATIONS_UNAVAILABLE",
+        ]);
+    for code in destination_codes {
+        if !occurs(&destinations, code) {
+            missing.push(format!("{code} in docs/destinations.md"));
+        }
+    }
+    assert!(missing.is_empty(), "not documented: {missing:#?}");
+}

@@ -425,6 +425,7 @@ mod isolated {
                 ordered: None,
                 rate_limit: None,
                 role_arn: None,
+                external_id: None,
             })
             .await
             .unwrap();

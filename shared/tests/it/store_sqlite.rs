@@ -151,6 +151,7 @@ async fn unknown_stored_values_are_corrupt_and_named() {
         ordered: None,
         rate_limit: None,
         role_arn: None,
+        external_id: None,
     };
     db.upsert_subscription(upsert.clone()).await.unwrap();
     plant(
@@ -226,6 +227,7 @@ async fn a_get_sees_each_write_at_once_and_another_processs_soon() {
         ordered: None,
         rate_limit: None,
         role_arn: None,
+        external_id: None,
     };
     let get = || async { db.get_subscription(&org, &id).await.unwrap() };
 

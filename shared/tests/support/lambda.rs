@@ -129,6 +129,7 @@ pub async fn seed(store: &dyn Store, org: &str, id: &str, uri: &str, now: i64) {
             ordered: None,
             rate_limit: None,
             role_arn: None,
+            external_id: None,
         })
         .await
         .unwrap();

@@ -53,8 +53,14 @@ pub(super) fn subscription_attributes(sub: &StoredSubscription) -> Item {
     if let Some(role) = &sub.role_arn {
         item.insert(ROLE_ARN.into(), s(role.clone()));
     }
+    if let Some(id) = &sub.external_id {
+        item.insert(EXTERNAL_ID.into(), s(id.clone()));
+    }
     item
 }
+
+/// The external id an AWS destination subscription was validated with.
+pub(super) const EXTERNAL_ID: &str = "externalId";
 
 /// The role of an AWS destination subscription (docs/decisions/destinations.md).
 pub(super) const ROLE_ARN: &str = "roleArn";
@@ -209,6 +215,10 @@ fn subscription_of(item: &Item) -> Result<StoredSubscription, StoreError> {
             .contains_key(ROLE_ARN)
             .then(|| text(item, ROLE_ARN))
             .transpose()?,
+        external_id: item
+            .contains_key(EXTERNAL_ID)
+            .then(|| text(item, EXTERNAL_ID))
+            .transpose()?,
     })
 }
 
@@ -318,6 +328,7 @@ mod tests {
             ordered: false,
             rate_limit: Some(50),
             role_arn: None,
+            external_id: None,
         };
         let item = subscription_item(&sub, 7);
         assert_eq!(parse_subscription(&item).unwrap(), sub);

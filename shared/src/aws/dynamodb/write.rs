@@ -89,6 +89,7 @@ impl DynamoStore {
             ordered: u.ordered.unwrap_or(false),
             rate_limit: u.rate_limit.flatten(),
             role_arn: u.role_arn.clone(),
+            external_id: u.external_id.clone(),
         };
         let table = &self.tables.subscriptions;
         let mut guard = key(org_pk(&u.org_id), uri_sk(&u.uri));
@@ -181,6 +182,7 @@ impl DynamoStore {
             ordered: u.ordered.unwrap_or(current.ordered),
             rate_limit: u.rate_limit.unwrap_or(current.rate_limit),
             role_arn: u.role_arn.clone(),
+            external_id: u.external_id.clone(),
             ..current.clone()
         };
         let table = &self.tables.subscriptions;

@@ -49,6 +49,7 @@ pub(super) struct Metrics {
     queue_oldest_age: Gauge<f64, AtomicU64>,
     breakers_open: Gauge,
     store_errors: Family<KindLabel, Counter>,
+    service_faults: Family<KindLabel, Counter>,
 }
 
 static METRICS: OnceLock<Metrics> = OnceLock::new();
@@ -105,6 +106,7 @@ impl Metrics {
             queue_oldest_age: Gauge::default(),
             breakers_open: Gauge::default(),
             store_errors: Family::default(),
+            service_faults: Family::default(),
         };
         let mut registry = Registry::default();
         // Counters are registered without `_total`: the encoder appends it.
@@ -163,6 +165,11 @@ impl Metrics {
             "Store and history operations that failed, by kind",
             m.store_errors.clone(),
         );
+        registry.register(
+            "webhooks_service_faults",
+            "The service's own faults reaching AWS destinations (its credentials, its external-id prefix, its account), by kind",
+            m.service_faults.clone(),
+        );
         Metrics { registry, ..m }
     }
 
@@ -197,6 +204,10 @@ impl Metrics {
 
     pub(super) fn store_error(&self, kind: &'static str) {
         self.store_errors.get_or_create(&KindLabel { kind }).inc();
+    }
+
+    pub(super) fn service_fault(&self, kind: &'static str) {
+        self.service_faults.get_or_create(&KindLabel { kind }).inc();
     }
 
     pub(super) fn breakers_open(&self, open: usize) {

@@ -44,6 +44,7 @@ macro_rules! conformance_tests {
             fan_out_sees_delivery_bookkeeping,
             the_circuit_breaker_is_compare_and_set_and_a_repost_clears_it_but_not_a_pause,
             the_rate_limit_is_kept_and_its_windows_count_to_it,
+            a_destinations_role_and_validated_external_id_are_kept,
         );
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
@@ -78,6 +79,7 @@ pub fn upsert(org: &str, uri: &str, filters: &[&str], now: i64) -> Upsert {
         ordered: None,
         rate_limit: None,
         role_arn: None,
+        external_id: None,
     }
 }
 
@@ -146,6 +148,43 @@ pub async fn ordered_is_set_on_create_and_kept_by_an_update_that_omits_it(store:
         .get_subscription(&OrgId::from(&org), &created.id)
         .await;
     assert_eq!(read.unwrap().map(|s| s.ordered), Some(false));
+}
+
+/// An AWS destination's role and the external id it was validated with are
+/// stored, read back, replaced by a re-post, and absent for a callback.
+pub async fn a_destinations_role_and_validated_external_id_are_kept(store: Arc<dyn Store>) {
+    let org = unique("org");
+    let f = filter(&org, "d");
+    let arn = "arn:aws:sqs:us-east-1:222222222222:orders";
+    let mut first = upsert(&org, arn, &[&f], 1_000);
+    first.role_arn = Some("arn:aws:iam::222222222222:role/a".into());
+    first.external_id = Some("webhooks-1".into());
+    let (created, _) = store.upsert_subscription(first).await.unwrap();
+    let read = |id: SubscriptionId| {
+        let store = store.clone();
+        let org = OrgId::from(&org);
+        async move { store.get_subscription(&org, &id).await.unwrap().unwrap() }
+    };
+    let got = read(created.id.clone()).await;
+    assert_eq!(
+        (got.role_arn.as_deref(), got.external_id.as_deref()),
+        (Some("arn:aws:iam::222222222222:role/a"), Some("webhooks-1"))
+    );
+    let mut again = upsert(&org, arn, &[&f], 2_000);
+    again.role_arn = Some("arn:aws:iam::222222222222:role/b".into());
+    again.external_id = Some("renamed-1".into());
+    store.upsert_subscription(again).await.unwrap();
+    let got = read(created.id.clone()).await;
+    assert_eq!(
+        (got.role_arn.as_deref(), got.external_id.as_deref()),
+        (Some("arn:aws:iam::222222222222:role/b"), Some("renamed-1"))
+    );
+    let (callback, _) = store
+        .upsert_subscription(upsert(&org, "https://example.com/c", &[&f], 1_000))
+        .await
+        .unwrap();
+    let got = read(callback.id).await;
+    assert_eq!((got.role_arn, got.external_id), (None, None));
 }
 
 pub async fn update_reactivates_and_clears_failures(store: Arc<dyn Store>) {
