@@ -52,9 +52,12 @@ pub enum Reason {
     /// Not attempted: the receiver asked for a pause (a `429` or `503` with
     /// `Retry-After`), which holds every job of the subscription.
     Paused,
-    /// Not attempted: the subscription's rate window (a second) has this
-    /// many deliveries started, its `rateLimit`.
+    /// Not attempted: the subscription's rate limit (`rateLimit`, this
+    /// many a second) has no slot for it within the horizon.
     RateLimited(u32),
+    /// Not attempted: it would have started this many ms after its rate
+    /// slot, later than the rule allows.
+    SlotMissed(i64),
 }
 
 impl fmt::Display for Reason {
@@ -89,6 +92,9 @@ impl fmt::Display for Reason {
             }
             Reason::RateLimited(limit) => {
                 write!(f, "the subscription's rate limit ({limit} a second) is reached")
+            }
+            Reason::SlotMissed(late) => {
+                write!(f, "{late} ms past its rate-limit slot: takes another")
             }
         }
     }
@@ -160,6 +166,10 @@ mod tests {
             (
                 Reason::RateLimited(50),
                 "the subscription's rate limit (50 a second) is reached",
+            ),
+            (
+                Reason::SlotMissed(31),
+                "31 ms past its rate-limit slot: takes another",
             ),
         ];
         for (reason, text) in rows {
