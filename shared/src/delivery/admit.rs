@@ -139,12 +139,18 @@ async fn rate_limit(
         return Ok(run.lease.slot);
     }
     let app = run.app;
-    // The slot is taken as of now, not as of the delivery's start.
+    // The slot is taken as of now, not as of the delivery's start, and
+    // ahead by what the store takes to answer: its answer is back before it.
     let now = app.clock.now_ms();
     let reason = Reason::RateLimited(limit);
     if app.rates.known_full(id, now).is_none() {
         let busy = app.rates.busy(id, now);
-        match app.store.reserve_rate_slot(id, limit, now, busy).await {
+        let asked = std::time::Instant::now();
+        let at = now + app.rates.lead();
+        let reserved = app.store.reserve_rate_slot(id, limit, at, busy).await;
+        app.rates
+            .took(i64::try_from(asked.elapsed().as_millis()).unwrap_or(i64::MAX));
+        match reserved {
             Ok(Reserved::At(at)) => {
                 app.rates.saw(id, at * 1_000 + rate::spacing_us(limit));
                 return Ok(Some(at));
@@ -163,37 +169,51 @@ async fn rate_limit(
     Err(Verdict::Defer { at, reason })
 }
 
+/// How many slots a delivery of the SQS path takes before it gives up
+/// waiting in the process and is deferred.
+const SLOT_TRIES: u32 = 3;
+
 /// Between the gate and the POST: a rate-limited delivery waits for its
 /// slot (at most the horizon), and goes only if it starts within
-/// [`rate::LATE_MS`] of it; later (the process was starved meanwhile), it
-/// is deferred, no attempt counted, to take another slot (SQLite: at once,
-/// from the next lease; SQS: its turn in the line). So what counts a slot
-/// is also when the request leaves.
+/// [`rate::LATE_MS`] of it. Later (the store answered after the slot, or
+/// the process was starved meanwhile), it takes another slot: on SQS the
+/// next one in the store, up to [`SLOT_TRIES`] slots in all, then it is
+/// deferred to its turn; on SQLite it is deferred at once, due now, for the
+/// next lease's slot (no attempt counted either way). So what takes a slot
+/// is also what decides when the request leaves.
 pub async fn wait_for_slot(
     run: &Run<'_>,
     subscription: &StoredSubscription,
     slot: i64,
 ) -> Result<(), Verdict> {
-    let clock = &run.app.clock;
-    let ahead = slot - clock.now_ms();
-    if ahead > 0 {
-        tokio::time::sleep(std::time::Duration::from_millis(ahead.unsigned_abs())).await;
-    }
-    let now = clock.now_ms();
-    let late = now - slot;
-    if late <= rate::LATE_MS {
-        return Ok(());
-    }
-    let id = &subscription.id;
-    tracing::warn!(subscription_id = %id, late_ms = late, "missed its rate slot: not sent");
+    let (clock, id) = (&run.app.clock, &subscription.id);
     let limit = subscription.rate_limit.unwrap_or(rate::MAX_RATE_LIMIT);
-    // Verdicts' times are reckoned from the delivery's start (`run.now`).
-    let at = match run.queue.limits_rate() {
-        true => run.now,
-        false => run.app.rates.turn(id, limit, now) - (now - run.now),
-    };
-    Err(Verdict::Defer {
-        at,
-        reason: Reason::SlotMissed(late),
-    })
+    let mut slot = slot;
+    let mut tries = 1;
+    loop {
+        let ahead = slot - clock.now_ms();
+        if ahead > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(ahead.unsigned_abs())).await;
+        }
+        let now = clock.now_ms();
+        let late = now - slot;
+        if late <= rate::LATE_MS {
+            return Ok(());
+        }
+        tracing::debug!(subscription_id = %id, late_ms = late, ahead_ms = ahead, "missed its rate slot");
+        if run.queue.limits_rate() || tries >= SLOT_TRIES {
+            // Verdicts' times are reckoned from the delivery's start (`run.now`).
+            let at = match run.queue.limits_rate() {
+                true => run.now,
+                false => run.app.rates.turn(id, limit, now) - (now - run.now),
+            };
+            let reason = Reason::SlotMissed(late);
+            return Err(Verdict::Defer { at, reason });
+        }
+        tries += 1;
+        match rate_limit(run, id, limit).await? {
+            Some(next) => slot = next,
+            None => return Ok(()),
+        }
+    }
 }

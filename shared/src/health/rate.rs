@@ -28,6 +28,7 @@
 //! State and arithmetic only: nothing here reads a port or sleeps.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 
 use crate::ids::SubscriptionId;
@@ -132,7 +133,13 @@ const MAX_LINES: usize = 10_000;
 #[derive(Debug, Default)]
 pub struct RateLines {
     lines: Mutex<HashMap<SubscriptionId, Line>>,
+    /// How long reserving a slot in the store takes lately (ms): a slot is
+    /// reserved this far ahead, so the answer comes back before it.
+    lead: AtomicI64,
 }
+
+/// The most a slot is reserved ahead for the store's answer (ms).
+const MAX_LEAD_MS: i64 = 500;
 
 /// One subscription's line: the next free slot last seen in the store and
 /// the end of the turns given (epoch µs).
@@ -143,6 +150,23 @@ struct Line {
 }
 
 impl RateLines {
+    /// How far ahead of now to reserve a slot (ms): the store's recent
+    /// answer time, and a few ms for the way to the POST.
+    pub fn lead(&self) -> i64 {
+        self.lead.load(Ordering::Relaxed) + 5
+    }
+
+    /// A reservation took `ms`: the lead follows a slower answer at once
+    /// and a faster one by an eighth at a time.
+    pub fn took(&self, ms: i64) {
+        let ms = ms.clamp(0, MAX_LEAD_MS);
+        let _ = self
+            .lead
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |lead| {
+                Some(ms.max(lead - lead / 8))
+            });
+    }
+
     /// The next free slot this process last saw for `subscription`, if it
     /// is past the horizon of `now` (epoch ms): no slot to take now.
     pub fn known_full(&self, subscription: &SubscriptionId, now: i64) -> Option<i64> {
@@ -279,5 +303,17 @@ mod tests {
         // What was seen only moves forward.
         lines.saw(&sub, 1);
         assert!(lines.busy(&sub, now));
+    }
+
+    #[test]
+    fn the_lead_follows_a_slow_store_at_once_and_a_fast_one_slowly() {
+        let lines = RateLines::default();
+        assert_eq!(lines.lead(), 5);
+        lines.took(80);
+        assert_eq!(lines.lead(), 85);
+        lines.took(8);
+        assert_eq!(lines.lead(), 75, "70 = 80 less an eighth");
+        lines.took(10_000);
+        assert_eq!(lines.lead(), MAX_LEAD_MS + 5, "bounded");
     }
 }

@@ -344,8 +344,8 @@ pub trait Store: Send + Sync {
     ) -> Result<bool, StoreError>;
 
     /// Reserves the next slot of `subscription`'s rate limit `limit`
-    /// ([`crate::health::rate`]) if it starts within the horizon of `now`
-    /// (epoch ms): [`Reserved::At`] its time, or [`Reserved::Full`] with the
+    /// ([`crate::health::rate`]), the first free one from `now` (epoch ms,
+    /// the earliest the caller can start), if it is within the horizon: [`Reserved::At`] its time, or [`Reserved::Full`] with the
     /// next free slot, taking nothing. Shared by every process and instance
     /// of the backend (DynamoDB: a conditional write on the subscription's
     /// item); SQLite, whose one process owns the file and whose lease keeps
