@@ -45,8 +45,8 @@ pub const MAX_RATE_LIMIT: u32 = 1_000;
 /// rounding to the millisecond) and a request's time on the way varying
 /// by less than [`transit_tolerance_ms`] cannot put `rateLimit + 1`
 /// arrivals in one second. It costs `GUARD_MS / (1 s + GUARD_MS)` of the
-/// limit: a backlog drains at most at 92.6 % of `rateLimit`.
-pub const GUARD_MS: i64 = 80;
+/// limit: a backlog drains at most at 90.9 % of `rateLimit`.
+pub const GUARD_MS: i64 = 100;
 
 /// How far ahead a slot is taken (ms): a delivery waits in the process at
 /// most this long for its slot; past it, the job waits in the queue.
@@ -54,7 +54,7 @@ pub const HORIZON_MS: i64 = 1_000;
 
 /// How late after its slot a delivery may still start (ms); later (the
 /// process was starved), it is not sent then, and takes another slot.
-pub const LATE_MS: i64 = 24;
+pub const LATE_MS: i64 = 20;
 
 /// How much two requests' times from start to arrival may differ with the
 /// rule still holding at the receiver (ms): the guard less the lateness
@@ -219,17 +219,17 @@ mod tests {
     fn limit_slots_span_a_second_and_the_guard() {
         for limit in [1, 3, 7, 10, 50, 999, 1_000] {
             let span = spacing_us(limit) * i64::from(limit);
-            assert!(span >= 1_080_000, "{limit}: {span}");
+            assert!(span >= 1_100_000, "{limit}: {span}");
             assert!(
-                span < 1_080_000 + i64::from(limit),
+                span < 1_100_000 + i64::from(limit),
                 "{limit}: rounded up by under 1 µs a slot"
             );
         }
-        assert_eq!(spacing_us(10), 108_000);
-        assert_eq!(spacing_us(1_000), 1_080);
+        assert_eq!(spacing_us(10), 110_000);
+        assert_eq!(spacing_us(1_000), 1_100);
         assert_eq!(ms_of(1_000), 1);
         assert_eq!(ms_of(1_001), 2);
-        assert_eq!(transit_tolerance_ms(), 55);
+        assert_eq!(transit_tolerance_ms(), 79);
     }
 
     #[test]
@@ -239,20 +239,20 @@ mod tests {
         assert_eq!(
             pace.room(10, now),
             10,
-            "0, 108, …, 972 ms: ten within the second"
+            "0, 110, …, 990 ms: ten within the second"
         );
         assert_eq!(pace.reserve(10, now), Reserved::At(5_000));
-        assert_eq!(pace.reserve(10, now), Reserved::At(5_108));
+        assert_eq!(pace.reserve(10, now), Reserved::At(5_110));
         assert_eq!(pace.room(10, now), 8);
         for _ in 0..8 {
             assert!(matches!(pace.reserve(10, now), Reserved::At(_)));
         }
         assert_eq!(pace.room(10, now), 0);
-        assert_eq!(pace.reserve(10, now), Reserved::Full(6_080_000));
-        assert_eq!(pace.next, 6_080_000, "a refusal takes nothing");
+        assert_eq!(pace.reserve(10, now), Reserved::Full(6_100_000));
+        assert_eq!(pace.next, 6_100_000, "a refusal takes nothing");
         // Idle a while: the next slot is now, not the past's free ones.
         assert_eq!(pace.reserve(10, 9_000), Reserved::At(9_000));
-        assert_eq!(pace.reserve(10, 9_010), Reserved::At(9_108));
+        assert_eq!(pace.reserve(10, 9_010), Reserved::At(9_110));
     }
 
     /// The rule as a receiver counts it: whatever the reservations' times,
@@ -292,10 +292,10 @@ mod tests {
         assert_eq!(lines.known_full(&sub, now), Some(8_500_000));
         assert_eq!(lines.known_full(&sub, 7_500), None, "within the horizon");
         let turns: Vec<i64> = (0..4).map(|_| lines.turn(&sub, 10, now)).collect();
-        // Slots 8,500, 8,608, 8,716, 8,824, back a horizon before (at least a second later).
+        // Slots 8,500, 8,610, 8,720, 8,830, back a horizon before (at least a second later).
         assert_eq!(turns, [8_250, 8_250, 8_250, 8_250]);
         let later: Vec<i64> = (0..30).map(|_| lines.turn(&sub, 10, now)).collect();
-        assert_eq!(later[29], 8_500 + 33 * 108 - 1_000);
+        assert_eq!(later[29], 8_500 + 33 * 110 - 1_000);
         // Once the line's turns are past, it starts again from now.
         assert_eq!(lines.turn(&sub, 10, 60_000), 61_000);
         // Another subscription has its own line.

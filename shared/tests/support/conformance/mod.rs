@@ -758,7 +758,7 @@ pub async fn the_rate_limit_is_kept_and_its_slots_are_spaced(store: Arc<dyn Stor
     assert_eq!(got.unwrap().unwrap().rate_limit, None);
 
     let (sub, other) = (created.id.clone(), SubscriptionId::from(unique("sub")));
-    // Limit 3: slots 360 ms apart (`health/rate.rs`), taken within a second.
+    // Limit 3: slots 366.67 ms apart (`health/rate.rs`), taken within a second.
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -771,23 +771,27 @@ pub async fn the_rate_limit_is_kept_and_its_slots_are_spaced(store: Arc<dyn Stor
             full => panic!("slot {}: {full:?}", taken.len()),
         }
     }
-    assert_eq!(taken, [t, t + 360, t + 720], "spaced from now");
+    assert_eq!(
+        taken,
+        [t, t + 367, t + 734],
+        "spaced from now, rounded up to the ms"
+    );
     for busy in [true, false] {
         assert_eq!(
             store
                 .reserve_rate_slot(&sub, 3, t + 10, busy)
                 .await
                 .unwrap(),
-            Reserved::Full((t + 1_080) * 1_000),
+            Reserved::Full((t + 1_100) * 1_000 + 1),
             "the next free slot is past the horizon: nothing taken"
         );
     }
     assert_eq!(
         store
-            .reserve_rate_slot(&sub, 3, t + 90, true)
+            .reserve_rate_slot(&sub, 3, t + 110, true)
             .await
             .unwrap(),
-        Reserved::At(t + 1_080),
+        Reserved::At(t + 1_101),
         "within the horizon now"
     );
     assert_eq!(
@@ -823,8 +827,8 @@ pub async fn the_rate_limit_is_kept_and_its_slots_are_spaced(store: Arc<dyn Stor
         &got[..3],
         &[
             Reserved::At(t),
-            Reserved::At(t + 360),
-            Reserved::At(t + 720)
+            Reserved::At(t + 367),
+            Reserved::At(t + 734)
         ],
         "{got:?}"
     );
