@@ -5,8 +5,8 @@
 //! - the field: validated (an integer from 1 to 1000, or 0), shown by create, get and
 //!   list, kept by an update that does not name it (or names it `null`), removed by `0`; absent for a
 //!   subscription that never had one (the original interface unchanged);
-//! - the rule (docs/api.md, "rateLimit"): in any one second, however it is cut, at most
-//!   `rateLimit` requests reach the receiver. A backlog (300 on every commit, 1,000 in the
+//! - the rule (docs/api.md, "Behaviour", rate limit): in any one second, however it is
+//!   cut, at most `rateLimit` requests reach the receiver. A backlog (300 on every commit, 1,000 in the
 //!   full tier, at 50 a second; on the AWS backend 60 and 300 at 10: see [`limit`]) is
 //!   received, every notification arriving, and the receiver's own clock (each request's
 //!   arrival, before its body is read) never counts more than the limit in any window of one

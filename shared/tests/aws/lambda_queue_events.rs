@@ -1638,7 +1638,7 @@ async fn ordered_jobs_are_delivered_in_acceptance_order_through_retries() {
 
 /// Issue 44: a rate-limited subscription's notifications through
 /// `deliver-notifications`, handed over in batches as Lambda's event source
-/// does, reach the receiver within its rule (docs/api.md, "Rate limit"): at
+/// does, reach the receiver within its rule (docs/api.md, "Behaviour"): at
 /// 2 a second, no three requests within one second of the receiver's clock;
 /// a batch's jobs past the slots within reach are deferred and come back
 /// through SQS, every notification arriving.
