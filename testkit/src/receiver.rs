@@ -32,7 +32,11 @@ pub enum Handshake {
 pub struct Received {
     pub headers: HeaderMap,
     pub body: Vec<u8>,
+    /// When it was recorded: after the body and any scripted delay.
     pub at: Instant,
+    /// When the request arrived, before its body was read: what a
+    /// receiver's rate counter sees.
+    pub arrived: Instant,
 }
 
 impl Received {
@@ -220,6 +224,7 @@ impl Callback for Inner {
             headers: arrival.headers,
             body: arrival.body.to_vec(),
             at: Instant::now(),
+            arrived: arrival.at,
         });
         if let Some((status, body)) = self.broken.lock().unwrap().clone() {
             return Answer::status(status).with_body("text/html", body);

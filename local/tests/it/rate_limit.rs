@@ -1,22 +1,26 @@
-//! A subscription's rate limit (`rateLimit`, issue 36), end to end on both backends
-//! (SQLite, or `--backend aws` on DynamoDB Local and moto with WEBHOOKS_TEST_BACKEND=aws):
+//! A subscription's rate limit (`rateLimit`, issue 36, its rule issue 44), end to end on
+//! both backends (SQLite, or `--backend aws` on DynamoDB Local and moto with
+//! WEBHOOKS_TEST_BACKEND=aws):
 //!
 //! - the field: validated (an integer from 1 to 1000, or 0), shown by create, get and
 //!   list, kept by an update that does not name it (or names it `null`), removed by `0`; absent for a
 //!   subscription that never had one (the original interface unchanged);
-//! - the limit: a subscription limited to 50 a second receives a backlog (300 on every
-//!   commit, 1,000 in the full tier) at 50 a second ± 10 %, every notification arriving
-//!   (on the AWS backend 10 a second, 60 and 300: see [`limit`]).
+//! - the rule (docs/api.md, "Behaviour", rate limit): in any one second, however it is
+//!   cut, at most `rateLimit` requests reach the receiver. A backlog (300 on every commit, 1,000 in the
+//!   full tier, at 50 a second; on the AWS backend 60 and 300 at 10: see [`limit`]) is
+//!   received, every notification arriving, and the receiver's own clock (each request's
+//!   arrival, before its body is read) never counts more than the limit in any window of one
+//!   second starting at any arrival; the backlog drains at no more than the limit and at no
+//!   less than what the test asserts of each backend.
 //!
 //! **How the rate is measured.** The backlog is queued behind a receiver's pause (a `429`
 //! with `Retry-After`), so that it is all there when deliveries start (ingestion on the
-//! emulators is slower than 50 a second). The pause's end releases the held jobs over up to a
-//! second, and the limit counts deliveries started per second of the clock
-//! (docs/decisions/rate-limit.md), so its first window can hold a burst: the first second
-//! after the first delivery is left out. The rate is the least-squares slope of the
-//! arrivals' count against their time at the receiver, over every arrival after it (each
-//! notification's first arrival). A straight line through bursts of 50 a second has the
-//! slope 50.
+//! emulators is slower than 50 a second). The rate is the least-squares slope of the
+//! arrivals' count against their time at the receiver, over each notification's first
+//! arrival from one second after the first delivery (on SQS the deferred jobs take that
+//! long to come back in their turns) to the 90th percentile (on moto a receive that times
+//! out loses its messages until their visibility ends, some 25 s later: a tail that says
+//! nothing of the rate).
 
 use crate::common;
 
@@ -128,10 +132,9 @@ async fn the_rate_limit_is_validated_shown_kept_and_removed_by_0() {
     assert_eq!(shown("removed").await, Value::Null);
 }
 
-/// 300 on every commit (6 s at 50 a second: the slope after the first second spans at least
-/// four windows, so one lease running late moves it by a few per cent; with 150 a late
-/// first window left one window to measure), 1,000 in the full tier (the acceptance);
-/// on the AWS backend 60 and 300 (6 s and 30 s at 10 a second).
+/// 300 on every commit (6.3 s at 50 a second: the slope after the first second spans five
+/// seconds), 1,000 in the full tier (the acceptance); on the AWS backend 60 and 300 (6.3 s
+/// and 32 s at 10 a second).
 fn backlog_size() -> usize {
     if common::aws_backend() {
         testkit::size::scaled(60, 300)
@@ -140,8 +143,24 @@ fn backlog_size() -> usize {
     }
 }
 
-#[tokio::test]
-async fn a_subscription_limited_to_50_a_second_receives_its_backlog_at_50_a_second() {
+/// The least share of the limit the backlog drains at. The rule's spacing makes the most
+/// 1 / 1.1 (90.9 %). SQLite: 80 % (82–91 % measured on a loaded 2-core machine). The AWS
+/// backend: half. A job with no slot within the
+/// second ahead comes back through SQS's whole-second delay and the poll, late by up to
+/// 1.75 s on moto, and on a loaded machine DynamoDB Local answers a reservation in up to
+/// 800 ms, after its slot (docs/decisions/rate-limit.md, "Measured").
+fn floor() -> f64 {
+    if common::aws_backend() {
+        0.5
+    } else {
+        0.8
+    }
+}
+
+// Two threads: the receiver reads its clock as each request arrives, not when the test's
+// thread is free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limited_subscription_never_receives_more_than_its_limit_in_any_second() {
     let limit_per_s = limit();
     let server = Arc::new(Server::start());
     let inbox = Receiver::start(Handshake::Echo).await;
@@ -180,11 +199,39 @@ async fn a_subscription_limited_to_50_a_second_receives_its_backlog_at_50_a_seco
     let ids: HashSet<&str> = got.iter().map(|r| r.header("webhook-id")).collect();
     assert_eq!(ids.len(), n, "every notification arrives");
 
+    // The rule, by the receiver's clock: every request counts (a retry, a duplicate), and
+    // no window of one second, starting at any arrival, holds more than the limit.
+    let mut arrivals: Vec<std::time::Instant> = got.iter().map(|r| r.arrived).collect();
+    arrivals.sort();
+    let k = limit_per_s as usize;
+    let tightest = arrivals
+        .windows(k + 1)
+        .map(|w| w[k] - w[0])
+        .min()
+        .expect("more arrivals than the limit");
+    let crowded = arrivals
+        .iter()
+        .enumerate()
+        .map(|(i, t)| arrivals[i..].partition_point(|u| *u - *t < Duration::from_secs(1)))
+        .max()
+        .unwrap_or(0);
+    eprintln!(
+        "{} arrivals; the most in one second: {crowded} (limit {limit_per_s}); {} consecutive span at least {tightest:?}",
+        arrivals.len(),
+        k + 1
+    );
+    assert!(
+        crowded <= k,
+        "{crowded} requests reached the receiver within one second, limit {limit_per_s} ({} consecutive within {tightest:?})",
+        k + 1
+    );
+
     // The first arrival of each notification (a duplicate is not a delivery more).
     // The first request, answered 429, was not a delivery.
     let mut first = std::collections::HashMap::new();
     for r in &got[1..] {
-        first.entry(r.header("webhook-id")).or_insert(r.at);
+        let at = first.entry(r.header("webhook-id")).or_insert(r.arrived);
+        *at = r.arrived.min(*at);
     }
     let mut at: Vec<f64> = first
         .values()
@@ -192,27 +239,21 @@ async fn a_subscription_limited_to_50_a_second_receives_its_backlog_at_50_a_seco
         .collect();
     assert_eq!(at.len(), n, "every notification is delivered");
     at.sort_by(f64::total_cmp);
-    // From one second after the first delivery: the pause's end releases the backlog
-    // over up to a second, and the first window's burst is in that second.
     let settled = at.partition_point(|t| *t < at[0] + 1.0);
-    let rate = slope(&at[settled..]);
+    let bulk = at.len() * 9 / 10;
+    let rate = slope(&at[settled..bulk]);
     let span = at[at.len() - 1] - at[0];
     eprintln!(
-        "{n} notifications ({} arrivals with duplicates) over {span:.2} s; from 1 s after the first delivery ({} of them): {rate:.1} a second (limit {limit_per_s})",
+        "{n} notifications ({} arrivals with duplicates) over {span:.2} s; from 1 s after the first delivery to the 90th percentile ({} of them): {rate:.2} a second (limit {limit_per_s}, {:.1} %)",
         got.len(),
-        at.len() - settled
+        bulk - settled,
+        100.0 * rate / f64::from(limit_per_s)
     );
     let limit = f64::from(limit_per_s);
-    // On the AWS backend the limit holds as a ceiling, but jobs deferred to a later
-    // window come back through SQS's whole-second delay and the poll, and some miss their
-    // window: 8.1 and 7.0 a second at 10 measured (docs/decisions/rate-limit.md). There the
-    // test checks the ceiling and that the backlog drains (half the limit at least); the
-    // gap to -10 % is open (issue 36).
-    let floor = if common::aws_backend() { 0.5 } else { 0.9 };
     assert!(
-        rate <= 1.1 * limit && rate >= floor * limit,
-        "received at {rate:.1} a second, not {limit_per_s} (+10 %, -{:.0} %)",
-        (1.0 - floor) * 100.0
+        rate <= limit && rate >= floor() * limit,
+        "received at {rate:.2} a second, not between {:.0} % of {limit_per_s} and {limit_per_s}",
+        floor() * 100.0
     );
 }
 

@@ -251,6 +251,7 @@ impl SqsQueue {
             attempt: job.attempts.saturating_add(received.max(1)),
             job,
             receipt: receipt.to_owned(),
+            slot: None,
         })
     }
 

@@ -9,7 +9,8 @@
 
 use super::{parking, Reason, Run, Verdict};
 use crate::health::in_flight::Slot;
-use crate::health::{rate, Health};
+use crate::health::rate::{self, Reserved};
+use crate::health::Health;
 use crate::ids::SubscriptionId;
 use crate::store::StoredSubscription;
 
@@ -62,14 +63,22 @@ pub async fn admit(run: &Run<'_>) -> Result<Option<Slot>, Verdict> {
         })
 }
 
+/// What the gate lets through: the breaker's state the attempt goes out
+/// with, and the rate-limit slot it waits for ([`wait_for_slot`]).
+pub struct Cleared {
+    /// The subscription's health as the attempt starts.
+    pub health: Health,
+    /// When the attempt may start (epoch ms), for a rate-limited subscription.
+    pub slot: Option<i64>,
+}
+
 /// Step 3, the subscription read: the receiver's pause (held until it
 /// ends, whatever the breaker), then its breaker as stored, then its rate
 /// limit ([`rate_limit`]). Closed lets the
 /// attempt through; open holds it; half-open lets it through if it wins
 /// the probe (compare-and-set, so one probe at a time across every worker
 /// and instance). A closed breaker with jobs parked puts them back first.
-/// The breaker's state the attempt goes out with.
-pub async fn gate(run: &Run<'_>, subscription: &StoredSubscription) -> Result<Health, Verdict> {
+pub async fn gate(run: &Run<'_>, subscription: &StoredSubscription) -> Result<Cleared, Verdict> {
     let (app, now) = (run.app, run.now);
     let health = &subscription.health;
     let (org, id) = (&subscription.org_id, &subscription.id);
@@ -85,19 +94,24 @@ pub async fn gate(run: &Run<'_>, subscription: &StoredSubscription) -> Result<He
     if let Some(at) = health.wait_until(now, run.random, manual) {
         return Err(parking::hold(run, org, id, health.clone(), at).await);
     }
-    if let Some(limit) = subscription.rate_limit {
-        rate_limit(run, id, limit).await?;
-    }
+    let slot = match subscription.rate_limit {
+        Some(limit) => rate_limit(run, id, limit).await?,
+        None => None,
+    };
+    let cleared = |health: &Health| Cleared {
+        health: health.clone(),
+        slot,
+    };
     let probe_lease = app.config.delivery_timeout + std::time::Duration::from_secs(5);
     let Some(probing) = health.claim_probe(now, probe_lease, manual) else {
-        return Ok(health.clone()); // closed
+        return Ok(cleared(health)); // closed
     };
     let won = app.store.update_health(org, id, health.rev, &probing).await;
     match won {
         Ok(true) => {
             tracing::info!(subscription_id = %id, org_id = %org, "circuit breaker half-open: probing");
             app.breakers.remember(id, &probing, now);
-            Ok(probing)
+            Ok(cleared(&probing))
         }
         // Another worker probes (or the store cannot tell): wait for it.
         _ => Err(Verdict::Defer {
@@ -107,31 +121,99 @@ pub async fn gate(run: &Run<'_>, subscription: &StoredSubscription) -> Result<He
     }
 }
 
-/// The subscription's rate limit, where the queue does not keep it itself
-/// (SQS; the SQLite lease does): one slot of its current window in the
-/// store, shared by every process and instance, or the job is deferred, no
-/// attempt counted, to its turn in this process's line for the
-/// subscription ([`RateLines::turn`](crate::health::rate::RateLines::turn)).
-/// A window this process found full is not asked again. When the store
-/// cannot count, the job waits a window: the limit holds through an outage.
-async fn rate_limit(run: &Run<'_>, id: &SubscriptionId, limit: u32) -> Result<(), Verdict> {
+/// The subscription's rate-limit slot: the one the lease took where the
+/// queue keeps the limit itself (SQLite); else the next one in the store,
+/// shared by every process and instance, if it starts within the horizon
+/// (`health/rate.rs`). Without one, the job is deferred, no attempt
+/// counted, to its turn in this process's line for the subscription
+/// ([`RateLines::turn`](crate::health::rate::RateLines::turn)); while the
+/// next free slot this process saw is past the horizon, the store is not
+/// asked. When the store cannot tell, the job waits a second: the limit
+/// holds through an outage.
+async fn rate_limit(
+    run: &Run<'_>,
+    id: &SubscriptionId,
+    limit: u32,
+) -> Result<Option<i64>, Verdict> {
     if run.queue.limits_rate() {
-        return Ok(());
+        return Ok(run.lease.slot);
     }
-    let (app, now) = (run.app, run.now);
+    let app = run.app;
+    // The slot is taken as of now, not as of the delivery's start, and
+    // ahead by what the store takes to answer: its answer is back before it.
+    let now = app.clock.now_ms();
     let reason = Reason::RateLimited(limit);
-    if !app.rates.known_full(id, now) {
-        match app.store.take_rate_slot(id, rate::window(now), limit).await {
-            Ok(true) => return Ok(()),
-            Ok(false) => {}
+    if app.rates.known_full(id, now).is_none() {
+        let busy = app.rates.busy(id, now);
+        let asked = std::time::Instant::now();
+        let at = now + app.rates.lead();
+        let reserved = app.store.reserve_rate_slot(id, limit, at, busy).await;
+        app.rates
+            .took(i64::try_from(asked.elapsed().as_millis()).unwrap_or(i64::MAX));
+        match reserved {
+            Ok(Reserved::At(at)) => {
+                app.rates.saw(id, at * 1_000 + rate::spacing_us(limit));
+                return Ok(Some(at));
+            }
+            Ok(Reserved::Full(next)) => app.rates.saw(id, next),
             Err(e) => {
                 crate::telemetry::metrics::store_error(e.kind());
-                tracing::warn!(subscription_id = %id, error = %e, "cannot count the rate window: deferred");
-                let at = now + rate::WINDOW_MS;
+                tracing::warn!(subscription_id = %id, error = %e, "cannot reserve a rate slot: deferred");
+                let at = now + 1_000;
                 return Err(Verdict::Defer { at, reason });
             }
         }
     }
-    let at = app.rates.turn(id, limit, now);
+    // Verdicts' times are reckoned from the delivery's start (`run.now`).
+    let at = app.rates.turn(id, limit, now) - (now - run.now);
     Err(Verdict::Defer { at, reason })
+}
+
+/// How many slots a delivery of the SQS path takes before it gives up
+/// waiting in the process and is deferred.
+const SLOT_TRIES: u32 = 3;
+
+/// Between the gate and the POST: a rate-limited delivery waits for its
+/// slot (at most the horizon), and goes only if it starts within
+/// [`rate::LATE_MS`] of it. Later (the store answered after the slot, or
+/// the process was starved meanwhile), it takes another slot: on SQS the
+/// next one in the store, up to [`SLOT_TRIES`] slots in all, then it is
+/// deferred to its turn; on SQLite it is deferred at once, due now, for the
+/// next lease's slot (no attempt counted either way). So what takes a slot
+/// is also what decides when the request leaves.
+pub async fn wait_for_slot(
+    run: &Run<'_>,
+    subscription: &StoredSubscription,
+    slot: i64,
+) -> Result<(), Verdict> {
+    let (clock, id) = (&run.app.clock, &subscription.id);
+    let limit = subscription.rate_limit.unwrap_or(rate::MAX_RATE_LIMIT);
+    let mut slot = slot;
+    let mut tries = 1;
+    loop {
+        let ahead = slot - clock.now_ms();
+        if ahead > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(ahead.unsigned_abs())).await;
+        }
+        let now = clock.now_ms();
+        let late = now - slot;
+        if late <= rate::LATE_MS {
+            return Ok(());
+        }
+        tracing::debug!(subscription_id = %id, late_ms = late, ahead_ms = ahead, "missed its rate slot");
+        if run.queue.limits_rate() || tries >= SLOT_TRIES {
+            // Verdicts' times are reckoned from the delivery's start (`run.now`).
+            let at = match run.queue.limits_rate() {
+                true => run.now,
+                false => run.app.rates.turn(id, limit, now) - (now - run.now),
+            };
+            let reason = Reason::SlotMissed(late);
+            return Err(Verdict::Defer { at, reason });
+        }
+        tries += 1;
+        match rate_limit(run, id, limit).await? {
+            Some(next) => slot = next,
+            None => return Ok(()),
+        }
+    }
 }

@@ -14,7 +14,9 @@
 //! 2. [`prepare`]: the subscription (deliverable?), its signing keys and its
 //!    callback target under the address policy;
 //! 3. [`admit::gate`]: its circuit breaker as stored lets the attempt
-//!    through, or makes it the half-open probe, or holds it;
+//!    through, or makes it the half-open probe, or holds it; a
+//!    rate-limited subscription's attempt takes its slot, and waits for it
+//!    ([`admit::wait_for_slot`]);
 //! 4. [`prepare::post`]: sign and POST;
 //! 5. [`record`]: the subscription's failure bookkeeping (streak, blacklist)
 //!    and its breaker's health after the attempt (which may unpark);
@@ -98,10 +100,17 @@ pub async fn deliver(
         Err(unsent) => record::Attempted::unsent(unsent),
         Ok(ready) => {
             // 3. Gate: the breaker as stored lets it through, or holds it.
-            let health = match admit::gate(&run, &ready.subscription).await {
-                Ok(health) => health,
+            let cleared = match admit::gate(&run, &ready.subscription).await {
+                Ok(cleared) => cleared,
                 Err(held) => return Ok(settle::settle_held(&run, held).await?),
             };
+            // 3b. A rate-limited delivery waits for its slot.
+            if let Some(slot) = cleared.slot {
+                if let Err(held) = admit::wait_for_slot(&run, &ready.subscription, slot).await {
+                    return Ok(settle::settle_held(&run, held).await?);
+                }
+            }
+            let health = cleared.health;
             // 4. Post, then 5. record what it leaves on the subscription;
             // the service's own fault is no attempt: deferred, told to its
             // operators, nothing counted against the subscription.
@@ -265,6 +274,7 @@ mod tests {
             job,
             attempt: received,
             receipt: "fifo:r".into(),
+            slot: None,
         }
     }
 

@@ -53,12 +53,15 @@ pub enum Reason {
     /// Not attempted: the receiver asked for a pause (a `429` or `503` with
     /// `Retry-After`), which holds every job of the subscription.
     Paused,
-    /// Not attempted: the subscription's rate window (a second) has this
-    /// many deliveries started, its `rateLimit`.
+    /// Not attempted: the subscription's rate limit (`rateLimit`, this
+    /// many a second) has no slot for it within the horizon.
     RateLimited(u32),
     /// Not attempted as the customer's: the service's own fault reaching an
     /// AWS destination (its credentials, its external-id prefix).
     ServiceFault(ServiceFault),
+    /// Not attempted: it would have started this many ms after its rate
+    /// slot, later than the rule allows.
+    SlotMissed(i64),
 }
 
 impl fmt::Display for Reason {
@@ -95,6 +98,9 @@ impl fmt::Display for Reason {
                 write!(f, "the subscription's rate limit ({limit} a second) is reached")
             }
             Reason::ServiceFault(fault) => write!(f, "the service's own fault: {fault}"),
+            Reason::SlotMissed(late) => {
+                write!(f, "{late} ms past its rate-limit slot: takes another")
+            }
         }
     }
 }
@@ -165,6 +171,10 @@ mod tests {
             (
                 Reason::RateLimited(50),
                 "the subscription's rate limit (50 a second) is reached",
+            ),
+            (
+                Reason::SlotMissed(31),
+                "31 ms past its rate-limit slot: takes another",
             ),
         ];
         for (reason, text) in rows {

@@ -8,7 +8,7 @@
 //! - [`cache`]: the breakers this process saw open lately, and the unparks
 //!   under way;
 //! - [`in_flight`]: its calls in flight in this process, capped;
-//! - [`rate`]: its rate limit's windows, and the waiting lines of jobs over it.
+//! - [`rate`]: its rate limit's slots, and the waiting lines of jobs without one.
 //!
 //! State and pure rules only: nothing here reads a port or calls out.
 

@@ -135,6 +135,10 @@ pub struct Lease {
     pub attempt: u32,
     /// Adapter-specific handle (SQS receipt handle, SQLite lease number).
     pub receipt: String,
+    /// The rate-limit slot the queue took with the lease (epoch ms), where
+    /// the queue keeps the limit itself (SQLite,
+    /// [`DeliveryQueue::limits_rate`]): the delivery starts then.
+    pub slot: Option<i64>,
 }
 
 /// Why a queue call failed; the cause is kept as the `source` and shown in
@@ -251,9 +255,9 @@ pub trait DeliveryQueue: Send + Sync {
         false
     }
     /// Whether [`DeliveryQueue::receive`] itself keeps each subscription
-    /// within its rate limit (SQLite: the lease counts its rate windows);
-    /// otherwise the pipeline counts each attempt in the store's window and
-    /// defers what is over (SQS).
+    /// within its rate limit (SQLite: the lease takes a rate slot for each
+    /// job, [`Lease::slot`]); otherwise the pipeline reserves each attempt's
+    /// slot in the store and defers a job that has none (SQS).
     fn limits_rate(&self) -> bool {
         false
     }

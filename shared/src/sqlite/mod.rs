@@ -92,13 +92,13 @@ pub struct SqliteDb {
     clock: Arc<dyn Clock>,
     /// Where the lease's turn over subscriptions stopped (`queue.rs`).
     turn: Arc<std::sync::Mutex<String>>,
-    /// The current rate window of each rate-limited subscription: the
-    /// deliveries the lease started in it (`queue.rs`, `health/rate.rs`).
-    rates: Arc<std::sync::Mutex<RateCounts>>,
+    /// The next free rate slot of each rate-limited subscription, taken by
+    /// the lease (`queue.rs`, `health/rate.rs`).
+    rates: Arc<std::sync::Mutex<Paces>>,
 }
 
-/// Rate windows by subscription id.
-type RateCounts = std::collections::HashMap<String, crate::health::rate::WindowCount>;
+/// Next free rate slots by subscription id.
+type Paces = std::collections::HashMap<String, crate::health::rate::Pace>;
 
 /// How long a statement waits for a lock another connection holds before
 /// it fails with `SQLITE_BUSY` (answered `503 STORE_UNAVAILABLE`). This

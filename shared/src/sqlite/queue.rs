@@ -12,6 +12,7 @@ use rusqlite::{params, OptionalExtension};
 
 use super::{failure, QueueStats, SqliteDb, Write};
 use crate::clock::millis;
+use crate::health::rate::Reserved;
 use crate::history::Trigger;
 use crate::queue::{Backlog, DeliveryJob, DeliveryQueue, Lease, QueueError};
 use crate::store::StoreError;
@@ -110,9 +111,9 @@ const HEAD_OF_LINE: &str = "SELECT rowid, due_at FROM notifications INDEXED BY n
 /// of any subscription's queue; and every subscription with due work is
 /// visited within `ceil(subscriptions with queued jobs / TURNS_PER_LEASE)`
 /// leases, whatever sits ahead of it. A rate-limited subscription gives at
-/// most what its current rate window has room for (`rates`, one seek of its
-/// row for its settings): the lease starts no more of its deliveries in a
-/// second than its `rateLimit` (`health/rate.rs`).
+/// most as many jobs as it has rate slots within the horizon (`rates`, one
+/// seek of its row for its settings), each taking the next slot, which its
+/// lease carries: the delivery waits for it (`health/rate.rs`).
 ///
 /// An ordered subscription gives at most its head of line (the queued job
 /// accepted first), when it is due and nothing of the subscription is
@@ -120,11 +121,11 @@ const HEAD_OF_LINE: &str = "SELECT rowid, due_at FROM notifications INDEXED BY n
 fn fair_pick(
     tx: &rusqlite::Transaction<'_>,
     turn: &mut String,
-    rates: &mut super::RateCounts,
+    rates: &mut super::Paces,
     now: i64,
     max: usize,
     cap: usize,
-) -> rusqlite::Result<Vec<i64>> {
+) -> rusqlite::Result<Vec<(i64, Option<i64>)>> {
     let mut chosen = Vec::new();
     if max == 0 || cap == 0 {
         return Ok(chosen);
@@ -170,8 +171,8 @@ fn fair_pick(
                 .unwrap_or((false, None)),
         };
         if let Some(limit) = limit {
-            let window = rates.get(&subscription).copied().unwrap_or_default();
-            room = room.min(window.room(limit, now) as usize);
+            let pace = rates.get(&subscription).copied().unwrap_or_default();
+            room = room.min(pace.room(limit, now) as usize);
         }
         let before = chosen.len();
         if in_order {
@@ -179,21 +180,23 @@ fn fair_pick(
                 let (rowid, due_at): (i64, i64) =
                     head.query_row([&subscription], |r| Ok((r.get(0)?, r.get(1)?)))?;
                 if due_at <= now {
-                    chosen.push(rowid);
+                    chosen.push((rowid, None));
                 }
             }
         } else if room > 0 {
             let mut rows = due.query(params![subscription, now, room as i64])?;
             while let Some(r) = rows.next()? {
-                chosen.push(r.get(0)?);
+                chosen.push((r.get(0)?, None));
             }
         }
-        if limit.is_some() && chosen.len() > before {
-            let taken = (chosen.len() - before) as u32;
-            rates
-                .entry(subscription.clone())
-                .or_default()
-                .take(taken, now);
+        if let Some(limit) = limit {
+            let pace = rates.entry(subscription.clone()).or_default();
+            for (_, slot) in &mut chosen[before..] {
+                // Within the room counted above, so a slot is there.
+                if let Reserved::At(at) = pace.reserve(limit, now) {
+                    *slot = Some(at);
+                }
+            }
         }
         turn.clone_from(&subscription);
         if chosen.len() >= max || visits >= TURNS_PER_LEASE {
@@ -250,10 +253,10 @@ impl DeliveryQueue for SqliteDb {
             let chosen = {
                 let mut turn = turn.lock().unwrap_or_else(|e| e.into_inner());
                 let mut rates = rates.lock().unwrap_or_else(|e| e.into_inner());
-                // Only windows that can still matter are kept.
+                // Only slots that can still matter are kept.
                 if rates.len() > 10_000 {
-                    let current = crate::health::rate::window(now);
-                    rates.retain(|_, count| count.window >= current);
+                    let now_us = now.saturating_mul(1_000);
+                    rates.retain(|_, pace| pace.next > now_us);
                 }
                 fair_pick(&tx, &mut turn, &mut rates, now, max, per_subscription).map_err(failure)?
             };
@@ -266,7 +269,7 @@ impl DeliveryQueue for SqliteDb {
                          RETURNING id, org_id, subscription_id, body, lease, created_at, manual, deferrals, traceparent",
                     )
                     .map_err(failure)?;
-                for rowid in chosen {
+                for (rowid, slot) in chosen {
                     let leased = lease
                         .query_row(params![rowid, now, millis(visibility)], |r| {
                             let lease: u32 = r.get(4)?;
@@ -292,6 +295,7 @@ impl DeliveryQueue for SqliteDb {
                                 },
                                 attempt,
                                 receipt: lease.to_string(),
+                                slot,
                             })
                         })
                         .map_err(failure)?;

@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension, Row, TransactionBehavior};
 
 use super::{failure, unreadable, SqliteDb};
+use crate::health::rate::Reserved;
 use crate::health::Health;
 use crate::ids::{OrgId, SubscriptionId};
 use crate::model::{Message, Page, SubscriptionStatus};
@@ -275,22 +276,18 @@ impl Store for SqliteDb {
         .await
     }
 
-    async fn take_rate_slot(
+    async fn reserve_rate_slot(
         &self,
         subscription: &SubscriptionId,
-        window: i64,
         limit: u32,
-    ) -> Result<bool, StoreError> {
-        // The lease's own counts (one process owns the file): what the
-        // lease took in the window counts here, and the other way round.
+        now: i64,
+        _busy: bool,
+    ) -> Result<Reserved, StoreError> {
+        // The lease's own slots (one process owns the file): what the lease
+        // took counts here, and the other way round.
         let mut rates = self.rates.lock().unwrap_or_else(|e| e.into_inner());
-        let count = rates.entry(subscription.to_string()).or_default();
-        let at = crate::health::rate::window_start(window);
-        if count.room(limit, at) == 0 {
-            return Ok(false);
-        }
-        count.take(1, at);
-        Ok(true)
+        let pace = rates.entry(subscription.to_string()).or_default();
+        Ok(pace.reserve(limit, now))
     }
 
     async fn rotate_secret(

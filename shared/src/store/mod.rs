@@ -9,6 +9,7 @@ pub mod rules;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use crate::health::rate::Reserved;
 use crate::health::Health;
 use crate::ids::{OrgId, SubscriptionId};
 use crate::model::{Message, Page, SubscriptionStatus};
@@ -349,18 +350,21 @@ pub trait Store: Send + Sync {
         new: &Health,
     ) -> Result<bool, StoreError>;
 
-    /// Counts one delivery of `subscription` in rate window `window`
-    /// ([`crate::health::rate`]) if fewer than `limit` were counted in it;
-    /// false, counting nothing, when the window is full. Shared by every
-    /// process and instance of the backend (DynamoDB: one conditional write
-    /// on the window's item); SQLite, whose one process owns the file and
-    /// whose lease keeps the limit, counts in memory.
-    async fn take_rate_slot(
+    /// Reserves the next slot of `subscription`'s rate limit `limit`
+    /// ([`crate::health::rate`]), the first free one from `now` (epoch ms,
+    /// the earliest the caller can start), if it is within the horizon: [`Reserved::At`] its time, or [`Reserved::Full`] with the
+    /// next free slot, taking nothing. Shared by every process and instance
+    /// of the backend (DynamoDB: a conditional write on the subscription's
+    /// item); SQLite, whose one process owns the file and whose lease keeps
+    /// the limit, keeps it in memory with the lease. `busy`: the caller
+    /// last saw the next free slot ahead of `now`, the adapter's first guess.
+    async fn reserve_rate_slot(
         &self,
         subscription: &SubscriptionId,
-        window: i64,
         limit: u32,
-    ) -> Result<bool, StoreError>;
+        now: i64,
+        busy: bool,
+    ) -> Result<Reserved, StoreError>;
 
     /// Rotates the signing secret atomically ([`SecretRotation::apply`]),
     /// also setting `updated_at`; None if the organization has no such

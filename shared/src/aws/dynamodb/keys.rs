@@ -245,10 +245,12 @@ pub(super) fn parked_pk(subscription_id: &SubscriptionId) -> String {
     format!("PARKED#{subscription_id}")
 }
 
-/// A subscription's rate window `window` (epoch seconds; `rate.rs`).
-pub(super) fn rate_pk(subscription_id: &SubscriptionId, window: i64) -> String {
-    format!("RATE#{subscription_id}#{window}")
+/// A subscription's rate slots: its next free one (`rate.rs`).
+pub(super) fn rate_pk(subscription_id: &SubscriptionId) -> String {
+    format!("RATE#{subscription_id}")
 }
+
+pub(super) const RATE_SK: &str = "P";
 
 pub(super) fn api_key_pk(key_id: &str) -> String {
     format!("APIKEY#{key_id}")

@@ -10,6 +10,7 @@ use super::codec::{health_json, n, parse_subscription, previous_secrets, s, HEAL
 use super::keys::{created_sk, expiry_key, filter_pk, key, org_pk, sub_sk, uri_sk, COUNTER_SK};
 use super::write::{delete, distinct, Attempt, Condition, Transaction};
 use super::{backend_build, DynamoStore};
+use crate::health::rate::Reserved;
 use crate::health::Health;
 use crate::ids::{OrgId, SubscriptionId};
 use crate::model::{Message, Page, SubscriptionStatus};
@@ -166,13 +167,14 @@ impl Store for DynamoStore {
         super::conditional(result)
     }
 
-    async fn take_rate_slot(
+    async fn reserve_rate_slot(
         &self,
         subscription: &SubscriptionId,
-        window: i64,
         limit: u32,
-    ) -> Result<bool, StoreError> {
-        self.count_in_window(subscription, window, limit).await
+        now: i64,
+        busy: bool,
+    ) -> Result<Reserved, StoreError> {
+        self.reserve_slot(subscription, limit, now, busy).await
     }
 
     async fn rotate_secret(

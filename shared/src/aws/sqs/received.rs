@@ -66,6 +66,7 @@ mod tests {
                 attempt: job.attempts + count,
                 job,
                 receipt: receipt.into(),
+                slot: None,
             },
         }
     }

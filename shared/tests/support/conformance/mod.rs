@@ -18,6 +18,7 @@ pub mod secrets;
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use webhook_core::health::rate::Reserved;
 use webhook_core::ids::{OrgId, SubscriptionId};
 use webhook_core::model::{Message, SubscriptionStatus};
 use webhook_core::page::{PageRequest, MAX_SIZE};
@@ -43,7 +44,7 @@ macro_rules! conformance_tests {
             messages_past_their_retention_are_absent,
             fan_out_sees_delivery_bookkeeping,
             the_circuit_breaker_is_compare_and_set_and_a_repost_clears_it_but_not_a_pause,
-            the_rate_limit_is_kept_and_its_windows_count_to_it,
+            the_rate_limit_is_kept_and_its_slots_are_spaced,
             a_destinations_role_and_validated_external_id_are_kept,
         );
     };
@@ -793,9 +794,10 @@ pub async fn fan_out_sees_delivery_bookkeeping(store: Arc<dyn Store>) {
 }
 
 /// `rateLimit` is stored on create, kept by an update that does not name it,
-/// removed by one that clears it; a rate window counts up to the limit, then
-/// refuses, and the next window, or another subscription, starts afresh.
-pub async fn the_rate_limit_is_kept_and_its_windows_count_to_it(store: Arc<dyn Store>) {
+/// removed by one that clears it; its rate slots are spaced from now, none is
+/// taken past the horizon, each is taken once by concurrent reservations, and
+/// another subscription has its own.
+pub async fn the_rate_limit_is_kept_and_its_slots_are_spaced(store: Arc<dyn Store>) {
     let org = unique("org");
     let f = filter(&org, "rate");
     let mut first = upsert(&org, "https://example.com/rate", &[&f], 1_000);
@@ -819,24 +821,82 @@ pub async fn the_rate_limit_is_kept_and_its_windows_count_to_it(store: Arc<dyn S
     assert_eq!(got.unwrap().unwrap().rate_limit, None);
 
     let (sub, other) = (created.id.clone(), SubscriptionId::from(unique("sub")));
-    let window = 1_700_000_000 + (uuid::Uuid::new_v4().as_u128() % 1_000_000) as i64;
-    for i in 0..3 {
-        assert!(
-            store.take_rate_slot(&sub, window, 3).await.unwrap(),
-            "slot {i}"
+    // Limit 3: slots 366.67 ms apart (`health/rate.rs`), taken within a second.
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let mut taken = Vec::new();
+    for busy in [true, false, false] {
+        // The adapter's first guess may be wrong: the slot is the same.
+        match store.reserve_rate_slot(&sub, 3, t, busy).await.unwrap() {
+            Reserved::At(at) => taken.push(at),
+            full => panic!("slot {}: {full:?}", taken.len()),
+        }
+    }
+    assert_eq!(
+        taken,
+        [t, t + 367, t + 734],
+        "spaced from now, rounded up to the ms"
+    );
+    for busy in [true, false] {
+        assert_eq!(
+            store
+                .reserve_rate_slot(&sub, 3, t + 10, busy)
+                .await
+                .unwrap(),
+            Reserved::Full((t + 1_100) * 1_000 + 1),
+            "the next free slot is past the horizon: nothing taken"
         );
     }
-    assert!(
-        !store.take_rate_slot(&sub, window, 3).await.unwrap(),
-        "the window is full"
+    assert_eq!(
+        store
+            .reserve_rate_slot(&sub, 3, t + 110, true)
+            .await
+            .unwrap(),
+        Reserved::At(t + 1_101),
+        "within the horizon now"
     );
-    assert!(!store.take_rate_slot(&sub, window, 3).await.unwrap());
-    assert!(
-        store.take_rate_slot(&sub, window + 1, 3).await.unwrap(),
-        "the next window"
+    assert_eq!(
+        store
+            .reserve_rate_slot(&sub, 3, t + 9_000, true)
+            .await
+            .unwrap(),
+        Reserved::At(t + 9_000),
+        "after a quiet spell, from now"
     );
-    assert!(
-        store.take_rate_slot(&other, window, 3).await.unwrap(),
+    assert_eq!(
+        store.reserve_rate_slot(&other, 3, t, false).await.unwrap(),
+        Reserved::At(t),
         "another subscription"
+    );
+    // Taken at once by many (processes, instances): each slot once.
+    let third = SubscriptionId::from(unique("sub"));
+    let racing: Vec<_> = (0..8)
+        .map(|i| {
+            let (store, third) = (store.clone(), third.clone());
+            tokio::spawn(async move { store.reserve_rate_slot(&third, 3, t, i % 2 == 0).await })
+        })
+        .collect();
+    let mut got = Vec::new();
+    for one in racing {
+        got.push(one.await.unwrap().unwrap());
+    }
+    got.sort_by_key(|r| match r {
+        Reserved::At(at) => *at,
+        Reserved::Full(_) => i64::MAX,
+    });
+    assert_eq!(
+        &got[..3],
+        &[
+            Reserved::At(t),
+            Reserved::At(t + 367),
+            Reserved::At(t + 734)
+        ],
+        "{got:?}"
+    );
+    assert!(
+        got[3..].iter().all(|r| matches!(r, Reserved::Full(_))),
+        "{got:?}"
     );
 }
