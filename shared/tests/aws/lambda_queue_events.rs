@@ -1663,6 +1663,7 @@ async fn deliver_notifications_keeps_a_rate_limit_across_batches() {
             ordered: None,
             rate_limit: Some(Some(2)),
             role_arn: None,
+            external_id: None,
         })
         .await
         .unwrap();
