@@ -1,0 +1,491 @@
+//! One contract, proven the same on every runtime (issue 44): random
+//! sequences of operations and callback answers, drawn from a seed, run on
+//! `webhooks-local` on SQLite, on `webhooks-local --backend aws` (DynamoDB
+//! Local and moto) and on the Lambda handlers (same emulators); each
+//! runtime's observations (normalized answers, then every notification's
+//! arrivals, status and attempts and every subscription's status and
+//! health) are compared with the model's (`model.rs`) and so with each
+//! other's. A difference fails with the seed and the shortest sequence
+//! that still shows it, replayable with `WEBHOOKS_DIFFERENTIAL_REPLAY`.
+//!
+//! `#[ignore]`d in plain `cargo test`, which has no emulators;
+//! `scripts/test.sh` runs it with them (`--run-ignored only`), a few
+//! sequences per commit and many in the full tier.
+
+mod callback;
+mod model;
+mod observe;
+mod plan;
+mod runtimes;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use callback::Callbacks;
+use observe::Labels;
+use plan::{Event, Op, SLOTS};
+use runtimes::{Runtime, Which};
+
+/// `<seed>` or `<seed>:<i>,<j>,...` (the operations of the seed's sequence
+/// to keep, as a failure prints them): runs that one sequence only.
+const REPLAY: &str = "WEBHOOKS_DIFFERENTIAL_REPLAY";
+
+/// Operations per sequence.
+const OPERATIONS: usize = 10;
+
+/// How long one operation may take to settle (its retries, a pause).
+const SETTLE: Duration = Duration::from_secs(60);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs DynamoDB Local and moto: scripts/test.sh runs it with --run-ignored only"]
+async fn every_runtime_agrees_with_the_model() {
+    let sequences: Vec<(u64, Vec<usize>)> = match std::env::var(REPLAY) {
+        Ok(replay) => vec![parse_replay(&replay)],
+        Err(_) => {
+            let n = testkit::size::scaled(4, 40) as u64;
+            // A fixed base: every commit runs the same sequences; the full
+            // tier runs more of them.
+            (0..n).map(|i| (0x5eed_0000 + i, Vec::new())).collect()
+        }
+    };
+    let mut operations = 0;
+    for (seed, kept) in &sequences {
+        let mut ops = plan::sequence(*seed, OPERATIONS);
+        if !kept.is_empty() {
+            ops = kept.iter().map(|i| ops[*i].clone()).collect();
+        }
+        operations += ops.len();
+        if std::env::var(REPLAY).is_ok() {
+            let text: Vec<String> = ops.iter().map(|op| format!("  {op}")).collect();
+            println!("differential: seed {seed}:\n{}", text.join("\n"));
+        }
+        if let Some(difference) = differs(&ops, &Which::ALL).await {
+            let (kept, difference) = shrink(*seed, &ops, difference).await;
+            panic!("{}", report(*seed, &ops, &kept, &difference));
+        }
+    }
+    println!(
+        "differential: {} sequences, {operations} operations, runtimes: {}",
+        sequences.len(),
+        Which::ALL.map(Which::name).join(", ")
+    );
+}
+
+fn parse_replay(text: &str) -> (u64, Vec<usize>) {
+    let (seed, kept) = text.split_once(':').unwrap_or((text, ""));
+    let seed = seed
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{REPLAY}={text}: expected <seed>[:<i>,<j>,...]"));
+    let kept = kept
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| s.trim().parse().expect("an operation's index"))
+        .collect();
+    (seed, kept)
+}
+
+/// The first place a runtime's observations leave the model's.
+#[derive(Debug, Clone)]
+struct Difference {
+    runtime: Which,
+    /// The operation (or `ops.len()`: the end state).
+    at: usize,
+    expected: Value,
+    got: Value,
+}
+
+/// Runs `ops` on `runtimes` at once; the first difference from the model.
+async fn differs(ops: &[Op], runtimes: &[Which]) -> Option<Difference> {
+    let expected = model::observe(ops);
+    let script = model::script(ops);
+    let runs = runtimes.iter().map(|which| {
+        let script = script.clone();
+        async move { (*which, run(*which, ops, script).await) }
+    });
+    let observed = futures_util::future::join_all(runs).await;
+    for (runtime, got) in observed {
+        if let Some(at) = (0..expected.len()).find(|i| expected[*i] != got[*i]) {
+            return Some(Difference {
+                runtime,
+                at,
+                expected: expected[at].clone(),
+                got: got[at].clone(),
+            });
+        }
+    }
+    None
+}
+
+/// The shortest sequence found that still differs on the runtime that
+/// differed: each operation left out in turn, kept out when the
+/// difference stays (the indices kept, into `ops`).
+async fn shrink(seed: u64, ops: &[Op], first: Difference) -> (Vec<usize>, Difference) {
+    let mut kept: Vec<usize> = (0..ops.len()).collect();
+    let mut difference = first;
+    let mut i = kept.len();
+    while i > 0 {
+        i -= 1;
+        let mut fewer = kept.clone();
+        fewer.remove(i);
+        let candidate: Vec<Op> = fewer.iter().map(|k| ops[*k].clone()).collect();
+        if let Some(d) = differs(&candidate, &[difference.runtime]).await {
+            eprintln!(
+                "differential: seed {seed}: still differs without operation {}",
+                kept[i]
+            );
+            kept = fewer;
+            difference = d;
+        }
+    }
+    (kept, difference)
+}
+
+fn report(seed: u64, ops: &[Op], kept: &[usize], d: &Difference) -> String {
+    let mut text = format!(
+        "differential: seed {seed}: {} differs from the model\n\
+         shortest sequence ({} of {} operations; replay: {REPLAY}={seed}:{}):\n",
+        d.runtime.name(),
+        kept.len(),
+        ops.len(),
+        kept.iter()
+            .map(|k| k.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+    );
+    for (n, k) in kept.iter().enumerate() {
+        text += &format!("  {n:>2}. [{k}] {}\n", ops[*k]);
+    }
+    let at = if d.at == kept.len() {
+        "the end state".to_owned()
+    } else {
+        format!("operation {} ({})", d.at, ops[kept[d.at]])
+    };
+    text += &format!(
+        "first difference at {at}:\n  model: {}\n  {}: {}\n",
+        d.expected,
+        d.runtime.name(),
+        d.got
+    );
+    text
+}
+
+/// One runtime's observations of `ops`: one per operation, then the end state.
+async fn run(which: Which, ops: &[Op], script: model::Script) -> Vec<Value> {
+    let callbacks = Callbacks::start(script).await;
+    let runtime = Runtime::start(which).await;
+    let mut run = Run {
+        which,
+        runtime,
+        callbacks,
+        ids: Default::default(),
+        labels: Labels::default(),
+        order_kept: true,
+        rate_kept: true,
+        views: Default::default(),
+    };
+    let mut observed = Vec::with_capacity(ops.len() + 1);
+    for op in ops {
+        let before = run.callbacks.arrived().len();
+        let mut seen = run.apply(op).await;
+        run.settle(op).await;
+        if let Op::Events(events) = op {
+            run.check_burst(events, before);
+        }
+        if let (Op::Events(events), Value::Null) = (op, &seen) {
+            seen = run.counted_answers(events).await;
+        }
+        observed.push(seen);
+    }
+    observed.push(run.end_state().await);
+    observed
+}
+
+struct Run {
+    which: Which,
+    runtime: Runtime,
+    callbacks: Callbacks,
+    /// Each slot's subscription id on this runtime, while it exists.
+    ids: [Option<String>; SLOTS],
+    labels: Labels,
+    /// Every burst so far kept the order of its ordered subscriptions.
+    order_kept: bool,
+    /// ... and the rate limit of its rate-limited ones.
+    rate_kept: bool,
+    /// The last subscription answer of each slot (its `ordered`, `rateLimit`).
+    views: [Option<Value>; SLOTS],
+}
+
+/// An id no subscription or notification has.
+const UNKNOWN: &str = "00000000-0000-4000-8000-00000000dead";
+
+impl Run {
+    fn sub_id(&self, slot: usize) -> &str {
+        self.ids[slot].as_deref().unwrap_or(UNKNOWN)
+    }
+
+    async fn apply(&mut self, op: &Op) -> Value {
+        match op {
+            Op::Create { slot, kind, dep } => {
+                let mut body = json!({
+                    "uri": self.callbacks.uri(*slot),
+                    "eventFilters": [format!("/orgId/org-1/department/dep-{dep}/message?direction=inbound")],
+                    "expiresDateInMillies": 0,
+                });
+                match kind {
+                    plan::Kind::Plain => {}
+                    plan::Kind::Ordered => body["ordered"] = json!(true),
+                    plan::Kind::Rate(n) => body["rateLimit"] = json!(n),
+                }
+                let (status, answer) = self
+                    .runtime
+                    .call("POST", "/webhooksubscription", Some(body))
+                    .await;
+                if status != 200 {
+                    return observe::problem(status, &answer);
+                }
+                self.ids[*slot] = Some(answer["id"].as_str().unwrap().to_owned());
+                self.views[*slot] = Some(answer.clone());
+                json!({"status": 200, "body": observe::subscription(&mut self.labels, &answer)})
+            }
+            Op::Events(events) => self.post_events(events).await,
+            Op::Get { slot } => {
+                let path = format!("/webhooksubscription/{}", self.sub_id(*slot));
+                let (status, body) = self.runtime.call("GET", &path, None).await;
+                if status != 200 {
+                    return observe::problem(status, &body);
+                }
+                json!({"status": 200, "body": observe::subscription(&mut self.labels, &body)})
+            }
+            Op::List => {
+                let (status, body) = self
+                    .runtime
+                    .call("GET", "/webhooksubscription/all?size=2000", None)
+                    .await;
+                if status != 200 {
+                    return observe::problem(status, &body);
+                }
+                let content: Vec<Value> = body["content"]
+                    .as_array()
+                    .expect("a page's content")
+                    .iter()
+                    .map(|s| observe::subscription(&mut self.labels, s))
+                    .collect();
+                json!({"status": 200, "body": content})
+            }
+            Op::Delete { slot } => {
+                let path = format!("/webhooksubscription/{}", self.sub_id(*slot));
+                let (status, body) = self.runtime.call("DELETE", &path, None).await;
+                if status == 204 {
+                    self.ids[*slot] = None;
+                    self.views[*slot] = None;
+                    return json!({"status": 204});
+                }
+                observe::problem(status, &body)
+            }
+            Op::Resend { slot, event } => {
+                let uuid = self
+                    .notifications(*slot)
+                    .await
+                    .into_iter()
+                    .find(|n| n["eventId"] == format!("e{event}"))
+                    .and_then(|n| n["uuid"].as_str().map(str::to_owned))
+                    .unwrap_or_else(|| UNKNOWN.to_owned());
+                let path = format!(
+                    "/webhooksubscription/{}/notifications/{uuid}/resend",
+                    self.sub_id(*slot)
+                );
+                let (status, body) = self.runtime.call("POST", &path, None).await;
+                if status != 202 {
+                    return observe::problem(status, &body);
+                }
+                let same = if body["uuid"] == uuid.as_str() {
+                    json!("the one asked")
+                } else {
+                    body["uuid"].clone()
+                };
+                json!({"status": 202, "body": {"uuid": same, "status": body["status"]}})
+            }
+            Op::Recover { slot } => {
+                let path = format!("/webhooksubscription/{}/recover", self.sub_id(*slot));
+                let since = runtimes::now_ms() - 3_600_000;
+                let (status, body) = self
+                    .runtime
+                    .call("POST", &path, Some(json!({ "since": since })))
+                    .await;
+                if status != 202 {
+                    return observe::problem(status, &body);
+                }
+                json!({"status": 202, "body": {"notifications": body["notifications"], "more": body["more"]}})
+            }
+        }
+    }
+
+    /// After a burst has settled: its arrivals (those after the first
+    /// `before`) kept the order of each ordered subscription and the rate
+    /// limit of each rate-limited one, as the subscriptions' last answers
+    /// state them.
+    fn check_burst(&mut self, events: &[Event], before: usize) {
+        if events.len() < 2 {
+            return;
+        }
+        let arrived = self.callbacks.arrived();
+        let burst = &arrived[before..];
+        for slot in 0..SLOTS {
+            let Some(view) = &self.views[slot] else {
+                continue;
+            };
+            let of_slot = burst.iter().filter(|a| a.slot == slot);
+            if view["ordered"] == true {
+                let seen: Vec<u32> = of_slot.clone().map(|a| a.event).collect();
+                self.order_kept &= observe::order_kept(&seen);
+            }
+            if let Some(limit) = view["rateLimit"].as_u64() {
+                let at: Vec<i64> = of_slot.map(|a| a.at_ms).collect();
+                self.rate_kept &= observe::rate_kept(&at, limit as u32);
+            }
+        }
+    }
+
+    async fn post_events(&mut self, events: &[Event]) -> Value {
+        let bodies: Vec<Value> = events.iter().map(envelope).collect();
+        match self.runtime.post_events(&bodies).await {
+            Some(answers) => answers
+                .into_iter()
+                .map(|(status, body)| match status {
+                    202 => json!({"status": 202, "notifications": body["notifications"]}),
+                    _ => observe::problem(status, &body),
+                })
+                .collect(),
+            // The events queue answers no producer: the notifications an
+            // event made are counted in the histories once they settle
+            // (docs/api.md, "Where the runtimes differ").
+            None => Value::Null,
+        }
+    }
+
+    /// After an operation: the notifications it queued delivered or given up.
+    async fn settle(&mut self, op: &Op) {
+        let this = &*self;
+        let settled = runtimes::within(SETTLE, || async move {
+            this.runtime.jobs_left().await == 0 && this.nothing_pending().await
+        })
+        .await;
+        assert!(
+            settled,
+            "{}: still delivering {SETTLE:?} after `{op}`",
+            self.which.name()
+        );
+    }
+
+    /// The answers `POST /events` would have given, from the histories:
+    /// the notifications each event made.
+    async fn counted_answers(&self, events: &[Event]) -> Value {
+        let mut made: BTreeMap<String, usize> = BTreeMap::new();
+        for slot in 0..SLOTS {
+            for n in self.notifications(slot).await {
+                *made
+                    .entry(n["eventId"].as_str().unwrap_or_default().to_owned())
+                    .or_default() += 1;
+            }
+        }
+        events
+            .iter()
+            .map(|e| json!({"status": 202, "notifications": made.get(&e.label()).copied().unwrap_or(0)}))
+            .collect()
+    }
+
+    /// No notification of a subscription that exists is PENDING.
+    async fn nothing_pending(&self) -> bool {
+        for slot in 0..SLOTS {
+            if self.ids[slot].is_some()
+                && self
+                    .notifications(slot)
+                    .await
+                    .iter()
+                    .any(|n| n["status"] == "PENDING")
+            {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The slot's notifications (none while it has no subscription).
+    async fn notifications(&self, slot: usize) -> Vec<Value> {
+        if self.ids[slot].is_none() {
+            return Vec::new();
+        }
+        let path = format!(
+            "/webhooksubscription/{}/notifications?size=2000",
+            self.sub_id(slot)
+        );
+        let (status, body) = self.runtime.call("GET", &path, None).await;
+        assert_eq!(status, 200, "{}: GET {path}: {body}", self.which.name());
+        body["content"].as_array().cloned().unwrap_or_default()
+    }
+
+    async fn end_state(&mut self) -> Value {
+        let arrivals: BTreeMap<String, u32> = self
+            .callbacks
+            .counts()
+            .into_iter()
+            .map(|((slot, event), n)| (format!("s{slot}/e{event}"), n))
+            .collect();
+        let mut subs = Vec::new();
+        for slot in 0..SLOTS {
+            if self.ids[slot].is_none() {
+                continue;
+            }
+            let path = format!("/webhooksubscription/{}", self.sub_id(slot));
+            let (status, body) = self.runtime.call("GET", &path, None).await;
+            assert_eq!(status, 200, "{}: GET {path}: {body}", self.which.name());
+            let notes: BTreeMap<String, Value> = self
+                .notifications(slot)
+                .await
+                .into_iter()
+                .map(|n| {
+                    let event = n["eventId"].as_str().unwrap_or_default().to_owned();
+                    (
+                        event,
+                        json!({"status": n["status"], "attempts": n["attempts"]}),
+                    )
+                })
+                .collect();
+            subs.push(json!({
+                "slot": slot,
+                "subscription": observe::subscription(&mut self.labels, &body),
+                "notifications": notes,
+            }));
+        }
+        let arrived = self.callbacks.arrived();
+        let (order_kept, rate_kept) = (self.order_kept, self.rate_kept);
+        // Every attempt of a notification carries its one uuid (`webhook-id`).
+        let mut uuids: BTreeMap<(usize, u32), &str> = BTreeMap::new();
+        let one_uuid_each = arrived
+            .iter()
+            .all(|a| *uuids.entry((a.slot, a.event)).or_insert(&a.uuid) == a.uuid);
+        json!({"arrivals": arrivals, "subscriptions": subs, "orderKept": order_kept,
+               "rateKept": rate_kept, "oneUuidEach": one_uuid_each})
+    }
+}
+
+/// An event's envelope: an inbound (or outbound) message of org-1, its
+/// message id the event's label, so a notification names its event.
+fn envelope(e: &Event) -> Value {
+    let (kind, direction) = if e.inbound {
+        ("message.inbound", "in")
+    } else {
+        ("message.outbound", "out")
+    };
+    json!({
+        "eventId": e.label(),
+        "type": kind,
+        "organizationId": "org-1",
+        "departmentId": format!("dep-{}", e.dep),
+        "message": {"id": e.label(), "direction": direction, "to": ["+15550100"],
+                    "from": "+15550199", "text": "differential"},
+    })
+}
