@@ -73,7 +73,7 @@ impl Model {
                 let sub = match &mut self.slots[*slot] {
                     Some(sub) => {
                         // A re-post: same id, filters replaced, reactivated,
-                        // its health cleared (docs/api.md, "Health"); an absent
+                        // its health cleared (docs/api.md, "Behaviour": Health); an absent
                         // `ordered` or `rateLimit` keeps what it had.
                         sub.active = true;
                         sub.streak = 0;
@@ -213,7 +213,7 @@ impl Model {
             note.1 += 1;
             // The health counts outage-like failures (no answer in time, a
             // 5xx): any other answer shows the callback up and ends the
-            // count, leaving the last failure as it was (docs/api.md, "Health").
+            // count, leaving the last failure as it was (docs/api.md, "Behaviour": Health).
             let outage = match answer {
                 Answer::Ok => {
                     note.0 = "DELIVERED";

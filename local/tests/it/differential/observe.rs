@@ -54,7 +54,7 @@ pub fn problem(status: u16, body: &Value) -> Value {
 }
 
 /// The arrivals of one subscription's notifications, by receiver clock
-/// (epoch ms), hold its rate limit. The rule (docs/api.md, "Rate limit"):
+/// (epoch ms), hold its rate limit. The rule (docs/api.md, "Behaviour": Rate limit):
 /// at most `limit` deliveries start in each second of the clock, so at most
 /// `limit` arrive in each second of the receiver's clock, up to the two
 /// clocks' skew (here one machine's clock) and the network (loopback).
