@@ -442,18 +442,18 @@ impl Run {
             let path = format!("/webhooksubscription/{}", self.sub_id(slot));
             let (status, body) = self.runtime.call("GET", &path, None).await;
             assert_eq!(status, 200, "{}: GET {path}: {body}", self.which.name());
-            let notes: BTreeMap<String, Value> = self
-                .notifications(slot)
-                .await
-                .into_iter()
-                .map(|n| {
-                    let event = n["eventId"].as_str().unwrap_or_default().to_owned();
-                    (
-                        event,
-                        json!({"status": n["status"], "attempts": n["attempts"]}),
-                    )
-                })
-                .collect();
+            let mut notes = BTreeMap::new();
+            for n in self.notifications(slot).await {
+                let path = format!(
+                    "/webhooksubscription/{}/notifications/{}",
+                    self.sub_id(slot),
+                    n["uuid"].as_str().unwrap_or_default()
+                );
+                let (status, detail) = self.runtime.call("GET", &path, None).await;
+                assert_eq!(status, 200, "{}: GET {path}: {detail}", self.which.name());
+                let event = n["eventId"].as_str().unwrap_or_default().to_owned();
+                notes.insert(event, observe::notification(&detail));
+            }
             subs.push(json!({
                 "slot": slot,
                 "subscription": observe::subscription(&mut self.labels, &body),

@@ -27,8 +27,27 @@ struct Sub {
     dep: u8,
     streak: u32,
     last_failure: Option<(&'static str, Option<u16>)>,
-    /// Its notifications by event id: (status, attempts).
-    notes: BTreeMap<u32, (&'static str, u32)>,
+    /// Its notifications by event id.
+    notes: BTreeMap<u32, Note>,
+}
+
+#[derive(Clone, Debug)]
+struct Note {
+    status: &'static str,
+    /// Each attempt: the callback's status, the failing step, the trigger.
+    attempts: Vec<(Option<u16>, Option<&'static str>, &'static str)>,
+    /// Why it ended without an attempt (blacklisted meanwhile).
+    unsent: Option<&'static str>,
+}
+
+impl Note {
+    fn pending() -> Note {
+        Note {
+            status: "PENDING",
+            attempts: Vec::new(),
+            unsent: None,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -111,7 +130,7 @@ impl Model {
                         if !(e.inbound && sub.active && sub.dep == e.dep) {
                             continue;
                         }
-                        sub.notes.insert(e.id, ("PENDING", 0));
+                        sub.notes.insert(e.id, Note::pending());
                         let kept = !burst || sub.ordered;
                         if let Some((_, script)) = e.answers.iter().find(|(s, _)| *s == slot) {
                             if kept {
@@ -126,11 +145,11 @@ impl Model {
                 // subscription's are all answered 200, in any order).
                 for e in events {
                     for slot in 0..SLOTS {
-                        let pending = self.slots[slot]
-                            .as_ref()
-                            .is_some_and(|s| s.notes.get(&e.id).is_some_and(|n| n.0 == "PENDING"));
+                        let pending = self.slots[slot].as_ref().is_some_and(|s| {
+                            s.notes.get(&e.id).is_some_and(|n| n.status == "PENDING")
+                        });
                         if pending {
-                            self.run(slot, e.id);
+                            self.run(slot, e.id, "SCHEDULED");
                         }
                     }
                 }
@@ -160,8 +179,8 @@ impl Model {
                 let Some(note) = sub.notes.get_mut(event) else {
                     return not_found("NOTIFICATION_NOT_FOUND");
                 };
-                note.0 = "PENDING";
-                self.run(*slot, *event);
+                note.status = "PENDING";
+                self.run(*slot, *event, "MANUAL");
                 json!({"status": 202, "body": {"uuid": "the one asked", "status": "PENDING"}})
             }
             Op::Recover { slot } => {
@@ -174,16 +193,16 @@ impl Model {
                 let failed: Vec<u32> = sub
                     .notes
                     .iter()
-                    .filter(|(_, n)| n.0 == "FAILED")
+                    .filter(|(_, n)| n.status == "FAILED")
                     .map(|(e, _)| *e)
                     .collect();
                 for event in &failed {
                     let sub = self.slots[*slot].as_mut().unwrap();
-                    sub.notes.get_mut(event).unwrap().0 = "PENDING";
+                    sub.notes.get_mut(event).unwrap().status = "PENDING";
                 }
                 // Oldest first, as recover queues them.
                 for event in &failed {
-                    self.run(*slot, *event);
+                    self.run(*slot, *event, "MANUAL");
                 }
                 json!({"status": 202, "body": {"notifications": failed.len(), "more": false}})
             }
@@ -192,15 +211,19 @@ impl Model {
 
     /// One run of the retry schedule for a PENDING notification: attempts
     /// until a `2xx`, a `410` or the schedule's end.
-    fn run(&mut self, slot: usize, event: u32) {
+    /// `trigger`: of the run's first attempt (its retries are `SCHEDULED`).
+    fn run(&mut self, slot: usize, event: u32, trigger: &'static str) {
         let sub = self.slots[slot].as_mut().unwrap();
         if !sub.active {
             // Blacklisted meanwhile (an earlier notification's 410): given
             // up without an attempt.
-            sub.notes.insert(event, ("FAILED", sub.notes[&event].1));
+            let note = sub.notes.get_mut(&event).unwrap();
+            note.status = "FAILED";
+            note.unsent = Some("SUBSCRIPTION_NOT_ACTIVE");
             return;
         }
-        for _ in 0..ATTEMPTS_PER_RUN {
+        for n in 0..ATTEMPTS_PER_RUN {
+            let trigger = if n == 0 { trigger } else { "SCHEDULED" };
             let arrived = self.arrivals.entry((slot, event)).or_default();
             let answer = self
                 .script
@@ -210,13 +233,14 @@ impl Model {
                 .unwrap_or(Answer::Ok);
             *arrived += 1;
             let note = sub.notes.get_mut(&event).unwrap();
-            note.1 += 1;
+            note.unsent = None;
             // The health counts outage-like failures (no answer in time, a
             // 5xx): any other answer shows the callback up and ends the
             // count, leaving the last failure as it was (docs/api.md, "Behaviour": Health).
             let outage = match answer {
                 Answer::Ok => {
-                    note.0 = "DELIVERED";
+                    note.attempts.push((Some(200), None, trigger));
+                    note.status = "DELIVERED";
                     sub.streak = 0;
                     return;
                 }
@@ -225,6 +249,13 @@ impl Model {
                 Answer::Slow => Some(("TIMEOUT", None)),
                 Answer::Pause(_) | Answer::Gone => None,
             };
+            let (status, code) = match answer {
+                Answer::Fail => (Some(500), "BAD_STATUS"),
+                Answer::Pause(status) => (Some(status), "BAD_STATUS"),
+                Answer::Gone => (Some(410), "BAD_STATUS"),
+                _ => (None, "TIMEOUT"),
+            };
+            note.attempts.push((status, Some(code), trigger));
             match outage {
                 Some(failure) => {
                     sub.streak += 1;
@@ -233,12 +264,12 @@ impl Model {
                 None => sub.streak = 0,
             }
             if answer == Answer::Gone {
-                note.0 = "FAILED";
+                note.status = "FAILED";
                 sub.active = false;
                 return;
             }
         }
-        sub.notes.get_mut(&event).unwrap().0 = "FAILED";
+        sub.notes.get_mut(&event).unwrap().status = "FAILED";
     }
 
     /// What the end of the sequence shows: every notification's arrivals at
@@ -258,12 +289,7 @@ impl Model {
                 let notes: BTreeMap<String, Value> = sub
                     .notes
                     .iter()
-                    .map(|(e, (status, attempts))| {
-                        (
-                            format!("e{e}"),
-                            json!({"status": status, "attempts": attempts}),
-                        )
-                    })
+                    .map(|(e, note)| (format!("e{e}"), note_view(note)))
                     .collect();
                 Some(json!({"slot": slot, "subscription": view(sub), "notifications": notes}))
             })
@@ -271,6 +297,23 @@ impl Model {
         json!({"arrivals": arrivals, "subscriptions": subs, "orderKept": true,
                "rateKept": true, "oneUuidEach": true})
     }
+}
+
+/// A notification as `observe::notification` normalizes its detail.
+fn note_view(note: &Note) -> Value {
+    let last = note.attempts.last();
+    let tried: Vec<Value> = note
+        .attempts
+        .iter()
+        .map(|(status, code, trigger)| json!([status, code, trigger]))
+        .collect();
+    json!({
+        "status": note.status,
+        "attempts": note.attempts.len(),
+        "lastHttpStatus": last.and_then(|a| a.0),
+        "lastCode": note.unsent.or(last.and_then(|a| a.1)),
+        "tried": tried,
+    })
 }
 
 /// A subscription as `observe::subscription` normalizes an answer.

@@ -48,6 +48,24 @@ fn health(health: &Value) -> Value {
     })
 }
 
+/// A notification's detail: its status, attempts and last outcome, and
+/// each attempt's status, failing step and trigger (times and bodies left
+/// out).
+pub fn notification(detail: &Value) -> Value {
+    let attempts = detail["attempts"].as_array().cloned().unwrap_or_default();
+    let tried: Vec<Value> = attempts
+        .iter()
+        .map(|a| json!([a["httpStatus"], a["code"], a["trigger"]]))
+        .collect();
+    json!({
+        "status": detail["status"],
+        "attempts": attempts.len(),
+        "lastHttpStatus": detail["lastHttpStatus"],
+        "lastCode": detail["lastCode"],
+        "tried": tried,
+    })
+}
+
 /// An answer that is a problem: its status and code.
 pub fn problem(status: u16, body: &Value) -> Value {
     json!({"status": status, "code": body["code"]})
