@@ -237,7 +237,14 @@ impl Run {
                 match kind {
                     plan::Kind::Plain => {}
                     plan::Kind::Ordered => body["ordered"] = json!(true),
+                    plan::Kind::Unordered => body["ordered"] = json!(false),
                     plan::Kind::Rate(n) => body["rateLimit"] = json!(n),
+                    plan::Kind::NoRate => body["rateLimit"] = json!(0),
+                    plan::Kind::BadRate => body["rateLimit"] = json!(1001),
+                    plan::Kind::Foreign => {
+                        body["eventFilters"] =
+                            json!(["/orgId/org-2/department/dep-0/message?direction=inbound"])
+                    }
                 }
                 let (status, answer) = self
                     .runtime
@@ -307,6 +314,20 @@ impl Run {
                     body["uuid"].clone()
                 };
                 json!({"status": 202, "body": {"uuid": same, "status": body["status"]}})
+            }
+            Op::Foreign { slot } => {
+                let path = format!("/webhooksubscription/{}", self.sub_id(*slot));
+                let since = json!({ "since": runtimes::now_ms() - 3_600_000 });
+                let mut answers = Vec::new();
+                for (method, path, body) in [
+                    ("GET", path.clone(), None),
+                    ("DELETE", path.clone(), None),
+                    ("POST", format!("{path}/recover"), Some(since)),
+                ] {
+                    let (status, body) = self.runtime.call_as("org-2", method, &path, body).await;
+                    answers.push(observe::problem(status, &body));
+                }
+                json!(answers)
             }
             Op::Recover { slot } => {
                 let path = format!("/webhooksubscription/{}/recover", self.sub_id(*slot));

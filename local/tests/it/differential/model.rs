@@ -84,10 +84,17 @@ impl Model {
     fn apply(&mut self, op: &Op) -> Value {
         match op {
             Op::Create { slot, kind, dep } => {
+                // (`ordered` asked, `rateLimit` asked: a limit or none)
                 let (ordered, rate_limit) = match kind {
                     Kind::Plain => (None, None),
                     Kind::Ordered => (Some(true), None),
-                    Kind::Rate(n) => (None, Some(*n)),
+                    Kind::Unordered => (Some(false), None),
+                    Kind::Rate(n) => (None, Some(Some(*n))),
+                    Kind::NoRate => (None, Some(None)),
+                    Kind::BadRate => {
+                        return json!({"status": 400, "code": "VALIDATION_FAILED"});
+                    }
+                    Kind::Foreign => return json!({"status": 403, "code": "NO_ENABLED_FILTERS"}),
                 };
                 let sub = match &mut self.slots[*slot] {
                     Some(sub) => {
@@ -99,7 +106,7 @@ impl Model {
                         sub.last_failure = None;
                         sub.dep = *dep;
                         sub.ordered = ordered.unwrap_or(sub.ordered);
-                        sub.rate_limit = rate_limit.or(sub.rate_limit);
+                        sub.rate_limit = rate_limit.unwrap_or(sub.rate_limit);
                         sub
                     }
                     none => {
@@ -108,7 +115,7 @@ impl Model {
                             label: self.created - 1,
                             active: true,
                             ordered: ordered.unwrap_or(false),
-                            rate_limit,
+                            rate_limit: rate_limit.flatten(),
                             dep: *dep,
                             streak: 0,
                             last_failure: None,
@@ -183,6 +190,12 @@ impl Model {
                 self.run(*slot, *event, "MANUAL");
                 json!({"status": 202, "body": {"uuid": "the one asked", "status": "PENDING"}})
             }
+            // Tenancy: another organization's id answers as an unknown one.
+            Op::Foreign { .. } => json!([
+                not_found("SUBSCRIPTION_NOT_FOUND"),
+                not_found("SUBSCRIPTION_NOT_FOUND"),
+                not_found("SUBSCRIPTION_NOT_FOUND"),
+            ]),
             Op::Recover { slot } => {
                 let Some(sub) = &mut self.slots[*slot] else {
                     return not_found("SUBSCRIPTION_NOT_FOUND");

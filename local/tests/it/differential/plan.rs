@@ -41,7 +41,15 @@ impl fmt::Display for Answer {
 pub enum Kind {
     Plain,
     Ordered,
+    /// `"ordered": false`: turns ordering off on a re-post.
+    Unordered,
     Rate(u32),
+    /// `"rateLimit": 0`: removes the limit on a re-post.
+    NoRate,
+    /// `"rateLimit": 1001`: refused.
+    BadRate,
+    /// Only a filter of another organization: refused.
+    Foreign,
 }
 
 /// One event of an [`Op::Events`]: its label (also its message id), and the
@@ -91,6 +99,10 @@ pub enum Op {
     Recover {
         slot: usize,
     },
+    /// Another organization gets, deletes and recovers the slot's subscription.
+    Foreign {
+        slot: usize,
+    },
 }
 
 impl fmt::Display for Op {
@@ -101,7 +113,11 @@ impl fmt::Display for Op {
                 match kind {
                     Kind::Plain => Ok(()),
                     Kind::Ordered => write!(f, " ordered"),
+                    Kind::Unordered => write!(f, " ordered=false"),
                     Kind::Rate(n) => write!(f, " rateLimit={n}"),
+                    Kind::NoRate => write!(f, " rateLimit=0"),
+                    Kind::BadRate => write!(f, " rateLimit=1001"),
+                    Kind::Foreign => write!(f, " filter-of-org-2"),
                 }
             }
             Op::Events(events) => {
@@ -122,6 +138,7 @@ impl fmt::Display for Op {
             Op::Delete { slot } => write!(f, "delete s{slot}"),
             Op::Resend { slot, event } => write!(f, "resend s{slot} e{event}"),
             Op::Recover { slot } => write!(f, "recover s{slot}"),
+            Op::Foreign { slot } => write!(f, "as org-2: get, delete, recover s{slot}"),
         }
     }
 }
@@ -186,7 +203,7 @@ pub fn sequence(seed: u64, len: usize) -> Vec<Op> {
             60..=67 => Op::Get { slot },
             68..=72 => Op::List,
             73..=79 => Op::Delete { slot },
-            80..=91 => Op::Resend {
+            80..=87 => Op::Resend {
                 slot,
                 event: if next_event == 0 {
                     0
@@ -194,7 +211,8 @@ pub fn sequence(seed: u64, len: usize) -> Vec<Op> {
                     rng.below(next_event as usize) as u32
                 },
             },
-            _ => Op::Recover { slot },
+            88..=94 => Op::Recover { slot },
+            _ => Op::Foreign { slot },
         };
         ops.push(op);
     }
@@ -202,9 +220,13 @@ pub fn sequence(seed: u64, len: usize) -> Vec<Op> {
 }
 
 fn create(rng: &mut Rng, slot: usize) -> Op {
-    let kind = match rng.below(6) {
-        0 | 1 => Kind::Ordered,
-        2 => Kind::Rate(1 + rng.below(2) as u32),
+    let kind = match rng.below(12) {
+        0..=2 => Kind::Ordered,
+        3 => Kind::Unordered,
+        4 | 5 => Kind::Rate(1 + rng.below(2) as u32),
+        6 => Kind::NoRate,
+        7 => Kind::BadRate,
+        8 => Kind::Foreign,
         _ => Kind::Plain,
     };
     let dep = rng.below(DEPARTMENTS as usize) as u8;

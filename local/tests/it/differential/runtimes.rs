@@ -67,10 +67,21 @@ impl Runtime {
 
     /// An API call as org-1: status and body (`Null` when empty).
     pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        self.call_as("org-1", method, path, body).await
+    }
+
+    /// An API call as `org`.
+    pub async fn call_as(
+        &self,
+        org: &str,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
         match self {
             Runtime::Local(server) => {
                 let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-                let mut request = server.req(method, path, "org-1");
+                let mut request = server.req(method, path, org);
                 if let Some(body) = body {
                     request = request.json(&body);
                 }
@@ -83,7 +94,7 @@ impl Runtime {
                 })
                 .await
             }
-            Runtime::Lambda(functions) => functions.call(method, path, body).await,
+            Runtime::Lambda(functions) => functions.call(org, method, path, body).await,
         }
     }
 
@@ -331,8 +342,8 @@ impl Functions {
     }
 
     /// An API Gateway (REST) request through the endpoint's function, with
-    /// the authorizer's context for org-1.
-    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    /// the authorizer's context for `org`.
+    async fn call(&self, org: &str, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
         let (path, query) = path.split_once('?').unwrap_or((path, ""));
         let method_ = http::Method::from_bytes(method.as_bytes()).unwrap();
         let endpoint = Route::resolve(&method_, path)
@@ -358,6 +369,7 @@ impl Functions {
         }
         event["path"] = path.into();
         event["httpMethod"] = method.into();
+        event["requestContext"]["authorizer"]["orgId"] = org.into();
         event["requestContext"]["httpMethod"] = method.into();
         event["requestContext"]["path"] = format!("/prod{path}").into();
         event["pathParameters"] = if parameters.is_empty() {
