@@ -189,13 +189,10 @@ async fn run(which: Which, ops: &[Op], script: model::Script) -> Vec<Value> {
     let mut observed = Vec::with_capacity(ops.len() + 1);
     for op in ops {
         let before = run.callbacks.arrived().len();
-        let mut seen = run.apply(op).await;
+        let seen = run.apply(op).await;
         run.settle(op).await;
         if let Op::Events(events) = op {
             run.check_burst(events, before);
-        }
-        if let (Op::Events(events), Value::Null) = (op, &seen) {
-            seen = run.counted_answers(events).await;
         }
         observed.push(seen);
     }
@@ -258,6 +255,32 @@ impl Run {
                 json!({"status": 200, "body": observe::subscription(&mut self.labels, &answer)})
             }
             Op::Events(events) => self.post_events(events).await,
+            Op::DeleteInFlight { slot, event } => {
+                let mut answers = self.post_events(std::slice::from_ref(event)).await;
+                let queued = self
+                    .notifications(*slot)
+                    .await
+                    .iter()
+                    .any(|n| n["eventId"] == event.label());
+                if queued {
+                    let arrived = runtimes::within(SETTLE, || async {
+                        self.callbacks
+                            .arrived()
+                            .iter()
+                            .any(|a| a.slot == *slot && a.event == event.id)
+                    })
+                    .await;
+                    assert!(
+                        arrived,
+                        "{}: {} never arrived",
+                        self.which.name(),
+                        event.label()
+                    );
+                }
+                let deleted = self.apply_boxed(&Op::Delete { slot: *slot }).await;
+                answers.as_array_mut().unwrap().push(deleted);
+                answers
+            }
             Op::Get { slot } => {
                 let path = format!("/webhooksubscription/{}", self.sub_id(*slot));
                 let (status, body) = self.runtime.call("GET", &path, None).await;
@@ -381,10 +404,18 @@ impl Run {
                 })
                 .collect(),
             // The events queue answers no producer: the notifications an
-            // event made are counted in the histories once they settle
-            // (docs/api.md, "Where the runtimes differ").
-            None => Value::Null,
+            // event made are counted in the histories, where ingestion
+            // wrote them (docs/api.md, "Where the runtimes differ").
+            None => self.counted_answers(events).await,
         }
+    }
+
+    /// [`Run::apply`] from within itself.
+    fn apply_boxed<'a>(
+        &'a mut self,
+        op: &'a Op,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Value> + Send + 'a>> {
+        Box::pin(self.apply(op))
     }
 
     /// After an operation: the notifications it queued delivered or given up.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use super::plan::{Answer, Kind, Op, SLOTS};
+use super::plan::{Answer, Event, Kind, Op, SLOTS};
 
 /// Attempts in one run of the retry schedule: the first and the
 /// schedule's two retries (`WEBHOOKS_RETRY_SCHEDULE`, `runtimes.rs`).
@@ -189,6 +189,32 @@ impl Model {
                 note.status = "PENDING";
                 self.run(*slot, *event, "MANUAL");
                 json!({"status": 202, "body": {"uuid": "the one asked", "status": "PENDING"}})
+            }
+            Op::DeleteInFlight { slot, event } => {
+                // The slot's notification (if any) gets its first attempt only:
+                // the retry finds the subscription deleted and is dropped.
+                let mut answers = self.apply(&Op::Events(vec![Event {
+                    answers: event
+                        .answers
+                        .iter()
+                        .filter(|(s, _)| s != slot)
+                        .cloned()
+                        .collect(),
+                    ..event.clone()
+                }]));
+                if self.slots[*slot]
+                    .as_ref()
+                    .is_some_and(|s| s.notes.contains_key(&event.id))
+                {
+                    // Undo the model's run for the slot: one attempt, answered as scripted.
+                    self.arrivals.insert((*slot, event.id), 1);
+                    if let Some((_, script)) = event.answers.iter().find(|(s, _)| s == slot) {
+                        self.script.insert((*slot, event.id), script.clone());
+                    }
+                }
+                let deleted = self.apply(&Op::Delete { slot: *slot });
+                answers.as_array_mut().unwrap().push(deleted);
+                answers
             }
             // Tenancy: another organization's id answers as an unknown one.
             Op::Foreign { .. } => json!([

@@ -103,6 +103,12 @@ pub enum Op {
     Foreign {
         slot: usize,
     },
+    /// An event, and the slot's subscription deleted as soon as the first
+    /// attempt of its notification arrives (before any retry is due).
+    DeleteInFlight {
+        slot: usize,
+        event: Event,
+    },
 }
 
 impl fmt::Display for Op {
@@ -139,6 +145,13 @@ impl fmt::Display for Op {
             Op::Resend { slot, event } => write!(f, "resend s{slot} e{event}"),
             Op::Recover { slot } => write!(f, "recover s{slot}"),
             Op::Foreign { slot } => write!(f, "as org-2: get, delete, recover s{slot}"),
+            Op::DeleteInFlight { slot, event } => {
+                write!(
+                    f,
+                    "{}, then delete s{slot} at its first arrival",
+                    Op::Events(vec![event.clone()])
+                )
+            }
         }
     }
 }
@@ -190,7 +203,7 @@ pub fn sequence(seed: u64, len: usize) -> Vec<Op> {
             50..=59 => {
                 // A burst: order and rate show only when several are queued at once.
                 let dep = rng.below(DEPARTMENTS as usize) as u8;
-                let n = 2 + rng.below(3);
+                let n = 2 + rng.below(5);
                 let events = (0..n)
                     .map(|_| {
                         let mut e = event(&mut rng, &mut next_event, false);
@@ -202,7 +215,11 @@ pub fn sequence(seed: u64, len: usize) -> Vec<Op> {
             }
             60..=67 => Op::Get { slot },
             68..=72 => Op::List,
-            73..=79 => Op::Delete { slot },
+            73..=76 => Op::Delete { slot },
+            77..=79 => Op::DeleteInFlight {
+                slot,
+                event: event(&mut rng, &mut next_event, true),
+            },
             80..=87 => Op::Resend {
                 slot,
                 event: if next_event == 0 {
