@@ -6,7 +6,8 @@
 //! arrivals, status and attempts and every subscription's status and
 //! health) are compared with the model's (`model.rs`) and so with each
 //! other's. A difference fails with the seed and the shortest sequence
-//! that still shows it, replayable with `WEBHOOKS_DIFFERENTIAL_REPLAY`.
+//! that still shows it, replayable with `WEBHOOKS_DIFFERENTIAL_REPLAY`
+//! (`<seed>/<operations>:<kept>`, as the failure prints it).
 //!
 //! `#[ignore]`d in plain `cargo test`, which has no emulators;
 //! `scripts/test.sh` runs it with them (`--run-ignored only`), a few
@@ -32,38 +33,41 @@ use runtimes::{Runtime, Which};
 /// to keep, as a failure prints them): runs that one sequence only.
 const REPLAY: &str = "WEBHOOKS_DIFFERENTIAL_REPLAY";
 
-/// Operations per sequence.
-const OPERATIONS: usize = 10;
-
 /// How long one operation may take to settle (its retries, a pause).
 const SETTLE: Duration = Duration::from_secs(60);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "needs DynamoDB Local and moto: scripts/test.sh runs it with --run-ignored only"]
 async fn every_runtime_agrees_with_the_model() {
-    let sequences: Vec<(u64, Vec<usize>)> = match std::env::var(REPLAY) {
-        Ok(replay) => vec![parse_replay(&replay)],
-        Err(_) => {
-            let n = testkit::size::scaled(4, 40) as u64;
-            // A fixed base: every commit runs the same sequences; the full
-            // tier runs more of them.
-            (0..n).map(|i| (0x5eed_0000 + i, Vec::new())).collect()
-        }
+    // Longer sequences, and more of them, in the full tier.
+    let len = testkit::size::scaled(10, 15);
+    let sequences: Vec<Replay> = match std::env::var(REPLAY) {
+        Ok(text) => vec![Replay::parse(&text)],
+        // A fixed base: every commit runs the same sequences.
+        Err(_) => (0..testkit::size::scaled(4, 40) as u64)
+            .map(|i| Replay {
+                seed: 0x5eed_0000 + i,
+                len,
+                kept: (0..len).collect(),
+            })
+            .collect(),
     };
     let mut operations = 0;
-    for (seed, kept) in &sequences {
-        let mut ops = plan::sequence(*seed, OPERATIONS);
-        if !kept.is_empty() {
-            ops = kept.iter().map(|i| ops[*i].clone()).collect();
-        }
+    for replay in &sequences {
+        let all = plan::sequence(replay.seed, replay.len);
+        let ops: Vec<Op> = replay.kept.iter().map(|i| all[*i].clone()).collect();
         operations += ops.len();
         if std::env::var(REPLAY).is_ok() {
             let text: Vec<String> = ops.iter().map(|op| format!("  {op}")).collect();
-            println!("differential: seed {seed}:\n{}", text.join("\n"));
+            println!("differential: seed {}:\n{}", replay.seed, text.join("\n"));
         }
         if let Some(difference) = differs(&ops, &Which::ALL).await {
-            let (kept, difference) = shrink(*seed, &ops, difference).await;
-            panic!("{}", report(*seed, &ops, &kept, &difference));
+            let (kept, difference) = shrink(replay.seed, &ops, difference).await;
+            let shortest = Replay {
+                kept: kept.iter().map(|k| replay.kept[*k]).collect(),
+                ..replay.clone()
+            };
+            panic!("{}", report(&shortest, &all, &difference));
         }
     }
     println!(
@@ -73,18 +77,40 @@ async fn every_runtime_agrees_with_the_model() {
     );
 }
 
-fn parse_replay(text: &str) -> (u64, Vec<usize>) {
-    let (seed, kept) = text.split_once(':').unwrap_or((text, ""));
-    let seed = seed
-        .trim()
-        .parse()
-        .unwrap_or_else(|_| panic!("{REPLAY}={text}: expected <seed>[:<i>,<j>,...]"));
-    let kept = kept
-        .split(',')
-        .filter(|s| !s.trim().is_empty())
-        .map(|s| s.trim().parse().expect("an operation's index"))
-        .collect();
-    (seed, kept)
+/// A sequence to run: the seed's first `len` operations, those `kept`;
+/// written `<seed>/<len>:<i>,<j>,...` (`<seed>` alone: its first ten).
+#[derive(Clone)]
+struct Replay {
+    seed: u64,
+    len: usize,
+    kept: Vec<usize>,
+}
+
+impl Replay {
+    fn parse(text: &str) -> Replay {
+        let bad =
+            || -> ! { panic!("{REPLAY}={text}: expected <seed>[/<operations>][:<i>,<j>,...]") };
+        let (head, kept) = text.split_once(':').unwrap_or((text, ""));
+        let (seed, len) = head.split_once('/').unwrap_or((head, "10"));
+        let seed = seed.trim().parse().unwrap_or_else(|_| bad());
+        let len = len.trim().parse().unwrap_or_else(|_| bad());
+        let mut kept: Vec<usize> = kept
+            .split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| s.trim().parse().unwrap_or_else(|_| bad()))
+            .collect();
+        if kept.is_empty() {
+            kept = (0..len).collect();
+        }
+        Replay { seed, len, kept }
+    }
+}
+
+impl std::fmt::Display for Replay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kept: Vec<String> = self.kept.iter().map(|k| k.to_string()).collect();
+        write!(f, "{}/{}:{}", self.seed, self.len, kept.join(","))
+    }
 }
 
 /// The first place a runtime's observations leave the model's.
@@ -143,25 +169,22 @@ async fn shrink(seed: u64, ops: &[Op], first: Difference) -> (Vec<usize>, Differ
     (kept, difference)
 }
 
-fn report(seed: u64, ops: &[Op], kept: &[usize], d: &Difference) -> String {
+fn report(shortest: &Replay, all: &[Op], d: &Difference) -> String {
     let mut text = format!(
-        "differential: seed {seed}: {} differs from the model\n\
-         shortest sequence ({} of {} operations; replay: {REPLAY}={seed}:{}):\n",
+        "differential: seed {}: {} differs from the model\n\
+         shortest sequence ({} of {} operations; replay: {REPLAY}={shortest}):\n",
+        shortest.seed,
         d.runtime.name(),
-        kept.len(),
-        ops.len(),
-        kept.iter()
-            .map(|k| k.to_string())
-            .collect::<Vec<_>>()
-            .join(","),
+        shortest.kept.len(),
+        shortest.len,
     );
-    for (n, k) in kept.iter().enumerate() {
-        text += &format!("  {n:>2}. [{k}] {}\n", ops[*k]);
+    for (n, k) in shortest.kept.iter().enumerate() {
+        text += &format!("  {n:>2}. [{k}] {}\n", all[*k]);
     }
-    let at = if d.at == kept.len() {
+    let at = if d.at == shortest.kept.len() {
         "the end state".to_owned()
     } else {
-        format!("operation {} ({})", d.at, ops[kept[d.at]])
+        format!("operation {} ({})", d.at, all[shortest.kept[d.at]])
     };
     text += &format!(
         "first difference at {at}:\n  model: {}\n  {}: {}\n",
