@@ -277,7 +277,7 @@ impl Functions {
             }
         };
         let prefix = &tables.subscriptions;
-        let environment = vec![
+        let environment = [
             ("WEBHOOKS_SUBSCRIPTIONS_TABLE", tables.subscriptions.clone()),
             ("WEBHOOKS_MESSAGES_TABLE", tables.messages.clone()),
             (
