@@ -29,8 +29,9 @@ use observe::Labels;
 use plan::{Event, Op, SLOTS};
 use runtimes::{Runtime, Which};
 
-/// `<seed>` or `<seed>:<i>,<j>,...` (the operations of the seed's sequence
-/// to keep, as a failure prints them): runs that one sequence only.
+/// `<seed>[/<operations>][:<i>,<j>,...]` (the seed's sequence of that many
+/// operations, ten by default, and those of them to keep, as a failure
+/// prints it): runs that one sequence only, printing it.
 const REPLAY: &str = "WEBHOOKS_DIFFERENTIAL_REPLAY";
 
 /// How long one operation may take to settle (its retries, a pause).
