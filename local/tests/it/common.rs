@@ -116,6 +116,21 @@ impl Server {
         Self::start_in(tempfile::tempdir().unwrap(), env, aws)
     }
 
+    /// Starts the binary on SQLite, or on DynamoDB Local and moto (`aws`),
+    /// whatever `WEBHOOKS_TEST_BACKEND` says: for tests that compare them.
+    pub fn start_on(aws: bool, env: &[(&str, &str)]) -> Server {
+        let mut env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        if aws {
+            testkit::emulators::require(testkit::emulators::DYNAMODB);
+            testkit::emulators::require(testkit::emulators::SQS);
+            env.extend(unique_tables());
+        }
+        Self::start_in(tempfile::tempdir().unwrap(), env, aws)
+    }
+
     /// Starts the binary on its SQLite file whatever `WEBHOOKS_TEST_BACKEND`
     /// says: for tests of the embedded backend itself.
     pub fn start_on_sqlite(env: &[(&str, &str)]) -> Server {

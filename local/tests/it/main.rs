@@ -10,6 +10,7 @@ mod common;
 mod console;
 mod delivery;
 mod destinations;
+mod differential;
 mod faults;
 mod history;
 mod isolation;

@@ -1,0 +1,92 @@
+//! Normalization: a runtime's answers with what may differ between runs
+//! (ids, times, secrets, expiry) mapped or left out, in the model's shape.
+//! Where the runtimes may differ by the contract (docs/api.md, "Where the
+//! runtimes differ"), this is the one place that knows it.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+/// Subscription ids in order of first appearance: `s0`, `s1`, ...
+#[derive(Default)]
+pub struct Labels(HashMap<String, usize>);
+
+impl Labels {
+    pub fn of(&mut self, id: &str) -> String {
+        let next = self.0.len();
+        format!("s{}", self.0.entry(id.to_owned()).or_insert(next))
+    }
+}
+
+/// A subscription answer: its id mapped, the contract's fields; expiry,
+/// times, secrets and the uri (the runtime's receiver) left out.
+pub fn subscription(labels: &mut Labels, body: &Value) -> Value {
+    json!({
+        "id": labels.of(body["id"].as_str().expect("a subscription has an id")),
+        "status": body["status"],
+        "eventFilters": body["eventFilters"],
+        "ordered": body["ordered"],
+        "rateLimit": body["rateLimit"],
+        "health": health(&body["health"]),
+    })
+}
+
+/// The health the model keeps: the breaker's state (closed: the test
+/// turns the breaker off, `runtimes::SETTINGS`), the streak and the last
+/// failure's code and status. A pause (`pausedUntil`, when it is shown)
+/// has ended once a sequence settles, so it is left out here.
+fn health(health: &Value) -> Value {
+    let last = &health["lastFailure"];
+    json!({
+        "state": health["state"],
+        "consecutiveFailures": health["consecutiveFailures"],
+        "lastFailure": if last.is_null() {
+            Value::Null
+        } else {
+            json!({"code": last["code"], "httpStatus": last["httpStatus"]})
+        },
+    })
+}
+
+/// A notification's detail: its status, attempts and last outcome, and
+/// each attempt's status, failing step and trigger (times and bodies left
+/// out).
+pub fn notification(detail: &Value) -> Value {
+    let attempts = detail["attempts"].as_array().cloned().unwrap_or_default();
+    let tried: Vec<Value> = attempts
+        .iter()
+        .map(|a| json!([a["httpStatus"], a["code"], a["trigger"]]))
+        .collect();
+    json!({
+        "status": detail["status"],
+        "attempts": attempts.len(),
+        "lastHttpStatus": detail["lastHttpStatus"],
+        "lastCode": detail["lastCode"],
+        "tried": tried,
+    })
+}
+
+/// An answer that is a problem: its status and code.
+pub fn problem(status: u16, body: &Value) -> Value {
+    json!({"status": status, "code": body["code"]})
+}
+
+/// The arrivals of one subscription's notifications, by receiver clock
+/// (epoch ms), hold its rate limit. The rule (docs/api.md, "Behaviour": Rate limit):
+/// at most `limit` deliveries start in each second of the clock, so at most
+/// `limit` arrive in each second of the receiver's clock, up to the two
+/// clocks' skew (here one machine's clock) and the network (loopback).
+pub fn rate_kept(arrivals_ms: &[i64], limit: u32) -> bool {
+    let mut per_second: HashMap<i64, u32> = HashMap::new();
+    for at in arrivals_ms {
+        *per_second.entry(at.div_euclid(1000)).or_default() += 1;
+    }
+    per_second.values().all(|n| *n <= limit)
+}
+
+/// An ordered subscription's arrivals (event ids in arrival order) kept
+/// acceptance order: every attempt of one notification before any of a
+/// later one.
+pub fn order_kept(events: &[u32]) -> bool {
+    events.windows(2).all(|w| w[0] <= w[1])
+}

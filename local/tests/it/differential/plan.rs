@@ -1,0 +1,288 @@
+//! The sequences: operations and callback answers drawn from a seed, and
+//! their replayable text form.
+
+use std::fmt;
+
+/// Subscription slots: a slot is one callback uri (`/s<slot>` on the
+/// runtime's receiver), created, re-posted and deleted by the operations.
+pub const SLOTS: usize = 3;
+/// Departments: an event matches the subscriptions of its department.
+pub const DEPARTMENTS: u8 = 2;
+
+/// How the callback answers one attempt of a notification.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// `200`.
+    Ok,
+    /// `500`.
+    Fail,
+    /// `429` or `503` with `Retry-After: 1`: a receiver's pause.
+    Pause(u16),
+    /// `410 Gone`: the subscription is blacklisted.
+    Gone,
+    /// No answer within the delivery timeout.
+    Slow,
+}
+
+impl fmt::Display for Answer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Answer::Ok => write!(f, "200"),
+            Answer::Fail => write!(f, "500"),
+            Answer::Pause(status) => write!(f, "{status}+retry-after"),
+            Answer::Gone => write!(f, "410"),
+            Answer::Slow => write!(f, "slow"),
+        }
+    }
+}
+
+/// What a create asks for besides the uri and filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Plain,
+    Ordered,
+    /// `"ordered": false`: turns ordering off on a re-post.
+    Unordered,
+    Rate(u32),
+    /// `"rateLimit": 0`: removes the limit on a re-post.
+    NoRate,
+    /// `"rateLimit": 1001`: refused.
+    BadRate,
+    /// Only a filter of another organization: refused.
+    Foreign,
+}
+
+/// One event of an [`Op::Events`]: its label (also its message id), and the
+/// answers the callback of each slot gives to its notification's attempts
+/// (then `200`).
+#[derive(Clone, Debug)]
+pub struct Event {
+    pub id: u32,
+    pub dep: u8,
+    /// An inbound message (matches its department's subscriptions); else
+    /// an outbound one, which matches none.
+    pub inbound: bool,
+    pub answers: Vec<(usize, Vec<Answer>)>,
+}
+
+impl Event {
+    /// Its event id, message id and label: `e<id>`.
+    pub fn label(&self) -> String {
+        format!("e{}", self.id)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum Op {
+    /// `POST /webhooksubscription`: a create, or a re-post of the slot's uri.
+    Create {
+        slot: usize,
+        kind: Kind,
+        dep: u8,
+    },
+    /// Events, accepted in this order: one alone, or a burst (posted one
+    /// after another without waiting for their deliveries).
+    Events(Vec<Event>),
+    Get {
+        slot: usize,
+    },
+    List,
+    Delete {
+        slot: usize,
+    },
+    /// Resend the notification of event `event` to the slot's subscription.
+    Resend {
+        slot: usize,
+        event: u32,
+    },
+    /// Recover the slot's FAILED notifications of the last hour.
+    Recover {
+        slot: usize,
+    },
+    /// Another organization gets, deletes and recovers the slot's subscription.
+    Foreign {
+        slot: usize,
+    },
+    /// An event, and the slot's subscription deleted as soon as the first
+    /// attempt of its notification arrives (before any retry is due).
+    DeleteInFlight {
+        slot: usize,
+        event: Event,
+    },
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Op::Create { slot, kind, dep } => {
+                write!(f, "create s{slot} dep-{dep}")?;
+                match kind {
+                    Kind::Plain => Ok(()),
+                    Kind::Ordered => write!(f, " ordered"),
+                    Kind::Unordered => write!(f, " ordered=false"),
+                    Kind::Rate(n) => write!(f, " rateLimit={n}"),
+                    Kind::NoRate => write!(f, " rateLimit=0"),
+                    Kind::BadRate => write!(f, " rateLimit=1001"),
+                    Kind::Foreign => write!(f, " filter-of-org-2"),
+                }
+            }
+            Op::Events(events) => {
+                write!(f, "{}", if events.len() > 1 { "burst" } else { "event" })?;
+                for e in events {
+                    let direction = if e.inbound { "inbound" } else { "outbound" };
+                    write!(f, " [{} dep-{} {direction}", e.label(), e.dep)?;
+                    for (slot, answers) in &e.answers {
+                        let answers: Vec<String> = answers.iter().map(|a| a.to_string()).collect();
+                        write!(f, " s{slot}:{}", answers.join(","))?;
+                    }
+                    write!(f, "]")?;
+                }
+                Ok(())
+            }
+            Op::Get { slot } => write!(f, "get s{slot}"),
+            Op::List => write!(f, "list"),
+            Op::Delete { slot } => write!(f, "delete s{slot}"),
+            Op::Resend { slot, event } => write!(f, "resend s{slot} e{event}"),
+            Op::Recover { slot } => write!(f, "recover s{slot}"),
+            Op::Foreign { slot } => write!(f, "as org-2: get, delete, recover s{slot}"),
+            Op::DeleteInFlight { slot, event } => {
+                write!(
+                    f,
+                    "{}, then delete s{slot} at its first arrival",
+                    Op::Events(vec![event.clone()])
+                )
+            }
+        }
+    }
+}
+
+/// A small deterministic generator (SplitMix64): the same seed gives the
+/// same sequence on every machine.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// True with probability `percent` %.
+    pub fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// `len` operations drawn from `seed`. Creates come first often enough that
+/// events find subscriptions.
+pub fn sequence(seed: u64, len: usize) -> Vec<Op> {
+    let mut rng = Rng::new(seed);
+    let mut next_event = 0;
+    let mut ops = Vec::with_capacity(len);
+    while ops.len() < len {
+        let slot = rng.below(SLOTS);
+        let op = match rng.below(100) {
+            // The first operations create, so later ones have something to work on.
+            _ if ops.len() < 2 => create(&mut rng, slot),
+            0..=19 => create(&mut rng, slot),
+            20..=49 => {
+                let event = event(&mut rng, &mut next_event, true);
+                Op::Events(vec![event])
+            }
+            50..=59 => {
+                // A burst: order and rate show only when several are queued at once.
+                let dep = rng.below(DEPARTMENTS as usize) as u8;
+                let n = 2 + rng.below(5);
+                let events = (0..n)
+                    .map(|_| {
+                        let mut e = event(&mut rng, &mut next_event, false);
+                        e.dep = dep;
+                        e
+                    })
+                    .collect();
+                Op::Events(events)
+            }
+            60..=67 => Op::Get { slot },
+            68..=72 => Op::List,
+            73..=76 => Op::Delete { slot },
+            77..=79 => Op::DeleteInFlight {
+                slot,
+                event: event(&mut rng, &mut next_event, true),
+            },
+            80..=87 => Op::Resend {
+                slot,
+                event: if next_event == 0 {
+                    0
+                } else {
+                    rng.below(next_event as usize) as u32
+                },
+            },
+            88..=94 => Op::Recover { slot },
+            _ => Op::Foreign { slot },
+        };
+        ops.push(op);
+    }
+    ops
+}
+
+fn create(rng: &mut Rng, slot: usize) -> Op {
+    let kind = match rng.below(12) {
+        0..=2 => Kind::Ordered,
+        3 => Kind::Unordered,
+        4 | 5 => Kind::Rate(1 + rng.below(2) as u32),
+        6 => Kind::NoRate,
+        7 => Kind::BadRate,
+        8 => Kind::Foreign,
+        _ => Kind::Plain,
+    };
+    let dep = rng.below(DEPARTMENTS as usize) as u8;
+    Op::Create { slot, kind, dep }
+}
+
+/// An event with answers for every slot. `alone`: the only event of its
+/// operation, so its notifications are the only ones in flight and any
+/// answer may be scripted; in a burst only slots of ordered subscriptions
+/// could be told apart from concurrency, so the answers there are drawn by
+/// the caller's rule ([`super::model`] takes the rest as `200`).
+fn event(rng: &mut Rng, next: &mut u32, alone: bool) -> Event {
+    let id = *next;
+    *next += 1;
+    let dep = rng.below(DEPARTMENTS as usize) as u8;
+    let inbound = rng.chance(85);
+    let answers = (0..SLOTS)
+        .filter_map(|slot| {
+            let n = rng.below(if alone { 5 } else { 3 });
+            let answers: Vec<Answer> = (0..n).map(|_| answer(rng, alone)).collect();
+            (!answers.is_empty()).then_some((slot, answers))
+        })
+        .collect();
+    Event {
+        id,
+        dep,
+        inbound,
+        answers,
+    }
+}
+
+fn answer(rng: &mut Rng, alone: bool) -> Answer {
+    match rng.below(if alone { 12 } else { 8 }) {
+        0..=2 => Answer::Ok,
+        3..=4 => Answer::Fail,
+        5 => Answer::Pause(429),
+        6 => Answer::Pause(503),
+        7 => Answer::Slow,
+        8..=10 => Answer::Fail,
+        _ => Answer::Gone,
+    }
+}
