@@ -34,6 +34,12 @@ use runtimes::{Runtime, Which};
 /// prints it): runs that one sequence only, printing it.
 const REPLAY: &str = "WEBHOOKS_DIFFERENTIAL_REPLAY";
 
+/// Seeds whose sequences once showed a difference, run on every commit:
+/// 1592590371 (a rate-limited burst: three arrivals within one second of
+/// the receiver's clock for `rateLimit` 2, when the limit was counted in
+/// epoch-second windows).
+const FOUND_A_DIFFERENCE: [u64; 1] = [1_592_590_371];
+
 /// How long one operation may take to settle (its retries, a pause).
 const SETTLE: Duration = Duration::from_secs(60);
 
@@ -44,10 +50,13 @@ async fn every_runtime_agrees_with_the_model() {
     let len = testkit::size::scaled(10, 15);
     let sequences: Vec<Replay> = match std::env::var(REPLAY) {
         Ok(text) => vec![Replay::parse(&text)],
-        // A fixed base: every commit runs the same sequences.
+        // A fixed base: every commit runs the same sequences, and the
+        // seeds that once found a difference.
         Err(_) => (0..testkit::size::scaled(4, 40) as u64)
-            .map(|i| Replay {
-                seed: 0x5eed_0000 + i,
+            .map(|i| 0x5eed_0000 + i)
+            .chain(FOUND_A_DIFFERENCE)
+            .map(|seed| Replay {
+                seed,
                 len,
                 kept: (0..len).collect(),
             })
