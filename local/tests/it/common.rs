@@ -392,7 +392,11 @@ impl Drop for Server {
 /// Sends and returns status and JSON body (Null when empty). Checks that
 /// every error is problem+json with a code.
 pub async fn send(req: reqwest::RequestBuilder) -> (StatusCode, Value) {
-    let resp = req.send().await.expect("request reaches the server");
+    answer(req.send().await.expect("request reaches the server")).await
+}
+
+/// An answer's status and JSON body, checked as [`send`] checks it.
+pub async fn answer(resp: reqwest::Response) -> (StatusCode, Value) {
     let status = StatusCode::from_u16(resp.status().as_u16()).unwrap();
     let content_type = resp
         .headers()

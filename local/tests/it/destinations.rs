@@ -35,6 +35,22 @@ async fn create(
 ) -> (StatusCode, Value) {
     let body = json!({"destination": {"type": kind, "arn": arn, "roleArn": role},
                       "eventFilters": [inbound(org, "d")], "expiresDateInMillies": 0});
+    // As a client does with the service's "send it again" (a loaded moto that
+    // did not answer in time: 503 TIMEOUT with Retry-After), a few times.
+    for _ in 0..3 {
+        let resp = server
+            .req(Method::POST, "/webhooksubscription", org)
+            .json(&body)
+            .send()
+            .await
+            .expect("request reaches the server");
+        if resp.status() != reqwest::StatusCode::SERVICE_UNAVAILABLE {
+            return answer(resp).await;
+        }
+        let refused: Value = resp.json().await.unwrap();
+        assert_eq!(refused["code"], "TIMEOUT", "{refused}");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
     send(
         server
             .req(Method::POST, "/webhooksubscription", org)
@@ -650,6 +666,7 @@ async fn refused_service_credentials_disable_nothing_and_raise_the_operators_sig
         ("AWS_SECRET_ACCESS_KEY", &secret),
         ("WEBHOOKS_METRICS_ADDR", &metrics),
         ("WEBHOOKS_RETRY_SCHEDULE", "100ms,100ms"),
+        ("WEBHOOKS_BREAKER_FAILURES", "2"),
     ]);
     let arn = Customer::queue_arn(&queue);
     let (status, sub) = create(&server, &org, "sqs", &arn, &Customer::role_arn(&role)).await;
@@ -664,8 +681,8 @@ async fn refused_service_credentials_disable_nothing_and_raise_the_operators_sig
     let server = server.restart();
     post_inbound(&server, &org, "evt-1").await;
     let uuid = webhook_core::notification::notification_id("evt-1", &sub).to_string();
-    // More tries than the breaker's threshold (5 failures) would take.
-    wait_for_service_faults(&metrics, "credentials", 6).await;
+    // More tries than the breaker's threshold (2 failures here) would take.
+    wait_for_service_faults(&metrics, "credentials", 3).await;
     held_by_the_services_fault(&server, &org, &sub, &uuid).await;
     assert_eq!(customer.receive(&queue).await, Vec::<Value>::new());
     // A create meanwhile is told to come back, not blamed (`send` refuses a 5xx).
