@@ -86,6 +86,29 @@ function start(args, env, ready) {
   });
 }
 
+/**
+ * Starts `webhooks-local serve` on a data folder of its own under `work`, signed in as the
+ * banner says, with `env` over the tests' defaults; its { base, apiKey, token, link }.
+ */
+async function serve(data, env) {
+  const server = await start(['serve', '--addr', '127.0.0.1:0', '--data-dir', join(work, data)], {
+    RUST_LOG: 'warn',
+    WEBHOOKS_API_KEYS: '',
+    WEBHOOKS_JWT_HS256_SECRET: '',
+    WEBHOOKS_JWT_JWKS_URL: '',
+    WEBHOOKS_CONSOLE_OAUTH_DOMAIN: '',
+    WEBHOOKS_CONSOLE_OAUTH_CLIENT_ID: '',
+    ...env,
+  }, /Console \(signed in\): +\S+\n/);
+  const banner = server.output();
+  return {
+    base: /listening on (\S+)/.exec(banner)[1],
+    apiKey: /API key \(x-api-key\): +(\S+)/.exec(banner)[1],
+    token: /Bearer token for org-1: +(\S+)/.exec(banner)[1],
+    link: /Console \(signed in\): +(\S+)/.exec(banner)[1],
+  };
+}
+
 /** Calls the API of the server `on` ({ base, apiKey, token }) as org-1. */
 async function call(on, method, path, body) {
   const response = await fetch(`${on.base}/${path}`, {
@@ -209,19 +232,15 @@ async function hostedProvider() {
 
 /** A webhooks-local whose console signs in through `provider`: {base, consoleUrl, key, token, dataDir}. */
 async function serveWithProvider(provider, name) {
-  const dataDir = join(work, name);
-  const server = await start(['serve', '--addr', '127.0.0.1:0', '--data-dir', dataDir], {
-    RUST_LOG: 'warn', WEBHOOKS_API_KEYS: '', WEBHOOKS_JWT_HS256_SECRET: '',
+  const served = await serve(name, {
     WEBHOOKS_CONSOLE_OAUTH_DOMAIN: provider.domain, WEBHOOKS_CONSOLE_OAUTH_CLIENT_ID: 'publicclient',
-  }, /Console \(signed in\): +\S+\n/);
-  const banner = server.output();
-  const served = /listening on (\S+)/.exec(banner)[1];
+  });
   return {
-    base: served,
-    consoleUrl: `${served}/console`,
-    key: /API key \(x-api-key\): +(\S+)/.exec(banner)[1],
-    token: /Bearer token for org-1: +(\S+)/.exec(banner)[1],
-    dataDir,
+    base: served.base,
+    consoleUrl: `${served.base}/console`,
+    key: served.apiKey,
+    token: served.token,
+    dataDir: join(work, name),
   };
 }
 
@@ -244,28 +263,17 @@ async function waitFor(check, what, ms = 20_000) {
 before(async () => {
   mkdirSync(SHOTS, { recursive: true });
   work = mkdtempSync(join(tmpdir(), 'console-test-'));
-  const server = await start(['serve', '--addr', '127.0.0.1:0', '--data-dir', join(work, 'data')], {
+  ({ base, apiKey, token, link } = await serve('data', {
     WEBHOOKS_RETRY_SCHEDULE: '300ms', // one retry, then FAILED
     WEBHOOKS_DELIVERY_TIMEOUT_MS: '3000',
     WEBHOOKS_HANDSHAKE_TIMEOUT_MS: '3000',
-    RUST_LOG: 'warn',
-    WEBHOOKS_API_KEYS: '',
-    WEBHOOKS_JWT_HS256_SECRET: '',
-    WEBHOOKS_JWT_JWKS_URL: '',
-    WEBHOOKS_CONSOLE_OAUTH_DOMAIN: '',
-    WEBHOOKS_CONSOLE_OAUTH_CLIENT_ID: '',
     // AWS destinations: moto's STS, SQS and EventBridge, with the environment's credentials.
     AWS_ENDPOINT_URL_STS: MOTO,
     AWS_ENDPOINT_URL_EVENTBRIDGE: MOTO,
     AWS_REGION: 'us-east-1',
     AWS_ACCESS_KEY_ID: 'test',
     AWS_SECRET_ACCESS_KEY: 'test',
-  }, /Console \(signed in\): +\S+\n/);
-  const banner = server.output();
-  base = /listening on (\S+)/.exec(banner)[1];
-  apiKey = /API key \(x-api-key\): +(\S+)/.exec(banner)[1];
-  token = /Bearer token for org-1: +(\S+)/.exec(banner)[1];
-  link = /Console \(signed in\): +(\S+)/.exec(banner)[1];
+  }));
   const port = await freePort();
   receiver = await start(['listen', '--port', String(port), '--fail-body', EVIL], {}, /receiving callbacks on/);
   receiverUri = `http://127.0.0.1:${port}/hook`;
@@ -455,39 +463,22 @@ test('an ordered subscription says so on its card', async () => {
 
 test('a receiver\'s pause (429 with Retry-After) is said on the card and on the deliveries page', async () => {
   // A server of its own: the first one's retry schedule (300 ms) would cut a pause that short.
-  const server = await start(['serve', '--addr', '127.0.0.1:0', '--data-dir', join(work, 'paused-data')], {
-    WEBHOOKS_RETRY_SCHEDULE: '1s,1h',
-    RUST_LOG: 'warn',
-    WEBHOOKS_API_KEYS: '',
-    WEBHOOKS_JWT_HS256_SECRET: '',
-    WEBHOOKS_JWT_JWKS_URL: '',
-    WEBHOOKS_CONSOLE_OAUTH_DOMAIN: '',
-    WEBHOOKS_CONSOLE_OAUTH_CLIENT_ID: '',
-  }, /Console \(signed in\): +\S+\n/);
-  const banner = server.output();
-  const other = {
-    base: /listening on (\S+)/.exec(banner)[1],
-    apiKey: /API key \(x-api-key\): +(\S+)/.exec(banner)[1],
-    token: /Bearer token for org-1: +(\S+)/.exec(banner)[1],
-  };
+  const other = await serve('paused-data', { WEBHOOKS_RETRY_SCHEDULE: '1s,1h' });
   const port = await freePort();
   await start(['listen', '--port', String(port), '--fail-first', '1', '--fail-status', '429', '--retry-after', '600'],
     {}, /receiving callbacks on/);
   const sub = await call(other, 'POST', 'webhooksubscription', {
     uri: `http://127.0.0.1:${port}/hook`, eventFilters: ['/orgId/org-1/department/dep-9/contact'],
   });
-  for (const n of [1, 2]) {
-    await call(other, 'POST', 'events', {
-      eventId: `paused-evt-${n}`, type: 'contact.created', organizationId: 'org-1', departmentId: 'dep-9', contact: { id: `c-${n}` },
-    });
-  }
-  let health;
-  await waitFor(async () => {
-    ({ health } = await call(other, 'GET', `webhooksubscription/${sub.id}`));
-    return health.pausedUntil;
-  }, 'the receiver\'s pause');
+  const contact = (n) => call(other, 'POST', 'events', {
+    eventId: `paused-evt-${n}`, type: 'contact.created', organizationId: 'org-1', departmentId: 'dep-9', contact: { id: `c-${n}` },
+  });
+  await contact(1);
+  await waitFor(async () => (await call(other, 'GET', `webhooksubscription/${sub.id}`)).health.pausedUntil,
+    'the receiver\'s pause');
+  await contact(2); // held by the pause
   const p = await newPage();
-  await p.goto(/Console \(signed in\): +(\S+)/.exec(banner)[1]);
+  await p.goto(other.link);
   const card = p.locator(`li.subscription[data-id="${sub.id}"]`);
   const words = card.locator('dd.health-paused');
   await words.waitFor();

@@ -40,6 +40,28 @@ fn unique_tables() -> [(String, String); 2] {
     ]
 }
 
+/// An SQS queue's messages visible, in flight and delayed (exact on moto).
+pub async fn sqs_depth(sqs: &aws_sdk_sqs::Client, url: &str) -> u64 {
+    use aws_sdk_sqs::types::QueueAttributeName as A;
+    let attributes = sqs
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(A::All)
+        .send()
+        .await
+        .unwrap()
+        .attributes
+        .unwrap_or_default();
+    [
+        A::ApproximateNumberOfMessages,
+        A::ApproximateNumberOfMessagesNotVisible,
+        A::ApproximateNumberOfMessagesDelayed,
+    ]
+    .iter()
+    .map(|name| attributes.get(name).map_or(0, |n| n.parse().unwrap()))
+    .sum()
+}
+
 /// A server's delivery queue, read from outside to tell when it is empty.
 enum DeliveryQueueProbe {
     Sqlite(rusqlite::Connection),
@@ -59,26 +81,7 @@ impl DeliveryQueueProbe {
                     |r| r.get::<_, u64>(0),
                 )
                 .unwrap(),
-            DeliveryQueueProbe::Sqs(sqs, url) => {
-                use aws_sdk_sqs::types::QueueAttributeName as A;
-                let attributes = sqs
-                    .get_queue_attributes()
-                    .queue_url(url)
-                    .attribute_names(A::All)
-                    .send()
-                    .await
-                    .unwrap()
-                    .attributes
-                    .unwrap_or_default();
-                [
-                    A::ApproximateNumberOfMessages,
-                    A::ApproximateNumberOfMessagesNotVisible,
-                    A::ApproximateNumberOfMessagesDelayed,
-                ]
-                .iter()
-                .map(|name| attributes.get(name).map_or(0, |n| n.parse().unwrap()))
-                .sum()
-            }
+            DeliveryQueueProbe::Sqs(sqs, url) => sqs_depth(sqs, url).await,
         }
     }
 }

@@ -151,14 +151,14 @@ impl Runtime {
                             .unwrap()
                             .queue_url
                             .unwrap();
-                        left += queue_depth(&sqs, &url).await;
+                        left += crate::common::sqs_depth(&sqs, &url).await;
                     }
                     left
                 }
             },
             Runtime::Lambda(functions) => {
-                queue_depth(&functions.sqs, &functions.queue_url).await
-                    + queue_depth(&functions.sqs, &functions.fifo_url).await
+                crate::common::sqs_depth(&functions.sqs, &functions.queue_url).await
+                    + crate::common::sqs_depth(&functions.sqs, &functions.fifo_url).await
             }
         }
     }
@@ -199,28 +199,6 @@ pub fn now_ms() -> i64 {
 async fn sqs_client() -> aws_sdk_sqs::Client {
     let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
     aws_sdk_sqs::Client::new(&sdk)
-}
-
-/// A queue's messages visible, in flight and delayed (exact on moto).
-async fn queue_depth(sqs: &aws_sdk_sqs::Client, url: &str) -> u64 {
-    use aws_sdk_sqs::types::QueueAttributeName as A;
-    let attributes = sqs
-        .get_queue_attributes()
-        .queue_url(url)
-        .attribute_names(A::All)
-        .send()
-        .await
-        .unwrap()
-        .attributes
-        .unwrap_or_default();
-    [
-        A::ApproximateNumberOfMessages,
-        A::ApproximateNumberOfMessagesNotVisible,
-        A::ApproximateNumberOfMessagesDelayed,
-    ]
-    .iter()
-    .map(|name| attributes.get(name).map_or(0, |n| n.parse().unwrap()))
-    .sum()
 }
 
 /// The Lambda functions of one stack on fresh tables and queues: the API
