@@ -237,7 +237,7 @@ def creatable(cfn, parameters):
         if k == "Fn::Or":
             return any(cond(c) for c in v)
         if k == "Condition":
-            return conditions[v]
+            return conditions[v] if v in conditions else cond(t["Conditions"][v])
         raise Failure(f"condition {x} not understood")
 
     for name, c in t.get("Conditions", {}).items():
