@@ -11,8 +11,9 @@ Run with the tools venv's python (aws-sam-translator, boto3) and moto running
 (`cargo build -p <function>...`). What it does:
 
 1. Transforms template.yaml offline with aws-sam-translator, as `sam deploy` would after
-   `sam package` (CodeUri rewritten to an S3 artifact), with the rehearsal's parameters, and
-   once more with ApiType=http.
+   `sam package` (CodeUri rewritten to an S3 artifact), with the rehearsal's parameters (plus
+   any `--parameter KEY=VALUE`, e.g. FixedSourceAddresses=true), and once more with
+   ApiType=http.
 2. Creates each stack in moto's CloudFormation: conditions evaluated, the resource types moto
    cannot create set aside (SET_ASIDE names each and what proves it instead), then reads the
    stack's outputs, each function's environment and its role's inline policies back.
@@ -31,10 +32,19 @@ Run with the tools venv's python (aws-sam-translator, boto3) and moto running
    account, with any external id, while a customer's role in another account stays
    assumable with an id of the stack's prefix (check_own_account: Allow and Deny statements,
    their resources and their sts:ExternalId conditions evaluated).
+5. Fixed source addresses (check_fixed_addresses): every callback POST came from a function
+   of VPC_FUNCTIONS; with FixedSourceAddresses=true those functions are in the stack's two
+   private subnets, each routed to a NAT gateway of its own zone whose Elastic IP is in the
+   FixedSourceAddresses output, their roles allow what Lambda does to attach them (ENI
+   actions on their subnets, security group and interfaces) and no other role has an EC2
+   action; with it false, no function is in a VPC, no role names EC2, and no output or EC2
+   resource exists.
 
 --self-test then shows each check failing: one action removed from one policy, one table ARN
 replaced by the other table's, one function's environment variable renamed, the Deny of the
-stack's own roles removed from deliver-notifications' policy.
+stack's own roles removed from deliver-notifications' policy; and, on FixedSourceAddresses=true
+stacks (created, not run): deliver-notifications' ENI policy removed, create-subscription
+taken out of the VPC, a private subnet routed to the other zone's NAT gateway.
 """
 
 import argparse
@@ -161,6 +171,33 @@ KEPT = {
 }
 
 
+# The functions that call customers, and so run in the VPC with FixedSourceAddresses=true:
+# the rehearsal checks that every callback POST comes from one of them.
+VPC_FUNCTIONS = {
+    "CreateSubscriptionFunction": "the callback handshake, an AWS destination's validation "
+    "(its STS AssumeRole and test send)",
+    "DeliverNotificationsFunction": "notification POSTs, sends into AWS destinations",
+}
+
+# What Lambda does with a VPC function's role when it creates or updates the function (no
+# call of the function's own code): proved by check_fixed_addresses, not by recorded calls.
+LAMBDA_ENI_ACTIONS = (
+    "ec2:CreateNetworkInterface",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeSubnets",
+    "ec2:DeleteNetworkInterface",
+    "ec2:AssignPrivateIpAddresses",
+    "ec2:UnassignPrivateIpAddresses",
+)
+
+# Actions IAM authorizes on no narrower resource than `*`, with the reason.
+UNSCOPED = {
+    "ec2:DescribeNetworkInterfaces": "EC2's Describe actions support no resource-level "
+    "permission; Lambda requires it on `*` (Lambda developer guide, configuration-vpc)",
+    "ec2:DescribeSubnets": "the same",
+}
+
+
 def log(*args):
     print("deploy-rehearsal:", *args, flush=True)
 
@@ -237,7 +274,7 @@ def creatable(cfn, parameters):
         if k == "Fn::Or":
             return any(cond(c) for c in v)
         if k == "Condition":
-            return conditions[v]
+            return conditions[v] if v in conditions else cond(t["Conditions"][v])
         raise Failure(f"condition {x} not understood")
 
     for name, c in t.get("Conditions", {}).items():
@@ -356,8 +393,11 @@ def create_stack(name, template, parameters):
             },
             "policies": policies,
             "managed": managed,
+            "subnets": (conf.get("VpcConfig") or {}).get("SubnetIds") or [],
+            "security_groups": (conf.get("VpcConfig") or {}).get("SecurityGroupIds") or [],
         }
-    return {"name": name, "outputs": outputs, "physical": physical, "functions": functions}
+    return {"name": name, "outputs": outputs, "physical": physical, "functions": functions,
+            "resources": template["Resources"]}
 
 
 def policy_document(p):
@@ -566,13 +606,26 @@ def rehearse(stack, bin_dir, work, webhooks_local=None, http_api=False):
               "WEBHOOKS_ALLOW_HTTP_CALLBACKS": "true", "WEBHOOKS_ALLOW_PRIVATE_CALLBACKS": "true",
               "AWS_ENDPOINT_URL": os.environ["AWS_ENDPOINT_URL_SQS"]}
     running = {}
+    # (function, callback POSTs before its invocation, after it): check_callers.
+    stack["invocations"] = []
+
+    class Counted:
+        def __init__(self, f):
+            self.f = f
+
+        def invoke(self, event):
+            before = len(receiver.posts)
+            try:
+                return self.f.invoke(event)
+            finally:
+                stack["invocations"].append((self.f.logical, before, len(receiver.posts)))
 
     def fn(logical):
         if logical not in running:
             if logical not in fns:
                 raise Failure(f"the stack has no {logical}")
             running[logical] = Function(logical, fns[logical], bin_dir, record, work)
-        return running[logical]
+        return Counted(running[logical])
 
     receiver = Receiver()
     sqs = client("sqs")
@@ -725,6 +778,7 @@ def rehearse(stack, bin_dir, work, webhooks_local=None, http_api=False):
         log("every other API function answered (get, list, secret, rotate, resend, recover, stats, "
             "destination identity, "
             "delete, console) and remind-expiring ran")
+        stack["posts"] = len(receiver.posts)
     finally:
         for f in running.values():
             f.stop()
@@ -857,10 +911,13 @@ def check_least_privilege(stacks, recordings, policy_stacks=None):
             resources = as_list(s.get("Resource", []))
             if any(a == "*" or a.endswith(":*") for a in actions):
                 problems.append(f"{logical}: statement {i} allows every action ({actions})")
-            if "*" in resources:
+            if "*" in resources and not all(a in UNSCOPED for a in actions):
                 problems.append(f"{logical}: statement {i} allows {actions} on every resource")
             # A Deny grants nothing: no call has to use it.
             if s.get("Effect") == "Deny":
+                continue
+            # Lambda's own use of a VPC function's role: check_fixed_addresses.
+            if all(a in LAMBDA_ENI_ACTIONS for a in actions):
                 continue
             if i not in used.get(logical, set()):
                 key = (logical, ",".join(a.split(":")[1] for a in actions), ",".join(map(logical_of, resources)))
@@ -919,6 +976,125 @@ def check_own_account(stack):
     return problems
 
 
+def check_callers(stack, vpc_functions=VPC_FUNCTIONS):
+    """Every callback POST of the rehearsal arrived while a function of `vpc_functions` ran:
+    no other function calls customers, so none other needs the fixed addresses."""
+    problems = []
+    for i in range(stack.get("posts", 0)):
+        during = [f for f, before, after in stack["invocations"] if before <= i < after]
+        if not during:
+            problems.append(f"callback POST {i} arrived while no function ran")
+        elif during[0] not in vpc_functions:
+            problems.append(f"{during[0]} called a customer's callback (POST {i}) but is not in "
+                            f"VPC_FUNCTIONS: with FixedSourceAddresses=true it would not use the "
+                            f"published addresses")
+    return problems
+
+
+def check_fixed_addresses(stack, on):
+    """The network FixedSourceAddresses makes, read back from moto's EC2 (on), or its absence
+    (off). Returns the problems, each naming the function or resource."""
+    problems = []
+    fns, outputs = stack["functions"], stack["outputs"]
+
+    def statements(spec):
+        return [s for p in spec["policies"] for s in as_list(p["Statement"])]
+
+    def ec2_actions(spec):
+        return sorted({a for s in statements(spec) for a in as_list(s.get("Action", []))
+                       if a.lower().startswith("ec2:")})
+
+    if not on:
+        for logical, spec in fns.items():
+            if spec["subnets"]:
+                problems.append(f"{logical}: in subnets {spec['subnets']} with FixedSourceAddresses=false")
+            if ec2_actions(spec):
+                problems.append(f"{logical}: its role allows {ec2_actions(spec)} with FixedSourceAddresses=false")
+        ec2_resources = sorted(k for k, r in stack["resources"].items() if r["Type"].startswith("AWS::EC2::"))
+        if ec2_resources:
+            problems.append(f"EC2 resources with FixedSourceAddresses=false: {ec2_resources}")
+        if "FixedSourceAddresses" in outputs:
+            problems.append("the FixedSourceAddresses output exists with FixedSourceAddresses=false")
+        return problems
+
+    ec2 = client("ec2")
+
+    def routes_of(subnet_id):
+        """The routes of the subnet's table. moto's CloudFormation records no association for
+        a SubnetRouteTableAssociation: which table is read from the template as created, its
+        routes from EC2."""
+        def physical(v):
+            return stack["physical"].get(v.get("Ref")) if isinstance(v, dict) else v
+        tables = [physical(r["Properties"]["RouteTableId"]) for r in stack["resources"].values()
+                  if r["Type"] == "AWS::EC2::SubnetRouteTableAssociation"
+                  and physical(r["Properties"]["SubnetId"]) == subnet_id]
+        if not tables:
+            return [], []
+        found = ec2.describe_route_tables(RouteTableIds=tables)["RouteTables"]
+        return [t["RouteTableId"] for t in found], [r for t in found for r in t["Routes"]]
+
+    addresses = [a for a in outputs.get("FixedSourceAddresses", "").split(",") if a]
+    if len(set(addresses)) != 2:
+        problems.append(f"the FixedSourceAddresses output is {addresses!r}, not two addresses")
+    nat_ips = set()
+    arn = f"arn:aws:ec2:{REGION}:{ACCOUNT}"
+    for logical, spec in fns.items():
+        if logical not in VPC_FUNCTIONS:
+            if spec["subnets"] or ec2_actions(spec):
+                problems.append(f"{logical}: in subnets {spec['subnets']}, role's EC2 actions "
+                                f"{ec2_actions(spec)}: only VPC_FUNCTIONS belong in the VPC")
+            continue
+        if len(spec["subnets"]) != 2 or len(spec["security_groups"]) != 1:
+            problems.append(f"{logical}: subnets {spec['subnets']}, security groups "
+                            f"{spec['security_groups']}: not in the egress VPC's two private subnets")
+            continue
+        subnets = ec2.describe_subnets(SubnetIds=spec["subnets"])["Subnets"]
+        if len({s["AvailabilityZone"] for s in subnets}) != 2:
+            problems.append(f"{logical}: its subnets are in one availability zone")
+        for subnet in subnets:
+            where = f"{logical}: subnet {subnet['SubnetId']} ({subnet['AvailabilityZone']})"
+            tables, all_routes = routes_of(subnet["SubnetId"])
+            routes = [r for r in all_routes if r.get("DestinationCidrBlock") == "0.0.0.0/0"]
+            if [r for r in routes if r.get("GatewayId", "").startswith("igw-")]:
+                problems.append(f"{where}: routed to an internet gateway (a public subnet)")
+            nats = [r["NatGatewayId"] for r in routes if r.get("NatGatewayId")]
+            if len(nats) != 1:
+                problems.append(f"{where}: default routes to NAT gateways {nats}, not one")
+                continue
+            nat = ec2.describe_nat_gateways(NatGatewayIds=nats)["NatGateways"][0]
+            nat_subnet = ec2.describe_subnets(SubnetIds=[nat["SubnetId"]])["Subnets"][0]
+            if nat_subnet["AvailabilityZone"] != subnet["AvailabilityZone"]:
+                problems.append(f"{where}: routed to NAT gateway {nat['NatGatewayId']} of another zone "
+                                f"({nat_subnet['AvailabilityZone']})")
+            nat_ips.update(a.get("PublicIp") for a in nat.get("NatGatewayAddresses", []))
+            if not any(r.get("GatewayId", "").startswith("igw-") and r.get("DestinationCidrBlock") == "0.0.0.0/0"
+                       for r in routes_of(nat["SubnetId"])[1]):
+                problems.append(f"{where}: NAT gateway {nat['NatGatewayId']}'s subnet has no route to the internet")
+            endpoints = ec2.describe_vpc_endpoints(
+                Filters=[{"Name": "service-name", "Values": [f"com.amazonaws.{REGION}.dynamodb"]}])["VpcEndpoints"]
+            if not any(t in e.get("RouteTableIds", []) for e in endpoints for t in tables):
+                problems.append(f"{where}: no DynamoDB gateway endpoint on its route table")
+        group = ec2.describe_security_groups(GroupIds=spec["security_groups"])["SecurityGroups"][0]
+        if group.get("IpPermissions"):
+            problems.append(f"{logical}: security group {group['GroupId']} lets traffic in: {group['IpPermissions']}")
+        # What Lambda does with the role to attach the function (else the deploy fails).
+        needed = [(a, f"{arn}:subnet/{s}") for s in spec["subnets"]
+                  for a in ("ec2:CreateNetworkInterface",)]
+        needed += [("ec2:CreateNetworkInterface", f"{arn}:security-group/{spec['security_groups'][0]}"),
+                   ("ec2:CreateNetworkInterface", f"{arn}:network-interface/eni-0123"),
+                   ("ec2:DescribeNetworkInterfaces", "*"), ("ec2:DescribeSubnets", "*"),
+                   ("ec2:DeleteNetworkInterface", f"{arn}:network-interface/eni-0123"),
+                   ("ec2:AssignPrivateIpAddresses", f"{arn}:network-interface/eni-0123"),
+                   ("ec2:UnassignPrivateIpAddresses", f"{arn}:network-interface/eni-0123")]
+        for action, resource in needed:
+            if not any(allowed_by(s, action, resource, []) for s in statements(spec)):
+                problems.append(f"{logical}: its role does not allow {action} on {resource}, which "
+                                f"Lambda needs to attach it to its subnets")
+    if nat_ips != set(addresses):
+        problems.append(f"the NAT gateways' addresses {sorted(nat_ips)} are not the output's {addresses}")
+    return problems
+
+
 def logical_arn(stack, arn):
     """`arn` with the stack's physical table and queue names replaced by their logical ids."""
     for logical, physical in stack["physical"].items():
@@ -956,12 +1132,23 @@ def run(text, bin_dir, webhooks_local, work, label):
             f"{', '.join(outputs_aside) or 'none'}")
         stack = create_stack(name, template, parameters)
         log(f"{name}: CREATE_COMPLETE, outputs {sorted(stack['outputs'])}")
+        on = parameters.get("FixedSourceAddresses") == "true"
         stack_work = Path(work) / name
         stack_work.mkdir()
         try:
-            rehearse(stack, bin_dir, stack_work, webhooks_local, http_api=bool(extra))
+            problems = check_fixed_addresses(stack, on)
+            if problems:
+                raise Failure("fixed source addresses: " + "; ".join(problems))
+            rehearse(stack, bin_dir, stack_work, webhooks_local, http_api="ApiType" in extra)
+            problems = check_callers(stack)
+            if problems:
+                raise Failure("; ".join(problems))
         finally:
             delete_stack(name)
+        in_vpc = sorted(k for k, f in stack["functions"].items() if f["subnets"])
+        log(f"{name}: fixed source addresses {'on: ' + stack['outputs']['FixedSourceAddresses'] if on else 'off'}; "
+            f"functions in the VPC: {', '.join(in_vpc) or 'none'}; callback POSTs: {stack.get('posts', 0)}, "
+            f"each from one of {', '.join(sorted(VPC_FUNCTIONS))}")
         calls = stack_work / "calls.jsonl"
         records = [json.loads(line) for line in calls.read_text().splitlines()] if calls.exists() else []
         stacks.append(stack)
@@ -986,7 +1173,14 @@ def main():
     parser.add_argument("--bin-dir", required=True)
     parser.add_argument("--webhooks-local", default=None)
     parser.add_argument("--self-test", action="store_true")
+    parser.add_argument("--parameter", action="append", default=[], metavar="KEY=VALUE",
+                        help="a template parameter over the rehearsal's, e.g. FixedSourceAddresses=true")
     args = parser.parse_args()
+    for p in args.parameter:
+        key, sep, value = p.partition("=")
+        if not sep:
+            sys.exit(f"deploy-rehearsal: --parameter {p!r} is not KEY=VALUE")
+        PARAMETERS[key] = value
     if "AWS_ENDPOINT_URL_SQS" not in os.environ:
         sys.exit("deploy-rehearsal: moto is not running (source scripts/emulators.sh; start_moto)")
     webhooks_local = args.webhooks_local or str(Path(args.bin_dir) / "webhooks-local")
@@ -1005,8 +1199,9 @@ def main():
         assuming = [logical for logical, spec in stacks[0]["functions"].items()
                     if may_assume([s for p in spec["policies"] for s in as_list(p["Statement"])],
                                   "arn:aws:iam::222222222222:role/r", f"{stacks[0]['name']}-x")]
-        log(f"least privilege: every call allowed by its function's role, every statement used, "
-            f"no `*` ({len(MANAGED)} managed policies listed with reasons); the functions that "
+        log(f"least privilege: every call allowed by its function's role, every statement used "
+            f"(Lambda's ENI actions: check_fixed_addresses), "
+            f"no `*` but {', '.join(UNSCOPED)} ({len(MANAGED)} managed policies listed with reasons); the functions that "
             f"assume customers' roles ({', '.join(sorted(assuming))}) may assume none of the "
             f"stack's own account")
         if args.self_test:
@@ -1051,10 +1246,10 @@ def self_test(text, stacks, recordings, bin_dir, webhooks_local, work):
            "MessagesTable")
 
     # The Deny of the stack's own roles removed from deliver-notifications' policy.
-    start = text.index("  DeliverNotificationsFunction:")
-    section = text[start:text.index("      Events:", start)]
-    deny = ("            - Effect: Deny\n              Action: sts:AssumeRole\n"
-            "              Resource: !Sub \"arn:${AWS::Partition}:iam::${AWS::AccountId}:role/*\"\n")
+    start = text.index("  DeliverNotificationsFunctionRole:")
+    section = text[start:text.index("      Tags:", start)]
+    deny = ("              - Effect: Deny\n                Action: sts:AssumeRole\n"
+            "                Resource: !Sub \"arn:${AWS::Partition}:iam::${AWS::AccountId}:role/*\"\n")
     mutated_section = section.replace(deny, "", 1)
     assert mutated_section != section
     mutated = text[:start] + mutated_section + text[start + len(section):]
@@ -1075,6 +1270,46 @@ def self_test(text, stacks, recordings, bin_dir, webhooks_local, work):
         log(f"self-test: renamed WEBHOOKS_DELIVERY_QUEUE_URL of ingest-events: {str(e)[:300]}")
     else:
         sys.exit("deploy-rehearsal: self-test FAILED: the rehearsal passed with a variable renamed")
+
+    # A callback POST from a function left out of VPC_FUNCTIONS.
+    expect(check_callers(stacks[0], {"CreateSubscriptionFunction": ""}), "DeliverNotificationsFunction",
+           "VPC_FUNCTIONS")
+
+    # Fixed source addresses: stacks created with the option on (whatever the run's), not run.
+    on = dict(PARAMETERS, FixedSourceAddresses="true")
+
+    def fixed_addresses(mutated, label, *, off_too=False):
+        template, _, _ = creatable(transform(mutated, on), on)
+        name = f"webhooks-{label}-{uuid.uuid4().hex[:6]}"
+        stack = create_stack(name, template, on)
+        try:
+            return check_fixed_addresses(stack, True), off_too and check_fixed_addresses(stack, False)
+        finally:
+            delete_stack(name)
+
+    def mutate(anchor, end, old, new):
+        start = text.index(anchor)
+        stop = text.index(end, start)
+        section = text[start:stop]
+        assert old in section, (anchor, old)
+        return text[:start] + section.replace(old, new, 1) + text[stop:]
+
+    problems, off_problems = fixed_addresses(text, "fixed", off_too=True)
+    if problems:
+        sys.exit(f"deploy-rehearsal: self-test FAILED: the FixedSourceAddresses=true stack: {problems}")
+    log("self-test: a FixedSourceAddresses=true stack passes check_fixed_addresses")
+    expect(off_problems, "with FixedSourceAddresses=false")
+    # deliver-notifications' ENI policy left out (its condition never true here).
+    expect(fixed_addresses(mutate("  DeliverNotificationsFunctionRole:", "      Tags:",
+                                  "- UseFixedSourceAddresses", "- UseHttpApi"), "no-eni")[0],
+           "DeliverNotificationsFunction", "ec2:CreateNetworkInterface")
+    # create-subscription out of the VPC.
+    expect(fixed_addresses(mutate("  CreateSubscriptionFunction:", "      Events:",
+                                  "- UseFixedSourceAddresses", "- UseHttpApi"), "no-vpc")[0],
+           "CreateSubscriptionFunction", "not in the egress VPC")
+    # Zone B's private subnet routed to zone A's NAT gateway.
+    expect(fixed_addresses(mutate("  EgressPrivateRouteB:", "\n\n", "EgressNatGatewayB", "EgressNatGatewayA"),
+                           "cross-zone")[0], "another zone")
     log("self-test: each check fails when it should")
 
 

@@ -139,6 +139,16 @@ WEBHOOKS_LOCAL_BIN="$bin" CONTRACT_MAX_EXAMPLES="${CONTRACT_MAX_EXAMPLES:-$([ "$
     scripts/contract.sh
 
 if [ "$full" = 1 ]; then
+    step "fixed source addresses: the template linted and the deploy rehearsed with FixedSourceAddresses=true"
+    # sam validate takes no parameters: it lints a copy whose default is true.
+    fixed_template=$(mktemp --suffix .yaml)
+    sed '/^  FixedSourceAddresses:$/,/^    Default:/s/^    Default: "false"$/    Default: "true"/' \
+        template.yaml >"$fixed_template"
+    ! cmp -s template.yaml "$fixed_template" || { echo "test.sh: FixedSourceAddresses' default not found" >&2; exit 1; }
+    lint_template "$fixed_template"
+    rm -f "$fixed_template"
+    "$(deploy_python)" scripts/deploy-rehearsal.py --bin-dir "$target/debug" --parameter FixedSourceAddresses=true
+
     # They freeze the shared DynamoDB Local and moto (SIGSTOP/SIGCONT), and run, freeze, kill
     # and restart a moto of their own, so they run alone, after everything else. Both
     # emulators are continued whatever happens.
