@@ -23,6 +23,13 @@ fn gateway_codes() -> Vec<String> {
         .split("\"code\":\"")
         .skip(1)
         .filter_map(|rest| rest.split_once('"').map(|(code, _)| code.to_owned()))
+        // A code, not a template variable (`$context.error.responseType`).
+        .filter(|code| {
+            code.starts_with(|c: char| c.is_ascii_uppercase())
+                && code
+                    .chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        })
         .collect();
     codes.sort();
     codes.dedup();
