@@ -160,35 +160,36 @@ pub fn lambda_env(name: &str) -> Vec<(String, String)> {
 /// The environment Lambda gives a function, plus the function's own.
 pub fn function_env(f: &Function, env: &Environment) -> Vec<(String, String)> {
     let mut vars = lambda_env(f.name);
-    match f.kind {
-        Kind::Plain => {}
-        Kind::Authorizer => vars.push(("WEBHOOKS_JWT_HS256_SECRET".into(), JWT_SECRET.into())),
-        Kind::Http | Kind::Sqs => {
-            let (subscriptions, messages) = match &env.dynamodb {
-                Some((t, _)) => (t.subscriptions.clone(), t.messages.clone()),
-                None => ("webhooks-subscriptions".into(), "webhooks-messages".into()),
-            };
-            vars.extend([
-                ("WEBHOOKS_SUBSCRIPTIONS_TABLE".into(), subscriptions),
-                ("WEBHOOKS_MESSAGES_TABLE".into(), messages),
-                // The callbacks of the benchmark are on loopback over plain http.
-                ("WEBHOOKS_ALLOW_HTTP_CALLBACKS".into(), "true".into()),
-                ("WEBHOOKS_ALLOW_PRIVATE_CALLBACKS".into(), "true".into()),
-            ]);
-            for k in ["AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SQS"] {
-                if let Ok(v) = std::env::var(k) {
-                    vars.push((k.into(), v));
-                }
-            }
-            if f.kind == Kind::Sqs {
-                vars.push((
-                    "WEBHOOKS_DELIVERY_QUEUE_URL".into(),
-                    env.sqs_queue_url
-                        .clone()
-                        .unwrap_or_else(|| "http://127.0.0.1:9/000000000000/bench-delivery".into()),
-                ));
+    if f.kind == Kind::Authorizer {
+        vars.push(("WEBHOOKS_JWT_HS256_SECRET".into(), JWT_SECRET.into()));
+    }
+    // The authorizer reads the subscriptions table too (the HTTP API option's keys).
+    if f.store || f.kind == Kind::Authorizer {
+        let (subscriptions, messages) = match &env.dynamodb {
+            Some((t, _)) => (t.subscriptions.clone(), t.messages.clone()),
+            None => ("webhooks-subscriptions".into(), "webhooks-messages".into()),
+        };
+        vars.extend([
+            ("WEBHOOKS_SUBSCRIPTIONS_TABLE".into(), subscriptions),
+            ("WEBHOOKS_MESSAGES_TABLE".into(), messages),
+            // The callbacks of the benchmark are on loopback over plain http.
+            ("WEBHOOKS_ALLOW_HTTP_CALLBACKS".into(), "true".into()),
+            ("WEBHOOKS_ALLOW_PRIVATE_CALLBACKS".into(), "true".into()),
+        ]);
+        for k in ["AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SQS"] {
+            if let Ok(v) = std::env::var(k) {
+                vars.push((k.into(), v));
             }
         }
+    }
+    // The queue functions, and remind-expiring for its expiry notices.
+    if f.kind == Kind::Sqs || f.name == "remind-expiring" {
+        vars.push((
+            "WEBHOOKS_DELIVERY_QUEUE_URL".into(),
+            env.sqs_queue_url
+                .clone()
+                .unwrap_or_else(|| "http://127.0.0.1:9/000000000000/bench-delivery".into()),
+        ));
     }
     vars
 }
