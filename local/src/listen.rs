@@ -177,7 +177,10 @@ impl Callback for Listener {
             // One write a line: a reader never sees half of one.
             let _ = file.write_all(format!("{}\n", record_line(&arrival)).as_bytes());
         }
-        let fail = self.fail_paths.iter().any(|p| arrival.path.starts_with(p.as_str()))
+        let fail = self
+            .fail_paths
+            .iter()
+            .any(|p| arrival.path.starts_with(p.as_str()))
             || self
                 .failures_left
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| match n {

@@ -19,10 +19,10 @@ use webhooks_bench::runtime_api::RunningFunction;
 use crate::load::{histogram, micros};
 use crate::Settings;
 use environment::{prepare, seed, Environment};
-use functions::{answer_label, event_text, function_env, lambda_env, Function, FUNCTIONS};
 pub use functions::NOOP;
-use report::{median, print_result};
+use functions::{answer_label, event_text, function_env, lambda_env, Function, FUNCTIONS};
 pub use report::{init_target, section, LambdaResult};
+use report::{median, print_result};
 
 /// A function binary under a Runtime API of its own with Lambda's
 /// environment and `vars`, for the suites that drive a function as part of

@@ -156,4 +156,3 @@ fn row_cells(r: &LambdaResult) -> Vec<String> {
         r.answers_cell(),
     ]
 }
-

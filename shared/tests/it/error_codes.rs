@@ -42,7 +42,10 @@ fn every_error_code_is_documented_in_openapi_and_the_api_guide() {
     let api = read("docs/api.md");
     let gateway = gateway_codes();
     // The search finds API Gateway's own codes (it cannot pass on an empty list).
-    assert!(gateway.iter().any(|c| c == "ROUTE_NOT_FOUND"), "{gateway:?}");
+    assert!(
+        gateway.iter().any(|c| c == "ROUTE_NOT_FOUND"),
+        "{gateway:?}"
+    );
     let codes = ErrorCode::ALL
         .iter()
         .map(|c| c.as_str())
