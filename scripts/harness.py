@@ -31,6 +31,7 @@ class Receiver:
         # Its log of handshakes and answers, read so the pipe never fills.
         threading.Thread(target=self.process.stderr.read, daemon=True).start()
 
+    @property
     def posts(self):
         """Every POST so far: {"path", "headers" (lower-case names), "body"}."""
         if not self.record.exists():
@@ -46,7 +47,7 @@ class Receiver:
         """The first POST `match(path, headers)` accepts, waiting up to `seconds`; None."""
         deadline = time.time() + seconds
         while True:
-            found = next((p for p in self.posts() if match(p["path"], p["headers"])), None)
+            found = next((p for p in self.posts if match(p["path"], p["headers"])), None)
             if found is not None or time.time() > deadline:
                 return found
             time.sleep(0.05)
