@@ -250,3 +250,57 @@ async fn toggle_on_sigusr1(state: Arc<Listener>) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderMap;
+
+    fn arrival(path: &str, body: &str) -> Arrival {
+        Arrival {
+            method: http::Method::POST,
+            path: path.into(),
+            headers: HeaderMap::from_iter([(
+                "webhook-id".parse().unwrap(),
+                "n-1".parse().unwrap(),
+            )]),
+            body: body.to_owned().into(),
+            at: std::time::Instant::now(),
+        }
+    }
+
+    #[tokio::test]
+    async fn fail_paths_fail_and_every_notification_is_recorded_as_sent() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("record.jsonl");
+        let listener = Listener {
+            verifiers: vec![],
+            failures_left: AtomicU64::new(0),
+            fail_body: String::new(),
+            fail_status: 500,
+            retry_after: None,
+            fail_paths: vec!["/fail".into()],
+            record: Some(Mutex::new(File::create(&path).unwrap())),
+        };
+        let body = r#"{"text": "a\nb"}"#;
+        assert_eq!(
+            listener.notification(arrival("/hook", body)).await.code(),
+            200
+        );
+        assert_eq!(
+            listener.notification(arrival("/fail/1", body)).await.code(),
+            500
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(lines[0]["path"], "/hook");
+        assert_eq!(lines[1]["path"], "/fail/1");
+        assert_eq!(lines[0]["headers"]["webhook-id"], "n-1");
+        // The body exactly as sent (its signature covers these bytes).
+        assert_eq!(lines[0]["body"], body);
+    }
+}
