@@ -13,9 +13,6 @@ The checks:
              local/src and functions/*/src outside tests, and template.yaml's Environment)
              has a row in docs/configuration.md whose Default column holds the code's
              default; every row is read by the code; README.md and docs/ name no other;
-  errors     every error code the code can produce (codes given to ApiError and its
-             constructors, error.rs, the callback failure codes, template.yaml's
-             GatewayResponses) is in openapi.yaml and docs/api.md;
   functions  every crate under functions/ is a function of template.yaml (Binary:) and has
              a row in the size table of BENCHMARKS.md ("### Sizes");
   references every citation of a Markdown document by its file name, in the sources,
@@ -29,6 +26,9 @@ The checks:
              `services::aws::{api_app, queue_functions}`: each module a file or folder of a crate's
              src/, the last name defined under it) or a type's item (`Store::record_delivery`:
              the item defined beside the type).
+
+That every error code is in openapi.yaml and docs/api.md is checked once, in Rust, against
+the `ErrorCode` enum itself (shared/tests/it/error_codes.rs).
 
 Python 3 standard library only; reads files, compiles nothing.
 """
@@ -378,63 +378,7 @@ def check_config(root, sources):
 
 
 # ---------------------------------------------------------------------------
-# Check 3: error codes
-
-
-def error_codes(root, sources):
-    """{code: where} of every error code the code or API Gateway can answer."""
-    codes = {}
-    code_re = r"\"([A-Z][A-Z0-9_]*[A-Z0-9])\""
-
-    def add(code, rel, text, pos):
-        codes.setdefault(code, f"{rel}:{text.count(chr(10), 0, pos) + 1}")
-
-    for rel, text in sources.items():
-        for pattern in (
-            rf"ApiError::new\(\s*[^,()]+(?:\([^()]*\))?,\s*{code_re}",
-            rf"\b(?:not_found|unavailable)\(\s*{code_re}",
-        ):
-            for m in re.finditer(pattern, text):
-                add(m.group(1), rel, text, m.start())
-        # fn code(...) -> &str { match ... => "CODE" }: the callback's failing steps.
-        for m in re.finditer(r"fn code\([^)]*\)[^{]*\{", text):
-            depth, i = 1, m.end()
-            while depth and i < len(text):
-                depth += {"{": 1, "}": -1}.get(text[i], 0)
-                i += 1
-            for c in re.finditer(code_re, text[m.end():i]):
-                add(c.group(1), rel, text, m.end() + c.start())
-        if re.search(r"shared/src/error(\.rs|/)", rel):
-            for m in re.finditer(code_re, text):
-                add(m.group(1), rel, text, m.start())
-            # An enum of codes spelled by serde: its variants in SCREAMING_SNAKE_CASE.
-            for e in re.finditer(
-                r"rename_all\s*=\s*\"SCREAMING_SNAKE_CASE\"\)\]\s*(?:#\[[^\]]*\]\s*)*pub enum \w+\s*\{([^}]*)\}",
-                text,
-            ):
-                body = re.sub(r"//[^\n]*|#\[[^\]]*\]", "", e.group(1))
-                for v in re.finditer(r"^\s*([A-Z][A-Za-z0-9]*)", body, re.M):
-                    add(re.sub(r"(?<!^)(?=[A-Z])", "_", v.group(1)).upper(), rel, text, e.start())
-    template = (root / "template.yaml").read_text()
-    for m in re.finditer(r"\"code\":\"([A-Z][A-Z0-9_]*)\"", template):
-        add(m.group(1), "template.yaml", template, m.start())
-    return codes
-
-
-def check_errors(root, sources):
-    problems = []
-    openapi = (root / "openapi.yaml").read_text()
-    api_doc = (root / API_DOC).read_text()
-    for code, where in sorted(error_codes(root, sources).items()):
-        if not re.search(rf"(?<![A-Z0-9_]){code}(?![A-Z0-9_])", openapi):
-            problems.append(f"errors: {code} ({where}) is not in openapi.yaml")
-        if f"`{code}`" not in api_doc:
-            problems.append(f"errors: {code} ({where}) is not in {API_DOC}")
-    return problems
-
-
-# ---------------------------------------------------------------------------
-# Check 4: functions
+# Check 3: functions
 
 
 def size_table_rows(root):
@@ -466,7 +410,7 @@ def check_functions(root):
 
 
 # ---------------------------------------------------------------------------
-# Check 5: citations of documents, with their headings
+# Check 4: citations of documents, with their headings
 
 
 REFERENCE_SUFFIXES = (".rs", ".sh", ".py", ".toml", ".yaml", ".yml", ".md", ".java", ".js", ".mjs",
@@ -589,7 +533,7 @@ def check_references(root):
 
 
 # ---------------------------------------------------------------------------
-# Check 6: the names of ARCHITECTURE.md's code map
+# Check 5: the names of ARCHITECTURE.md's code map
 
 
 CODE_MAP_DOC = "ARCHITECTURE.md"
@@ -704,7 +648,6 @@ def check(root):
     return (
         check_links(root)
         + check_config(root, sources)
-        + check_errors(root, sources)
         + check_functions(root)
         + check_references(root)
         + check_code_map(root)
@@ -759,14 +702,6 @@ def self_test(root):
             ("a wrong default",
              edit(CONFIG_DOC, lambda t: wrong_default.sub(r"\g<1>`513`", t, 1)),
              "WEBHOOKS_DELIVERY_CONCURRENCY: documented default int:513", "the code's is int:512"),
-            ("an error code missing from the documents",
-             edit("shared/src/error/code.rs", lambda t: t.replace(
-                 "MessageNotFound = \"MESSAGE_NOT_FOUND\",",
-                 "MessageNotFound = \"MESSAGE_NOT_FOUND\",\n    PlantedNotFound = \"PLANTED_NOT_FOUND\",", 1)),
-             "errors: PLANTED_NOT_FOUND", "is not in openapi.yaml"),
-            ("an error code missing from docs/api.md",
-             edit(API_DOC, lambda t: t.replace("`STORE_UNAVAILABLE`", "`STORE_UNAVAILABLE `")),
-             "errors: STORE_UNAVAILABLE", "is not in docs/api.md"),
             ("a function missing from the template and the size table",
              add_file("functions/planted-function/Cargo.toml", "[package]\nname = \"planted-function\"\n"),
              "functions: functions/planted-function is not a function of template.yaml", ""),
@@ -829,7 +764,7 @@ def main(argv):
     if problems:
         print(f"check-docs: {len(problems)} problem(s)", file=sys.stderr)
         return 1
-    print("check-docs: links, configuration, error codes, functions, references and the code map agree with the code")
+    print("check-docs: links, configuration, functions, references and the code map agree with the code")
     return 0
 
 

@@ -7,8 +7,10 @@ you deploy, and what only your account can show").
                                                                check can fail
 
 Run with the tools venv's python (aws-sam-translator, boto3) and moto running
-(AWS_ENDPOINT_URL_SQS, scripts/emulators.sh `start_moto`); DIR holds the function binaries
-(`cargo build -p <function>...`). What it does:
+(AWS_ENDPOINT_URL_SQS, scripts/emulators.sh `start_moto`); DIR holds the function binaries,
+webhooks-local (the callback receiver, tokens, signatures) and lambda-runtime (the fake Lambda
+Runtime API of bench/src/runtime_api.rs): `cargo build -p webhooks-local -p <function>...` and
+`cargo build -p webhooks-bench --bin lambda-runtime`. What it does:
 
 1. Transforms template.yaml offline with aws-sam-translator, as `sam deploy` would after
    `sam package` (CodeUri rewritten to an S3 artifact), with the rehearsal's parameters (plus
@@ -17,7 +19,7 @@ Run with the tools venv's python (aws-sam-translator, boto3) and moto running
 2. Creates each stack in moto's CloudFormation: conditions evaluated, the resource types moto
    cannot create set aside (SET_ASIDE names each and what proves it instead), then reads the
    stack's outputs, each function's environment and its role's inline policies back.
-3. Runs the real function binaries behind a fake Lambda Runtime API, each with the
+3. Runs the real function binaries behind the fake Lambda Runtime API, each with the
    environment the stack gives it (plus the test settings in TEST_ENV only), against the
    stack's own tables and queues: the authorizer, create a subscription (the handshake
    reaches a receiver on this machine), post an event to EventsQueue, ingest it, deliver it
@@ -58,15 +60,13 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.parse
 import uuid
 import zipfile
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
-from harness import Receiver, Server, mint_token, signature_ok
+from harness import Receiver, mint_token, signature_ok
 
 ROOT = Path(__file__).resolve().parent.parent
 ACCOUNT = "123456789012"
@@ -425,110 +425,48 @@ def delete_stack(name):
 # 3. The functions, run as Lambda runs them
 
 
-class RuntimeApi:
-    """A fake Lambda Runtime API for one function process: hands out one invocation at a
-    time and waits for its answer."""
-
-    def __init__(self):
-        self.pending = []
-        self.cond = threading.Condition()
-        self.answers = {}
-        self.init_error = None
-        api = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def reply(self, code, body=b"{}", headers=()):
-                self.send_response(code)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                for k, v in headers:
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_GET(self):
-                if not self.path.endswith("/runtime/invocation/next"):
-                    return self.reply(404)
-                with api.cond:
-                    while not api.pending:
-                        api.cond.wait()
-                    request_id, body = api.pending.pop(0)
-                deadline = int(time.time() * 1000) + 30_000
-                self.reply(
-                    200,
-                    body,
-                    [
-                        ("lambda-runtime-aws-request-id", request_id),
-                        ("lambda-runtime-deadline-ms", str(deadline)),
-                        ("lambda-runtime-invoked-function-arn", f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:x"),
-                        ("lambda-runtime-trace-id", "Root=1-5e1b4151-5ac6c58f5b5daa6532e4f2e7;Parent=1;Sampled=0"),
-                    ],
-                )
-
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                parts = self.path.split("/")
-                with api.cond:
-                    if self.path.endswith("/init/error"):
-                        api.init_error = body.decode(errors="replace")
-                    elif parts[-1] in ("response", "error"):
-                        api.answers[parts[-2]] = (parts[-1], body)
-                    api.cond.notify_all()
-                self.reply(202, b'{"status":"OK"}')
-
-        self.server = Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.address = f"127.0.0.1:{self.server.server_address[1]}"
-
-
 class Function:
+    """A function's binary under the fake Lambda Runtime API (bench/src/runtime_api.rs, through
+    its `lambda-runtime` binary in the bin dir: events in, answers out, one JSON a line)."""
+
     def __init__(self, logical, spec, bin_dir, extra_env, log_dir):
         self.logical = logical
         self.spec = spec
-        self.api = RuntimeApi()
         binary = Path(bin_dir) / spec["binary"]
-        if not binary.exists():
-            raise Failure(f"{logical}: no binary {binary} (cargo build -p {spec['binary']})")
+        runtime = Path(bin_dir) / "lambda-runtime"
+        for path, package in ((binary, spec["binary"]), (runtime, "webhooks-bench --bin lambda-runtime")):
+            if not path.exists():
+                raise Failure(f"{logical}: no binary {path} (cargo build -p {package})")
         env = {k: v for k, v in os.environ.items() if k in TEST_ENV}
         env.update(spec["lambda_env"])
         env.update(spec["env"])
         env.update(extra_env)
-        env["AWS_LAMBDA_RUNTIME_API"] = self.api.address
         env["AWS_LAMBDA_FUNCTION_NAME"] = spec["name"]
-        self.stderr = open(Path(log_dir) / f"{spec['binary']}.log", "wb")
-        self.process = subprocess.Popen([str(binary)], env=env, stdout=self.stderr, stderr=subprocess.STDOUT)
+        self.log = Path(log_dir) / f"{spec['binary']}.log"
+        self.process = subprocess.Popen([str(runtime), "--log", str(self.log), str(binary)], env=env,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        ready = self.answer()
+        if "error" in ready:
+            raise Failure(f"{logical} ({spec['binary']}) failed at init: {ready['error']}; "
+                          f"log: {self.log}: {self.log.read_text()[-1500:]}")
+
+    def answer(self):
+        line = self.process.stdout.readline()
+        if not line:
+            raise Failure(f"{self.logical}: lambda-runtime exited: {self.process.wait()}")
+        return json.loads(line)
 
     def invoke(self, event):
-        request_id = str(uuid.uuid4())
-        api = self.api
-        with api.cond:
-            api.pending.append((request_id, json.dumps(event).encode()))
-            api.cond.notify_all()
-            deadline = time.time() + 30
-            while request_id not in api.answers:
-                if api.init_error is not None:
-                    raise Failure(f"{self.logical} ({self.spec['binary']}) failed at init: {api.init_error}")
-                if self.process.poll() is not None:
-                    raise Failure(f"{self.logical} ({self.spec['binary']}) exited: {self.process.returncode}; "
-                                  f"log: {self.stderr.name}: {Path(self.stderr.name).read_text()[-1500:]}")
-                if time.time() > deadline:
-                    raise Failure(f"{self.logical}: no answer within 30 s")
-                api.cond.wait(0.1)
-            kind, body = api.answers.pop(request_id)
-        if kind == "error":
-            raise Failure(f"{self.logical}: invocation error {body.decode(errors='replace')}")
-        return json.loads(body)
+        self.process.stdin.write(json.dumps(event) + "\n")
+        self.process.stdin.flush()
+        answer = self.answer()
+        if not answer["ok"]:
+            raise Failure(f"{self.logical}: invocation error {answer['error']}")
+        return answer["response"]
 
     def stop(self):
-        self.process.kill()
+        self.process.stdin.close()
         self.process.wait()
-        self.api.server.shutdown()
-        self.stderr.close()
 
 
 def sample(name):
@@ -593,8 +531,8 @@ def queue_arn(url):
     return f"arn:aws:sqs:{REGION}:{ACCOUNT}:{url.rsplit('/', 1)[1]}"
 
 
-def verify_signature(secret, headers, body):
-    if not signature_ok(secret, headers, body):
+def verify_signature(webhooks_local, secret, post):
+    if not signature_ok(webhooks_local, secret, post):
         raise Failure("the notification's signature does not verify with the subscription's secret")
 
 
@@ -627,10 +565,10 @@ def rehearse(stack, bin_dir, work, webhooks_local=None, http_api=False):
             running[logical] = Function(logical, fns[logical], bin_dir, record, work)
         return Counted(running[logical])
 
-    receiver = Receiver()
+    receiver = Receiver(webhooks_local, work)
     sqs = client("sqs")
     try:
-        token = mint_token(JWT_SECRET, ORG, f"rehearsal:{ORG}")
+        token = mint_token(webhooks_local, JWT_SECRET, ORG)
         if http_api:
             # The HTTP API option: its keys in the stack's subscriptions table, created as the
             # operator does (webhooks-local api-keys), read by the authorizer.
@@ -708,12 +646,10 @@ def rehearse(stack, bin_dir, work, webhooks_local=None, http_api=False):
         if len(jobs) != 2:
             raise Failure(f"ingest-events queued {len(jobs)} jobs on DeliveryQueueUrl, not 2")
         r = fn("DeliverNotificationsFunction").invoke(sqs_event(queue_arn(outputs["DeliveryQueueUrl"]), jobs))
-        with receiver.cond:
-            receiver.cond.wait_for(lambda: any(p == "/hook" for p, _, _ in receiver.posts), 15)
-        delivered = [(h, b) for p, h, b in receiver.posts if p == "/hook"]
+        delivered = receiver.wait_for(lambda path, _: path == "/hook", 15)
         if not delivered:
             raise Failure("deliver-notifications posted nothing to the callback")
-        verify_signature(secret, *delivered[0])
+        verify_signature(webhooks_local, secret, delivered)
         log("an event posted to EventsQueue was ingested, delivered and its signature verified")
         if r.get("batchItemFailures"):
             raise Failure(f"deliver-notifications failed records: {r}")
@@ -722,9 +658,7 @@ def rehearse(stack, bin_dir, work, webhooks_local=None, http_api=False):
             raise Failure(f"ingest-events queued {len(line)} jobs on OrderedDeliveryQueueUrl, not 1")
         r = fn("DeliverNotificationsFunction").invoke(
             sqs_event(queue_arn(outputs["OrderedDeliveryQueueUrl"]), line))
-        with receiver.cond:
-            receiver.cond.wait_for(lambda: any(p == "/ordered" for p, _, _ in receiver.posts), 15)
-        if not any(p == "/ordered" for p, _, _ in receiver.posts) or r.get("batchItemFailures"):
+        if not receiver.wait_for(lambda path, _: path == "/ordered", 15) or r.get("batchItemFailures"):
             raise Failure(f"deliver-notifications did not deliver the ordered notification: {r}")
         ordered_nid = json.loads(line[0]["Body"])["id"]
         # Lambda's mapping deletes a record left out of batchItemFailures: the line's next can go.
@@ -782,7 +716,7 @@ def rehearse(stack, bin_dir, work, webhooks_local=None, http_api=False):
     finally:
         for f in running.values():
             f.stop()
-        receiver.server.shutdown()
+        receiver.stop()
 
 
 # ------------------------------------------------------------------------------------------

@@ -1,91 +1,74 @@
-"""What the deploy rehearsal (deploy-rehearsal.py) and the local invocation (lambda-invoke.py)
-share: a quiet threaded HTTP server, a callback receiver on this machine, HS256 bearer tokens
-as the service verifies them, and the Standard Webhooks signature check."""
+"""What the deploy rehearsal, the local invocation and the profile share: the project's own
+receiver, tokens and signature check, driven from Python. `webhooks-local listen` is the one
+callback receiver (receiver/), `webhooks-local token` mints the bearer tokens the service
+verifies, `webhooks-local verify` checks a notification's Standard Webhooks signature."""
 
-import base64
-import hashlib
-import hmac
 import json
+import subprocess
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        pass  # a client that hangs up (a function killed at the end) is no failure
+import uuid
+from pathlib import Path
 
 
 class Receiver:
-    """A callback: answers the handshake, keeps every POST as (path, headers with lower-case
-    names, body); a path with `fail` in it answers 500."""
+    """`webhooks-local listen` on a free port: answers the handshake, records every POST; a
+    path starting with one of `fail_paths` answers 500."""
 
-    def __init__(self):
-        self.posts = []
-        self.cond = threading.Condition()
-        receiver = self
+    def __init__(self, webhooks_local, work, fail_paths=("/fail",)):
+        self.webhooks_local = webhooks_local
+        self.record = Path(work) / f"receiver-{uuid.uuid4().hex[:8]}.jsonl"
+        command = [webhooks_local, "listen", "--port", "0", "--record", str(self.record)]
+        for path in fail_paths:
+            command += ["--fail-path", path]
+        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.PIPE, text=True)
+        banner = self.process.stderr.readline()  # "... receiving callbacks on http://ADDR/"
+        if "http://" not in banner:
+            self.process.kill()
+            raise RuntimeError(f"webhooks-local listen did not start: {banner}{self.process.stderr.read()}")
+        self.base = "http://" + banner.split("http://", 1)[1].strip().rstrip("/")
+        # Its log of handshakes and answers, read so the pipe never fills.
+        threading.Thread(target=self.process.stderr.read, daemon=True).start()
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+    @property
+    def posts(self):
+        """Every POST so far: {"path", "headers" (lower-case names), "body"}."""
+        if not self.record.exists():
+            return []
+        # A line still being written has no newline yet: left for the next read.
+        return [json.loads(line) for line in self.record.read_text().split("\n")[:-1]]
 
-            def log_message(self, *args):
-                pass
-
-            def answer(self, code, headers=()):
-                self.send_response(code)
-                for k, v in headers:
-                    self.send_header(k, v)
-                self.send_header("content-length", "0")
-                self.end_headers()
-
-            def do_GET(self):
-                token = self.headers.get("validation-token")
-                self.answer(200, [("validation-token", token)] if token else [])
-
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                with receiver.cond:
-                    receiver.posts.append((self.path, headers, body))
-                    receiver.cond.notify_all()
-                self.answer(500 if "fail" in self.path else 200)
-
-        self.server = Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+    def count(self):
+        """How many POSTs arrived so far."""
+        return self.record.read_bytes().count(b"\n") if self.record.exists() else 0
 
     def wait_for(self, match, seconds=10):
         """The first POST `match(path, headers)` accepts, waiting up to `seconds`; None."""
+        deadline = time.time() + seconds
+        while True:
+            found = next((p for p in self.posts if match(p["path"], p["headers"])), None)
+            if found is not None or time.time() > deadline:
+                return found
+            time.sleep(0.05)
 
-        def found():
-            return next((p for p in self.posts if match(p[0], p[1])), None)
-
-        with self.cond:
-            self.cond.wait_for(found, seconds)
-            return found()
-
-
-def mint_token(secret, org, sub):
-    """An HS256 access token of `org` with both scopes, valid ten minutes."""
-
-    def b64(data):
-        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-    header = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
-    now = int(time.time())
-    claims = {"sub": sub, "org_id": org, "scope": "webhooks/read webhooks/write",
-              "iat": now, "exp": now + 600}
-    payload = b64(json.dumps(claims).encode())
-    signature = hmac.new(secret.encode(), f"{header}.{payload}".encode(), hashlib.sha256).digest()
-    return f"{header}.{payload}.{b64(signature)}"
+    def stop(self):
+        self.process.kill()
+        self.process.wait()
 
 
-def signature_ok(secret, headers, body):
-    """Whether one of the notification's signatures verifies with `secret` (`whsec_...`);
-    `headers` with lower-case names."""
-    key = base64.b64decode(secret.split("_", 1)[1])
-    signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.".encode() + body
-    expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
-    return expected in [s.split(",", 1)[1] for s in headers.get("webhook-signature", "").split()]
+def mint_token(webhooks_local, secret, org):
+    """`webhooks-local token`: an HS256 access token of `org` signed with `secret`, both scopes."""
+    env = {"WEBHOOKS_JWT_HS256_SECRET": secret, "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([webhooks_local, "token", "--org", org, "--ttl", "1h"], env=env,
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"webhooks-local token failed: {out.stderr.strip()}")
+    return out.stdout.strip()
+
+
+def signature_ok(webhooks_local, secret, post):
+    """`webhooks-local verify`: whether a recorded POST's signature verifies with `secret`."""
+    out = subprocess.run([webhooks_local, "verify", "--secret", secret], input=json.dumps(post) + "\n",
+                         capture_output=True, text=True)
+    return out.returncode == 0

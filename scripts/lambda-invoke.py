@@ -455,7 +455,7 @@ def check_answer(c, rc, out, err, values, receiver):
         post = receiver.wait_for(lambda _, h: all(h.get(k) == v for k, v in c["posted"].items()))
         if post is None:
             problems.append(f"the callback got no POST with {c['posted']}")
-        elif not signature_ok(SECRET, post[1], post[2]):
+        elif not signature_ok(receiver.webhooks_local, SECRET, post):
             problems.append("the POST's signature does not verify with the subscription's secret")
     return problems
 
@@ -529,7 +529,7 @@ def main():
         sys.exit("lambda-invoke: FAILED:\n  " + "\n  ".join(problems))
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="lambda-invoke-") as work:
-        receiver = Receiver()
+        receiver = Receiver(str(Path(args.bin_dir) / "webhooks-local"), work)
         watch = None
         try:
             env, api_key = prepare(args.bin_dir, receiver, work)
@@ -537,7 +537,7 @@ def main():
                 f"{env['WEBHOOKS_DELIVERY_QUEUE_URL']} with the sample data ({time.time() - started:.1f} s)")
             watch = Watch(args.cargo_lambda, args.bin_dir, env, work)
             log(f"cargo lambda watch --only-lambda-apis on 127.0.0.1:{watch.port}")
-            values = {"receiver": receiver.base, "token": mint_token(JWT_SECRET, "org-1", "local:org-1"), "api_key": api_key}
+            values = {"receiver": receiver.base, "token": mint_token(receiver.webhooks_local, JWT_SECRET, "org-1"), "api_key": api_key}
             seed_notification(watch, work)
             problems, count = run_cases(watch, receiver, values, EXPECT, work)
             if problems:
@@ -552,7 +552,7 @@ def main():
         finally:
             if watch is not None:
                 watch.stop()
-            receiver.server.shutdown()
+            receiver.stop()
     log(f"passed in {time.time() - started:.1f} s")
 
 

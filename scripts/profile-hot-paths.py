@@ -5,7 +5,7 @@ not. Usage:
 
     scripts/profile-hot-paths.py [--bin target/release/webhooks-local] [--requests 4000]
 
-Starts the server on a temp data dir and a callback receiver (this script), creates one
+Starts the server on a temp data dir and a callback receiver (`webhooks-local listen`), creates one
 subscription, then for each scenario sends the requests one after another over one
 keep-alive connection and divides the server's instructions by the requests:
 
@@ -23,49 +23,10 @@ counted there (zeroed and dumped around each scenario with `callgrind_control`):
 machine whose CPU counters perf cannot read (a VM), slower but exact. Settings such as
 `WEBHOOKS_METRICS_ADDR` or `OTEL_EXPORTER_OTLP_ENDPOINT` pass through the environment."""
 
-import argparse, base64, glob, hashlib, hmac, http.client, http.server, json, os, signal
-import subprocess, sys, tempfile, threading, time
+import argparse, glob, http.client, json, os, signal
+import subprocess, tempfile, threading, time
 
-received = 0
-received_lock = threading.Lock()
-
-
-class Receiver(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self):
-        token = self.headers.get("validation-token")
-        self.send_response(200)
-        if token:
-            self.send_header("validation-token", token)
-        self.send_header("content-length", "0")
-        self.end_headers()
-
-    def do_POST(self):
-        global received
-        self.rfile.read(int(self.headers.get("content-length", "0")))
-        with received_lock:
-            received += 1
-        self.send_response(200)
-        self.send_header("content-length", "0")
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
-def b64(data):
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def hs256(secret, org):
-    head = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
-    now = int(time.time())
-    body = b64(json.dumps({"sub": "bench", "org_id": org, "scope": "webhooks/read webhooks/write",
-                           "iat": now, "exp": now + 86400}).encode())
-    sig = hmac.new(secret.encode(), f"{head}.{body}".encode(), hashlib.sha256).digest()
-    return f"{head}.{body}.{b64(sig)}"
-
+from harness import Receiver, mint_token
 
 class Perf:
     """`perf stat` (and optionally `perf record`) attached to a process."""
@@ -124,9 +85,8 @@ def main():
     ap.add_argument("--callgrind", action="store_true", help="count under valgrind's callgrind")
     args = ap.parse_args()
 
-    recv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-    threading.Thread(target=recv.serve_forever, daemon=True).start()
     data = tempfile.mkdtemp()
+    recv = Receiver(args.bin, data)
     key, secret = "profile-key", "profile-secret-0123456789abcdef"
     env = dict(os.environ, WEBHOOKS_API_KEYS=key, WEBHOOKS_JWT_HS256_SECRET=secret, RUST_LOG=args.log)
     env.pop("WEBHOOKS_BACKEND", None)
@@ -144,7 +104,7 @@ def main():
         host, port = addr.rsplit(":", 1)
         conn = http.client.HTTPConnection(host, int(port))
         org = "prof"
-        headers = {"x-api-key": key, "authorization": "Bearer " + hs256(secret, org),
+        headers = {"x-api-key": key, "authorization": "Bearer " + mint_token(args.bin, secret, org),
                    "content-type": "application/json"}
 
         def call(method, path, body=None, expect=200):
@@ -156,7 +116,7 @@ def main():
             return payload
 
         filt = f"/orgId/{org}/department/d/message?direction=inbound"
-        uri = f"http://127.0.0.1:{recv.server_address[1]}/hook"
+        uri = f"{recv.base}/hook"
         sub = json.loads(call("POST", "/webhooksubscription",
                               json.dumps({"uri": uri, "eventFilters": [filt], "expiresDateInMillies": 0})))["id"]
 
@@ -177,14 +137,14 @@ def main():
                 call("GET", list_path)
 
         def ingest(n, tag):
-            start = received
+            start = recv.count()
             for i in range(n):
                 call("POST", "/events", event(i, tag), expect=202)
             deadline = time.time() + 60
-            while received - start < n and time.time() < deadline:
+            while recv.count() - start < n and time.time() < deadline:
                 time.sleep(0.01)
-            if received - start < n:
-                raise RuntimeError(f"only {received - start} of {n} notifications arrived")
+            if recv.count() - start < n:
+                raise RuntimeError(f"only {recv.count() - start} of {n} notifications arrived")
 
         # 999 more for the list, on a filter no event matches (fan-out stays 1).
         other = f"/orgId/{org}/department/other/message?direction=inbound"
@@ -216,7 +176,7 @@ def main():
     finally:
         server.terminate()
         server.wait()
-        recv.shutdown()
+        recv.stop()
 
 
 if __name__ == "__main__":

@@ -12,12 +12,18 @@
 //! `SIGUSR1`, which switches failing off (and on again, the next time).
 //! `--fail-body` is the body of those answers, as `text/html`; `--fail-status`
 //! their status (`500` by default: `429` or `503` to see a pause), and
-//! `--retry-after` a `Retry-After` (seconds) they carry.
+//! `--retry-after` a `Retry-After` (seconds) they carry; `--fail-path` fails
+//! only the notifications to a path that starts with it. With `--record FILE`
+//! it appends every notification to FILE as one JSON line (`path`, `headers`
+//! with lower-case names, `body` as sent), for a script to read what arrived
+//! (and `webhooks-local verify` to check its signature).
 
+use std::fs::File;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use clap::Args;
 use webhooks_receiver::{Answer, Arrival, Callback};
@@ -52,6 +58,14 @@ pub struct ListenArgs {
     /// `Retry-After` (seconds) on the failing answers.
     #[arg(long)]
     retry_after: Option<u32>,
+    /// Fail (`--fail-status`) every notification to a path starting with this
+    /// (repeatable), besides `--fail-first` and `--fail-all`.
+    #[arg(long)]
+    fail_path: Vec<String>,
+    /// Append every notification to this file, one JSON line each: `path`,
+    /// `headers` (lower-case names), `body` (as sent; `webhooks-local verify` checks it).
+    #[arg(long)]
+    record: Option<PathBuf>,
 }
 
 struct Listener {
@@ -62,6 +76,8 @@ struct Listener {
     fail_body: String,
     fail_status: u16,
     retry_after: Option<u32>,
+    fail_paths: Vec<String>,
+    record: Option<Mutex<File>>,
 }
 
 pub fn run(args: ListenArgs) -> Result<(), String> {
@@ -74,6 +90,16 @@ pub fn run(args: ListenArgs) -> Result<(), String> {
                 .map_err(|e| format!("--secret (key {}): {e}", i + 1))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let record = match &args.record {
+        Some(path) => Some(Mutex::new(
+            File::options()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| format!("--record {}: {e}", path.display()))?,
+        )),
+        None => None,
+    };
     let listener_state = Arc::new(Listener {
         verifiers,
         failures_left: AtomicU64::new(if args.fail_all {
@@ -84,6 +110,8 @@ pub fn run(args: ListenArgs) -> Result<(), String> {
         fail_body: args.fail_body,
         fail_status: args.fail_status,
         retry_after: args.retry_after,
+        fail_paths: args.fail_path,
+        record,
     });
     let toggled = listener_state.clone();
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
@@ -144,16 +172,27 @@ impl Callback for Listener {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}");
         let _ = out.flush();
+        if let Some(file) = &self.record {
+            let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
+            // One write a line: a reader never sees half of one.
+            let _ = file.write_all(format!("{}\n", record_line(&arrival)).as_bytes());
+        }
         let fail = self
-            .failures_left
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| match n {
-                FAIL_ALL => Some(FAIL_ALL),
-                n => n.checked_sub(1),
-            })
-            .is_ok();
+            .fail_paths
+            .iter()
+            .any(|p| arrival.path.starts_with(p.as_str()))
+            || self
+                .failures_left
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| match n {
+                    FAIL_ALL => Some(FAIL_ALL),
+                    n => n.checked_sub(1),
+                })
+                .is_ok();
         if fail {
             let status = self.fail_status;
-            eprintln!("notification {id}: answered {status} (--fail-first or --fail-all)");
+            eprintln!(
+                "notification {id}: answered {status} (--fail-first, --fail-all or --fail-path)"
+            );
             let mut failed = Answer::status(status);
             if let Some(seconds) = self.retry_after {
                 failed = failed.with_retry_after(&seconds.to_string());
@@ -165,6 +204,24 @@ impl Callback for Listener {
         }
         Answer::ok()
     }
+}
+
+/// A notification as `--record` writes it (and `webhooks-local verify` reads it).
+pub fn record_line(arrival: &Arrival) -> String {
+    let headers: serde_json::Map<String, serde_json::Value> = arrival
+        .headers
+        .iter()
+        .map(|(name, value)| {
+            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+            (name.as_str().to_owned(), value.into())
+        })
+        .collect();
+    serde_json::json!({
+        "path": arrival.path,
+        "headers": headers,
+        "body": String::from_utf8_lossy(&arrival.body),
+    })
+    .to_string()
 }
 
 /// `failures_left` of `--fail-all`: never counts down.
@@ -191,5 +248,59 @@ async fn toggle_on_sigusr1(state: Arc<Listener>) {
                 "answering 500 from now on"
             }
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderMap;
+
+    fn arrival(path: &str, body: &str) -> Arrival {
+        Arrival {
+            method: http::Method::POST,
+            path: path.into(),
+            headers: HeaderMap::from_iter([(
+                "webhook-id".parse().unwrap(),
+                "n-1".parse().unwrap(),
+            )]),
+            body: body.to_owned().into(),
+            at: std::time::Instant::now(),
+        }
+    }
+
+    #[tokio::test]
+    async fn fail_paths_fail_and_every_notification_is_recorded_as_sent() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("record.jsonl");
+        let listener = Listener {
+            verifiers: vec![],
+            failures_left: AtomicU64::new(0),
+            fail_body: String::new(),
+            fail_status: 500,
+            retry_after: None,
+            fail_paths: vec!["/fail".into()],
+            record: Some(Mutex::new(File::create(&path).unwrap())),
+        };
+        let body = r#"{"text": "a\nb"}"#;
+        assert_eq!(
+            listener.notification(arrival("/hook", body)).await.code(),
+            200
+        );
+        assert_eq!(
+            listener.notification(arrival("/fail/1", body)).await.code(),
+            500
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(lines[0]["path"], "/hook");
+        assert_eq!(lines[1]["path"], "/fail/1");
+        assert_eq!(lines[0]["headers"]["webhook-id"], "n-1");
+        // The body exactly as sent (its signature covers these bytes).
+        assert_eq!(lines[0]["body"], body);
     }
 }

@@ -3,6 +3,7 @@
 //! - `serve` (default): the API under `/prod` on the embedded SQLite store
 //! - `listen`: a callback receiver that answers the handshake and prints notifications
 //! - `token`: mints a bearer token for an organization
+//! - `verify`: checks the signatures of notifications `listen --record` wrote
 //! - `migrate-messages`: dates the messages of a DynamoDB table that predate
 //!   the per-id keys, so their retention applies (once, after upgrading)
 //! - `api-keys create|revoke`: the API keys of a deployment with the HTTP API
@@ -28,6 +29,7 @@ mod sample_data;
 mod serve;
 mod shutdown;
 mod test_clock;
+mod verify;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -59,6 +61,9 @@ enum Command {
     Listen(listen::ListenArgs),
     /// Print a bearer token for an organization.
     Token(TokenArgs),
+    /// Check the Standard Webhooks signatures of notifications recorded by
+    /// `listen --record` (JSON lines on stdin).
+    Verify(verify::VerifyArgs),
     /// After upgrading a DynamoDB deployment to per-id message keys: give every message
     /// still under its old key a receipt time of now and its TTL (WEBHOOKS_MESSAGES_TABLE,
     /// WEBHOOKS_MESSAGE_RETENTION, AWS credentials and region from the SDK's environment).
@@ -123,6 +128,7 @@ fn main() -> ExitCode {
         Some(Command::Serve(args)) => serve::run(args),
         Some(Command::Listen(args)) => listen::run(args),
         Some(Command::Token(args)) => token(args),
+        Some(Command::Verify(args)) => verify::run(args),
         Some(Command::MigrateMessages) => migrate_messages(),
         Some(Command::ApiKeys(args)) => api_keys::run(args),
         Some(Command::SampleData(args)) => sample_data::run(args),

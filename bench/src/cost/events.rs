@@ -17,7 +17,7 @@ use aws_sdk_sqs::types::{
 use serde_json::{json, Value};
 
 use super::proxy::Proxy;
-use crate::lambda::RunningFunction;
+use webhooks_bench::runtime_api::RunningFunction;
 
 /// What Lambda's SQS event source hands a function at most (template.yaml `BatchSize`).
 const BATCH: i32 = 10;
@@ -97,7 +97,7 @@ impl EventsPipeline {
             ("AWS_ENDPOINT_URL_SQS".into(), wiring.sqs.url()),
             ("RUST_LOG".into(), "warn".into()),
         ];
-        let function = RunningFunction::start(bin, "ingest-events", vars, log).await?;
+        let function = crate::lambda::start(bin, "ingest-events", vars, log).await?;
         Ok(EventsPipeline {
             sqs,
             queue_url,
