@@ -18,6 +18,7 @@ mod notices;
 mod oauth;
 mod openapi_document;
 mod ordering;
+mod payload_filter;
 mod otlp_tracing;
 mod rate_limit;
 mod scheduling;
