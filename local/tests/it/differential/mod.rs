@@ -276,6 +276,10 @@ impl Run {
                     plan::Kind::Rate(n) => body["rateLimit"] = json!(n),
                     plan::Kind::NoRate => body["rateLimit"] = json!(0),
                     plan::Kind::BadRate => body["rateLimit"] = json!(1001),
+                    plan::Kind::Filter(k) => {
+                        body["payloadFilter"] = json!({"message.to": plan::recipient(*k)})
+                    }
+                    plan::Kind::NoFilter => body["payloadFilter"] = Value::Null,
                     plan::Kind::Foreign => {
                         body["eventFilters"] =
                             json!(["/orgId/org-2/department/dep-0/message?direction=inbound"])
@@ -582,7 +586,7 @@ fn envelope(e: &Event) -> Value {
         "type": kind,
         "organizationId": "org-1",
         "departmentId": format!("dep-{}", e.dep),
-        "message": {"id": e.label(), "direction": direction, "to": ["+15550100"],
+        "message": {"id": e.label(), "direction": direction, "to": [plan::recipient(e.to)],
                     "from": "+15550199", "text": "differential"},
     })
 }

@@ -50,6 +50,18 @@ pub enum Kind {
     BadRate,
     /// Only a filter of another organization: refused.
     Foreign,
+    /// `"payloadFilter": {"message.to": "<recipient k>"}`: only the events to recipient `k`.
+    Filter(u8),
+    /// `"payloadFilter": null`: removes it on a re-post.
+    NoFilter,
+}
+
+/// Recipients an event may be to, and a payload filter may ask for.
+pub const RECIPIENTS: u8 = 2;
+
+/// Recipient `k`'s number.
+pub fn recipient(k: u8) -> String {
+    format!("+1555010{k}")
 }
 
 /// One event of an [`Op::Events`]: its label (also its message id), and the
@@ -62,6 +74,8 @@ pub struct Event {
     /// An inbound message (matches its department's subscriptions); else
     /// an outbound one, which matches none.
     pub inbound: bool,
+    /// Its message's recipient ([`recipient`]), which payload filters look at.
+    pub to: u8,
     pub answers: Vec<(usize, Vec<Answer>)>,
 }
 
@@ -124,13 +138,15 @@ impl fmt::Display for Op {
                     Kind::NoRate => write!(f, " rateLimit=0"),
                     Kind::BadRate => write!(f, " rateLimit=1001"),
                     Kind::Foreign => write!(f, " filter-of-org-2"),
+                    Kind::Filter(k) => write!(f, " payloadFilter=to:{}", recipient(*k)),
+                    Kind::NoFilter => write!(f, " payloadFilter=null"),
                 }
             }
             Op::Events(events) => {
                 write!(f, "{}", if events.len() > 1 { "burst" } else { "event" })?;
                 for e in events {
                     let direction = if e.inbound { "inbound" } else { "outbound" };
-                    write!(f, " [{} dep-{} {direction}", e.label(), e.dep)?;
+                    write!(f, " [{} dep-{} {direction} to:{}", e.label(), e.dep, recipient(e.to))?;
                     for (slot, answers) in &e.answers {
                         let answers: Vec<String> = answers.iter().map(|a| a.to_string()).collect();
                         write!(f, " s{slot}:{}", answers.join(","))?;
@@ -237,13 +253,15 @@ pub fn sequence(seed: u64, len: usize) -> Vec<Op> {
 }
 
 fn create(rng: &mut Rng, slot: usize) -> Op {
-    let kind = match rng.below(12) {
+    let kind = match rng.below(15) {
         0..=2 => Kind::Ordered,
         3 => Kind::Unordered,
         4 | 5 => Kind::Rate(1 + rng.below(2) as u32),
         6 => Kind::NoRate,
         7 => Kind::BadRate,
         8 => Kind::Foreign,
+        9 | 10 => Kind::Filter(rng.below(RECIPIENTS as usize) as u8),
+        11 => Kind::NoFilter,
         _ => Kind::Plain,
     };
     let dep = rng.below(DEPARTMENTS as usize) as u8;
@@ -260,6 +278,7 @@ fn event(rng: &mut Rng, next: &mut u32, alone: bool) -> Event {
     *next += 1;
     let dep = rng.below(DEPARTMENTS as usize) as u8;
     let inbound = rng.chance(85);
+    let to = rng.below(RECIPIENTS as usize) as u8;
     let answers = (0..SLOTS)
         .filter_map(|slot| {
             let n = rng.below(if alone { 5 } else { 3 });
@@ -271,6 +290,7 @@ fn event(rng: &mut Rng, next: &mut u32, alone: bool) -> Event {
         id,
         dep,
         inbound,
+        to,
         answers,
     }
 }
