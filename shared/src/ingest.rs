@@ -415,11 +415,16 @@ mod tests {
 
     #[test]
     fn the_payload_document_holds_what_the_event_says() {
-        let e = parse(r#"{"type":"message.inbound","organizationId":"o","departmentId":"d",
-            "message":{"id":"m1","to":["+1"],"from":"+2","text":"hi"},"status":"RECEIVED"}"#)
+        let e = parse(
+            r#"{"type":"message.inbound","organizationId":"o","departmentId":"d",
+            "message":{"id":"m1","to":["+1"],"from":"+2","text":"hi"},"status":"RECEIVED"}"#,
+        )
         .unwrap();
         let doc = payload_document(&e, &e.filter().to_string());
-        assert_eq!(doc["event"], "/orgId/o/department/d/message?direction=inbound");
+        assert_eq!(
+            doc["event"],
+            "/orgId/o/department/d/message?direction=inbound"
+        );
         assert_eq!(doc["messageInfo"]["status"], "RECEIVED");
         assert_eq!(doc["message"]["to"][0], "+1");
         assert!(doc.get("contactInfo").is_none());

@@ -159,10 +159,7 @@ fn join(at: &str, part: &str) -> String {
 impl Parser {
     fn node(&mut self, value: &Value, at: &str, depth: usize) -> Result<Node, FilterError> {
         if self.limits && depth > MAX_DEPTH {
-            return Err(error(
-                at,
-                format!("filters nest at most {MAX_DEPTH} deep"),
-            ));
+            return Err(error(at, format!("filters nest at most {MAX_DEPTH} deep")));
         }
         let Value::Object(members) = value else {
             return Err(error(at, "must be an object"));
@@ -200,15 +197,17 @@ impl Parser {
         })
     }
 
-    fn branches(&mut self, value: &Value, at: &str, depth: usize) -> Result<Vec<Node>, FilterError> {
+    fn branches(
+        &mut self,
+        value: &Value,
+        at: &str,
+        depth: usize,
+    ) -> Result<Vec<Node>, FilterError> {
         let Value::Array(items) = value else {
             return Err(error(at, "must be a list of filters"));
         };
         if items.is_empty() || (self.limits && items.len() > MAX_BRANCHES) {
-            return Err(error(
-                at,
-                format!("must hold 1 to {MAX_BRANCHES} filters"),
-            ));
+            return Err(error(at, format!("must hold 1 to {MAX_BRANCHES} filters")));
         }
         items
             .iter()
@@ -316,10 +315,9 @@ impl Parser {
 
 fn scalar(value: &Value, at: &str) -> Result<(), FilterError> {
     match value {
-        Value::Array(_) | Value::Object(_) => Err(error(
-            at,
-            "must be a string, a number, true, false or null",
-        )),
+        Value::Array(_) | Value::Object(_) => {
+            Err(error(at, "must be a string, a number, true, false or null"))
+        }
         _ => Ok(()),
     }
 }
@@ -349,8 +347,9 @@ impl Node {
 
 /// The value at `path`, through objects only; None where a member is missing.
 fn lookup<'a>(document: &'a Value, path: &[String]) -> Option<&'a Value> {
-    path.iter()
-        .try_fold(document, |value, name| value.as_object().and_then(|o| o.get(name)))
+    path.iter().try_fold(document, |value, name| {
+        value.as_object().and_then(|o| o.get(name))
+    })
 }
 
 impl Test {
@@ -369,7 +368,9 @@ impl Test {
         match self {
             Test::Eq(wanted) => same(wanted, value),
             Test::In(wanted) => wanted.iter().any(|w| same(w, value)),
-            Test::Prefix(prefix) => value.as_str().is_some_and(|s| s.starts_with(prefix.as_str())),
+            Test::Prefix(prefix) => value
+                .as_str()
+                .is_some_and(|s| s.starts_with(prefix.as_str())),
             Test::Exists(_) => unreachable!("held of the value itself"),
             Test::Compare(cmp, bound) => value.as_f64().is_some_and(|v| match cmp {
                 Cmp::Gt => v > *bound,

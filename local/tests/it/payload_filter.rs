@@ -40,7 +40,10 @@ async fn shown(server: &Server, org: &str, id: &str) -> Value {
         .find(|s| s["id"] == id)
         .cloned()
         .unwrap();
-    assert_eq!(got["payloadFilter"], listed["payloadFilter"], "get and list agree");
+    assert_eq!(
+        got["payloadFilter"], listed["payloadFilter"],
+        "get and list agree"
+    );
     got["payloadFilter"].clone()
 }
 
@@ -62,8 +65,16 @@ async fn the_payload_filter_is_validated_shown_replaced_removed_and_kept() {
     let sized = |n: usize| json!({"a": "x".repeat(n - 8)});
     for (at_limit, past, says) in [
         (nested(MAX_DEPTH), nested(MAX_DEPTH + 1), "deep"),
-        (operands(MAX_OPERANDS), operands(MAX_OPERANDS + 1), "values in all"),
-        (branches(MAX_BRANCHES), branches(MAX_BRANCHES + 1), "filters"),
+        (
+            operands(MAX_OPERANDS),
+            operands(MAX_OPERANDS + 1),
+            "values in all",
+        ),
+        (
+            branches(MAX_BRANCHES),
+            branches(MAX_BRANCHES + 1),
+            "filters",
+        ),
         (sized(MAX_BYTES), sized(MAX_BYTES + 1), "bytes"),
     ] {
         let (status, body) = post(&server, org, &uri, json!({"payloadFilter": past})).await;
@@ -89,21 +100,35 @@ async fn the_payload_filter_is_validated_shown_replaced_removed_and_kept() {
     let other = Receiver::start(Handshake::Echo).await;
     let (status, plain) = post(&server, org, &other.uri("/hook"), json!({})).await;
     assert_eq!(status, StatusCode::OK, "{plain}");
-    assert!(plain.get("payloadFilter").is_none(), "the original interface: {plain}");
+    assert!(
+        plain.get("payloadFilter").is_none(),
+        "the original interface: {plain}"
+    );
 
     let first = json!({"message.to": "+15550001"});
     let (_, set) = post(&server, org, &uri, json!({"payloadFilter": first})).await;
     let id = set["id"].as_str().unwrap().to_owned();
     assert_eq!(shown(&server, org, &id).await, first);
     let (_, renewed) = post(&server, org, &uri, json!({"expiresDateInMillies": 0})).await;
-    assert_eq!(renewed["payloadFilter"], first, "absent keeps it: {renewed}");
-    let second = json!({"$or": [{"message.to": "+15550002"}, {"messageInfo.status": {"$in": ["FAILED"]}}]});
+    assert_eq!(
+        renewed["payloadFilter"], first,
+        "absent keeps it: {renewed}"
+    );
+    let second =
+        json!({"$or": [{"message.to": "+15550002"}, {"messageInfo.status": {"$in": ["FAILED"]}}]});
     let (_, replaced) = post(&server, org, &uri, json!({"payloadFilter": second})).await;
     assert_eq!(replaced["payloadFilter"], second);
     let server = server.restart();
-    assert_eq!(shown(&server, org, &id).await, second, "kept across a restart");
+    assert_eq!(
+        shown(&server, org, &id).await,
+        second,
+        "kept across a restart"
+    );
     let (_, removed) = post(&server, org, &uri, json!({"payloadFilter": null})).await;
-    assert!(removed.get("payloadFilter").is_none(), "null removes it: {removed}");
+    assert!(
+        removed.get("payloadFilter").is_none(),
+        "null removes it: {removed}"
+    );
     assert_eq!(shown(&server, org, &id).await, Value::Null);
 }
 
@@ -174,14 +199,29 @@ async fn an_event_the_filter_refuses_creates_no_job_no_history_and_no_call() {
     let wanted = Receiver::start(Handshake::Echo).await;
     let refused = Receiver::start(Handshake::Echo).await;
     let filter = json!({"message.to": {"$in": ["+15550001", "+15550002"]}});
-    let (_, a) = post(&server, org, &wanted.uri("/hook"), json!({"payloadFilter": filter})).await;
+    let (_, a) = post(
+        &server,
+        org,
+        &wanted.uri("/hook"),
+        json!({"payloadFilter": filter}),
+    )
+    .await;
     let never = json!({"messageInfo.status": "NEVER"});
-    let (_, b) = post(&server, org, &refused.uri("/hook"), json!({"payloadFilter": never})).await;
+    let (_, b) = post(
+        &server,
+        org,
+        &refused.uri("/hook"),
+        json!({"payloadFilter": never}),
+    )
+    .await;
     let (a, b) = (a["id"].as_str().unwrap(), b["id"].as_str().unwrap());
 
     wanted.hold();
     let mut matching = Vec::new();
-    for (i, to) in ["+15550001", "+15550003", "+15550002", "+15559000"].iter().enumerate() {
+    for (i, to) in ["+15550001", "+15550003", "+15550002", "+15559000"]
+        .iter()
+        .enumerate()
+    {
         let id = format!("evt-pf-{i}");
         let queued = queued_for(&server, org, &message_to(&id, org, to)).await;
         let matches = to.ends_with('1') || to.ends_with('2');
@@ -195,18 +235,35 @@ async fn an_event_the_filter_refuses_creates_no_job_no_history_and_no_call() {
     if !aws_backend() {
         assert_eq!(queue_count(&server, b).await, 0);
     }
-    assert_eq!((history(&server, org, a).await, history(&server, org, b).await), (2, 0));
+    assert_eq!(
+        (
+            history(&server, org, a).await,
+            history(&server, org, b).await
+        ),
+        (2, 0)
+    );
 
     wanted.release();
     server.wait_until_idle().await;
     let mut got: Vec<String> = wanted
         .received()
         .iter()
-        .map(|r| r.json()["messageInfo"]["messageId"].as_str().unwrap().to_owned())
+        .map(|r| {
+            r.json()["messageInfo"]["messageId"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
         .collect();
     got.sort();
     got.dedup();
     assert_eq!(got, matching);
     assert_eq!(refused.count(), 0, "the refused subscription got no call");
-    assert_eq!((history(&server, org, a).await, history(&server, org, b).await), (2, 0));
+    assert_eq!(
+        (
+            history(&server, org, a).await,
+            history(&server, org, b).await
+        ),
+        (2, 0)
+    );
 }

@@ -29,7 +29,10 @@ fn each_operator_matches_and_refuses() {
         (json!({"messageInfo.status": "SENT"}), false),
         (json!({"messageInfo.status": {"$eq": "RECEIVED"}}), true),
         (json!({"message.to": "+15550002"}), true),
-        (json!({"message.to": {"$in": ["+15550003", "+15550001"]}}), true),
+        (
+            json!({"message.to": {"$in": ["+15550003", "+15550001"]}}),
+            true,
+        ),
         (json!({"message.to": {"$in": ["+15550003"]}}), false),
         (json!({"message.text": {"$prefix": "STOP"}}), true),
         (json!({"message.text": {"$prefix": "stop"}}), false),
@@ -38,17 +41,35 @@ fn each_operator_matches_and_refuses() {
         (json!({"message.media": {"$exists": false}}), true),
         (json!({"message.to": {"$exists": true}}), true),
         (json!({"contactInfo": {"$exists": true}}), false),
-        (json!({"messageInfo.lastUpdated": {"$gte": 1_700_000_000_000_i64, "$lt": 1.8e12}}), true),
-        (json!({"messageInfo.lastUpdated": {"$gt": 1_700_000_000_000_i64}}), false),
+        (
+            json!({"messageInfo.lastUpdated": {"$gte": 1_700_000_000_000_i64, "$lt": 1.8e12}}),
+            true,
+        ),
+        (
+            json!({"messageInfo.lastUpdated": {"$gt": 1_700_000_000_000_i64}}),
+            false,
+        ),
         (json!({"messageInfo.lastUpdated": 1.7e12}), true),
         (json!({"messageInfo.status": {"$lte": 5}}), false),
         (json!({"messageInfo.messageId": 1}), false),
-        (json!({"$or": [{"message.from": "+1"}, {"message.from": "+15559999"}]}), true),
-        (json!({"$and": [{"message.from": "+15559999"}, {"message.text": "x"}]}), false),
-        (json!({"$not": {"message.text": {"$prefix": "STOP"}}}), false),
+        (
+            json!({"$or": [{"message.from": "+1"}, {"message.from": "+15559999"}]}),
+            true,
+        ),
+        (
+            json!({"$and": [{"message.from": "+15559999"}, {"message.text": "x"}]}),
+            false,
+        ),
+        (
+            json!({"$not": {"message.text": {"$prefix": "STOP"}}}),
+            false,
+        ),
         (json!({"$not": {"missing.path": "x"}}), true),
         (json!({"message.to.0": "+15550001"}), false),
-        (json!({"event": {"$prefix": "/orgId/o/"}, "messageInfo.status": "RECEIVED"}), true),
+        (
+            json!({"event": {"$prefix": "/orgId/o/"}, "messageInfo.status": "RECEIVED"}),
+            true,
+        ),
     ] {
         assert_eq!(filter(f.clone()).matches(&doc), expected, "{f}");
     }
@@ -73,7 +94,10 @@ fn refuses_what_is_not_a_filter_naming_where() {
         (json!({"a": {"$prefix": 1}}), "a.$prefix"),
         (json!({"a": {"$gt": "1"}}), "a.$gt"),
         (json!({"a": {"$exists": 1}}), "a.$exists"),
-        (json!({"$or": [{"a": 1}, {"b": {"$eq": {}}}]}), "$or[1].b.$eq"),
+        (
+            json!({"$or": [{"a": 1}, {"b": {"$eq": {}}}]}),
+            "$or[1].b.$eq",
+        ),
     ] {
         assert_eq!(refused(f.clone()).at, at, "{f}");
     }
@@ -94,10 +118,14 @@ fn each_limit_is_accepted_and_one_past_it_refused() {
     filter(nested(MAX_DEPTH));
     assert!(refused(nested(MAX_DEPTH + 1)).problem.contains("deep"));
     filter(operands(MAX_OPERANDS));
-    assert!(refused(operands(MAX_OPERANDS + 1)).problem.contains("values in all"));
+    assert!(refused(operands(MAX_OPERANDS + 1))
+        .problem
+        .contains("values in all"));
     let branches = |n: usize| json!({"$or": (0..n).map(|i| json!({"a": i})).collect::<Vec<_>>()});
     filter(branches(MAX_BRANCHES));
-    assert!(refused(branches(MAX_BRANCHES + 1)).problem.contains("filters"));
+    assert!(refused(branches(MAX_BRANCHES + 1))
+        .problem
+        .contains("filters"));
     // `{"a":"xxx…"}` is 8 bytes around the string.
     let sized = |n: usize| json!({"a": "x".repeat(n - 8)});
     assert_eq!(filter(sized(MAX_BYTES)).json().len(), MAX_BYTES);

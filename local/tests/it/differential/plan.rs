@@ -146,7 +146,13 @@ impl fmt::Display for Op {
                 write!(f, "{}", if events.len() > 1 { "burst" } else { "event" })?;
                 for e in events {
                     let direction = if e.inbound { "inbound" } else { "outbound" };
-                    write!(f, " [{} dep-{} {direction} to:{}", e.label(), e.dep, recipient(e.to))?;
+                    write!(
+                        f,
+                        " [{} dep-{} {direction} to:{}",
+                        e.label(),
+                        e.dep,
+                        recipient(e.to)
+                    )?;
                     for (slot, answers) in &e.answers {
                         let answers: Vec<String> = answers.iter().map(|a| a.to_string()).collect();
                         write!(f, " s{slot}:{}", answers.join(","))?;
