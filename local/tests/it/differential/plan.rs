@@ -210,16 +210,18 @@ impl Rng {
 /// events find subscriptions.
 pub fn sequence(seed: u64, len: usize) -> Vec<Op> {
     let mut rng = Rng::new(seed);
+    // Recipients and payload filters, drawn apart from the rest.
+    let mut extra = Rng::new(!seed);
     let mut next_event = 0;
     let mut ops = Vec::with_capacity(len);
     while ops.len() < len {
         let slot = rng.below(SLOTS);
         let op = match rng.below(100) {
             // The first operations create, so later ones have something to work on.
-            _ if ops.len() < 2 => create(&mut rng, slot),
-            0..=19 => create(&mut rng, slot),
+            _ if ops.len() < 2 => create(&mut rng, &mut extra, slot),
+            0..=19 => create(&mut rng, &mut extra, slot),
             20..=49 => {
-                let event = event(&mut rng, &mut next_event, true);
+                let event = event(&mut rng, &mut extra, &mut next_event, true);
                 Op::Events(vec![event])
             }
             50..=59 => {
@@ -228,7 +230,7 @@ pub fn sequence(seed: u64, len: usize) -> Vec<Op> {
                 let n = 2 + rng.below(5);
                 let events = (0..n)
                     .map(|_| {
-                        let mut e = event(&mut rng, &mut next_event, false);
+                        let mut e = event(&mut rng, &mut extra, &mut next_event, false);
                         e.dep = dep;
                         e
                     })
@@ -240,7 +242,7 @@ pub fn sequence(seed: u64, len: usize) -> Vec<Op> {
             73..=76 => Op::Delete { slot },
             77..=79 => Op::DeleteInFlight {
                 slot,
-                event: event(&mut rng, &mut next_event, true),
+                event: event(&mut rng, &mut extra, &mut next_event, true),
             },
             80..=87 => Op::Resend {
                 slot,
@@ -258,17 +260,21 @@ pub fn sequence(seed: u64, len: usize) -> Vec<Op> {
     ops
 }
 
-fn create(rng: &mut Rng, slot: usize) -> Op {
-    let kind = match rng.below(15) {
+fn create(rng: &mut Rng, extra: &mut Rng, slot: usize) -> Op {
+    let kind = match rng.below(12) {
         0..=2 => Kind::Ordered,
         3 => Kind::Unordered,
         4 | 5 => Kind::Rate(1 + rng.below(2) as u32),
         6 => Kind::NoRate,
         7 => Kind::BadRate,
         8 => Kind::Foreign,
-        9 | 10 => Kind::Filter(rng.below(RECIPIENTS as usize) as u8),
-        11 => Kind::NoFilter,
-        _ => Kind::Plain,
+        // Payload filters come from their own stream: a seed's sequence is otherwise the one
+        // it was before they existed (FOUND_A_DIFFERENCE replays what it found).
+        _ => match extra.below(5) {
+            0 | 1 => Kind::Filter(extra.below(RECIPIENTS as usize) as u8),
+            2 => Kind::NoFilter,
+            _ => Kind::Plain,
+        },
     };
     let dep = rng.below(DEPARTMENTS as usize) as u8;
     Op::Create { slot, kind, dep }
@@ -279,12 +285,12 @@ fn create(rng: &mut Rng, slot: usize) -> Op {
 /// answer may be scripted; in a burst only slots of ordered subscriptions
 /// could be told apart from concurrency, so the answers there are drawn by
 /// the caller's rule ([`super::model`] takes the rest as `200`).
-fn event(rng: &mut Rng, next: &mut u32, alone: bool) -> Event {
+fn event(rng: &mut Rng, extra: &mut Rng, next: &mut u32, alone: bool) -> Event {
     let id = *next;
     *next += 1;
     let dep = rng.below(DEPARTMENTS as usize) as u8;
     let inbound = rng.chance(85);
-    let to = rng.below(RECIPIENTS as usize) as u8;
+    let to = extra.below(RECIPIENTS as usize) as u8;
     let answers = (0..SLOTS)
         .filter_map(|slot| {
             let n = rng.below(if alone { 5 } else { 3 });
