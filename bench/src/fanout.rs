@@ -106,6 +106,7 @@ fn upsert(org: &str, dep: &str, uri: String, id: String) -> Upsert {
         rate_limit: None,
         role_arn: None,
         external_id: None,
+        payload_filter: None,
     }
 }
 

@@ -65,6 +65,7 @@ pub fn run(args: SampleDataArgs) -> Result<(), String> {
                 rate_limit: None,
                 role_arn: None,
                 external_id: None,
+                payload_filter: None,
             })
             .await
             .map_err(|e| format!("the subscription: {e}"))?;

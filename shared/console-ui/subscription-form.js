@@ -79,6 +79,9 @@ export function form({ created, cancel }) {
     if (!lines.includes(line)) lines.push(line);
     filters.value = lines.join('\n');
   });
+  // Optional: a JSON filter over what an event says (docs/api.md, "Payload filters").
+  const payloadFilter = h('textarea', { id: 'new-payload-filter', name: 'payloadFilter', rows: 3, spellcheck: 'false',
+    placeholder: '{"message.to": {"$in": ["+15550001"]}}' });
   const expires = h('input', { id: 'new-expires', name: 'expires', type: 'datetime-local' });
   const error = h('div', { class: 'error', role: 'alert', hidden: true });
   const submit = h('button', { type: 'submit', class: 'primary' }, 'Create subscription');
@@ -94,6 +97,10 @@ export function form({ created, cancel }) {
     h('label', { for: 'new-filters' }, 'Event filters (one per line)'),
     filters,
     h('div', { class: 'inline' }, department, kind, add),
+    h('label', { for: 'new-payload-filter' }, 'Payload filter (optional JSON)'),
+    payloadFilter,
+    h('p', { class: 'hint' }, 'Only events whose content matches are sent, e.g. {"message.text": {"$prefix": "STOP"}}; '
+      + 'operators $eq, $in, $prefix, $exists, $gt, $gte, $lt, $lte, $and, $or, $not.'),
     h('label', { for: 'new-expires' }, 'Expires (optional)'),
     expires,
     h('p', { class: 'hint' }, 'Empty: the default lifetime (90 days unless the service is configured otherwise).'),
@@ -110,6 +117,16 @@ export function form({ created, cancel }) {
     const missing = aws()
       ? [[arn, 'Enter the queue\'s or bus\'s ARN.'], [role, 'Enter the role\'s ARN.']].find(([input]) => !input.value.trim())
       : (!uri.value.trim() ? [uri, 'Enter the callback URI.'] : null);
+    if (!missing && payloadFilter.value.trim()) {
+      try {
+        body.payloadFilter = JSON.parse(payloadFilter.value);
+      } catch (e) {
+        error.replaceChildren(`The payload filter is not JSON: ${e.message}`);
+        error.hidden = false;
+        payloadFilter.focus();
+        return;
+      }
+    }
     if (missing) {
       error.replaceChildren(missing[1]);
       error.hidden = false;

@@ -386,10 +386,53 @@ fn render(
     }
 }
 
+/// What a payload filter looks at ([`crate::payload_filter`]): the
+/// notification's members that say what happened (`event`, `messageInfo`
+/// or `contactInfo`) and, for a message event, the `message` as
+/// `getmessagebyid` returns it (docs/api.md, "Payload filters").
+pub(crate) fn payload_document(event: &Event, filter: &str) -> serde_json::Value {
+    let notification = render(event, filter, "", "", 0);
+    let serde_json::Value::Object(mut document) =
+        serde_json::to_value(notification).expect("a notification serialises")
+    else {
+        unreachable!("a notification is an object")
+    };
+    // What differs per subscription or per try is not the event's.
+    for own in ["uuid", "timestamp", "subscriptionId"] {
+        document.remove(own);
+    }
+    if let Some(message) = &event.message {
+        let message = serde_json::to_value(message).expect("a message serialises");
+        document.insert("message".to_owned(), message);
+    }
+    serde_json::Value::Object(document)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_payload_document_holds_what_the_event_says() {
+        let e = parse(
+            r#"{"type":"message.inbound","organizationId":"o","departmentId":"d",
+            "message":{"id":"m1","to":["+1"],"from":"+2","text":"hi"},"status":"RECEIVED"}"#,
+        )
+        .unwrap();
+        let doc = payload_document(&e, &e.filter().to_string());
+        assert_eq!(
+            doc["event"],
+            "/orgId/o/department/d/message?direction=inbound"
+        );
+        assert_eq!(doc["messageInfo"]["status"], "RECEIVED");
+        assert_eq!(doc["message"]["to"][0], "+1");
+        assert!(doc.get("contactInfo").is_none());
+        let c = parse(r#"{"type":"contact.updated","organizationId":"o","departmentId":"d","contact":{"id":"c1"}}"#).unwrap();
+        let doc = payload_document(&c, &c.filter().to_string());
+        assert_eq!(doc["contactInfo"]["action"], "UPDATED");
+        assert!(doc.get("message").is_none());
+    }
 
     fn parse(json: &str) -> Result<Event, ApiError> {
         serde_json::from_str::<EventEnvelope>(json)

@@ -5,7 +5,8 @@
 //! it (`shared/tests/architecture.rs` holds the table and checks it):
 //!
 //! - foundation: [`ids`], [`model`], [`clock`], [`error`], [`failure`],
-//!   [`secret`], [`signature`], [`filter`], [`page`], [`call_bounds`],
+//!   [`secret`], [`signature`], [`filter`], [`payload_filter`], [`page`],
+//!   [`call_bounds`],
 //!   [`notification`] (the payloads), [`telemetry`] (metrics and traces,
 //!   handed labels);
 //! - domain: [`health`] (breaker, failure streak, calls in flight),
@@ -51,6 +52,7 @@ pub mod model;
 pub mod notice;
 pub mod notification;
 pub mod page;
+pub mod payload_filter;
 pub mod queue;
 pub mod reminders;
 pub mod retention;

@@ -153,6 +153,11 @@ impl Writer {
             self.str(&d.external_id);
             self.raw(b"}");
         }
+        if let Some(filter) = &s.payload_filter {
+            self.raw(b",\"payloadFilter\":");
+            let json = serde_json::to_vec(filter).expect("a JSON value serialises");
+            self.raw(&json);
+        }
         self.raw(b"}");
     }
 
@@ -282,7 +287,10 @@ mod tests {
             (text(), any::<i64>(), status, text(), text(), text()),
             (health(), proptest::option::of(1u32..=1000)),
             any::<bool>(),
-            proptest::option::of((text(), text(), text(), text())),
+            (
+                proptest::option::of((text(), text(), text(), text())),
+                proptest::option::of((text(), text(), any::<i64>())),
+            ),
         )
             .prop_map(
                 |(
@@ -291,7 +299,7 @@ mod tests {
                     rest,
                     (health, rate_limit),
                     ordered,
-                    destination,
+                    (destination, payload_filter),
                 )| {
                     let (expiration_time, expires_in, status, created, updated, org_id) = rest;
                     Subscription {
@@ -315,6 +323,9 @@ mod tests {
                                 role_arn,
                                 external_id,
                             }
+                        }),
+                        payload_filter: payload_filter.map(|(path, value, bound)| {
+                            serde_json::json!({ "$or": [{ path: value }, { "n": { "$gte": bound } }] })
                         }),
                     }
                 },

@@ -34,6 +34,19 @@ pub struct SubscriptionRequest {
     /// callback (docs/decisions/destinations.md); its ARN becomes the `uri`.
     #[serde(default)]
     pub destination: Option<DestinationRequest>,
+    /// `payloadFilter` (an addition): which events' contents it receives
+    /// ([`crate::payload_filter`]). Absent keeps what is stored (none for a
+    /// new subscription); `null` removes it; a filter replaces it.
+    #[serde(rename = "payloadFilter", default, deserialize_with = "present")]
+    pub payload_filter: Option<Option<serde_json::Value>>,
+}
+
+/// A member that may be `null`: `Some(None)` for `null`, `None` (by
+/// `default`) when absent.
+fn present<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Option<serde_json::Value>>, D::Error> {
+    Ok(Some(Option::deserialize(d)?))
 }
 
 /// `destination` of a create: what to deliver into, through which role.
@@ -201,6 +214,14 @@ pub struct Subscription {
     /// HTTPS callback.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub destination: Option<DestinationView>,
+    /// `payloadFilter` (an addition): the payload filter, as compact JSON
+    /// with its members sorted; absent when it has none.
+    #[serde(
+        rename = "payloadFilter",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub payload_filter: Option<serde_json::Value>,
 }
 
 /// A subscription's delivery health: its circuit breaker and the failures

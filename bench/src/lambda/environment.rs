@@ -43,6 +43,7 @@ pub async fn seed(store: &DynamoStore, uri: &str) -> Result<(), String> {
             rate_limit: None,
             role_arn: None,
             external_id: None,
+            payload_filter: None,
         })
         .await
         .map_err(|e| e.to_string())?;

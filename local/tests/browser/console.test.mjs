@@ -461,6 +461,31 @@ test('an ordered subscription says so on its card', async () => {
   await shot('ordered-subscription');
 });
 
+test('a payload filter: typed in the form, refused past its limits naming the field, shown on its card', async () => {
+  await page.evaluate(() => { window.location.hash = '#/subscriptions'; });
+  await page.getByRole('button', { name: 'New subscription' }).click();
+  await page.getByLabel('Callback URI').fill(`${receiverUri}/filtered`);
+  const filter = page.getByLabel('Payload filter (optional JSON)');
+  await filter.fill('{"message.to": ');
+  await page.getByRole('button', { name: 'Create subscription' }).click();
+  await page.getByText(/The payload filter is not JSON/).waitFor();
+  // Six filters deep: one past the depth limit (5), refused by the service.
+  await filter.fill('{"$not": {"$not": {"$not": {"$not": {"$not": {"a": 1}}}}}}');
+  await page.getByRole('button', { name: 'Create subscription' }).click();
+  await page.getByText(/payloadFilter: .*nest at most 5 deep/).waitFor();
+  await page.getByText('VALIDATION_FAILED', { exact: false }).first().waitFor();
+  await filter.fill('{"message.to": {"$in": ["+15550100"]}, "message.text": {"$prefix": "Hello"}}');
+  await page.getByRole('button', { name: 'Create subscription' }).click();
+  const card = page.locator('li.subscription').filter({ hasText: `${receiverUri}/filtered` });
+  await card.waitFor();
+  assert.equal(await card.locator('code.payload-filter').innerText(),
+    '{"message.text":{"$prefix":"Hello"},"message.to":{"$in":["+15550100"]}}');
+  const plain = page.locator(`li.subscription[data-id="${subscriptionId}"]`);
+  assert.equal(await plain.locator('code.payload-filter').count(), 0);
+  await card.scrollIntoViewIfNeeded();
+  await shot('payload-filter');
+});
+
 test('a receiver\'s pause (429 with Retry-After) is said on the card and on the deliveries page', async () => {
   // A server of its own: the first one's retry schedule (300 ms) would cut a pause that short.
   const other = await serve('paused-data', { WEBHOOKS_RETRY_SCHEDULE: '1s,1h' });

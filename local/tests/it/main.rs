@@ -19,6 +19,7 @@ mod oauth;
 mod openapi_document;
 mod ordering;
 mod otlp_tracing;
+mod payload_filter;
 mod rate_limit;
 mod scheduling;
 mod secret_rotation;

@@ -23,6 +23,7 @@ use crate::model::{
     SigningSecret, Subscription, SubscriptionHealth, SubscriptionRequest,
 };
 use crate::page::PageRequest;
+use crate::payload_filter::PayloadFilter;
 use crate::secret;
 use crate::store::{DisabledEntry, StoredSubscription, Upsert};
 
@@ -119,6 +120,7 @@ pub async fn create_subscription(
         max_per_org: app.config.max_subscriptions_per_org,
         ordered: valid.ordered,
         rate_limit: valid.rate_limit,
+        payload_filter: valid.payload_filter,
         external_id: match valid.target {
             Target::Callback => None,
             Target::Destination(_) => {
@@ -314,6 +316,7 @@ struct Valid {
     expires_at: i64,
     ordered: Option<bool>,
     rate_limit: Option<Option<u32>>,
+    payload_filter: Option<Option<PayloadFilter>>,
 }
 
 fn validate(
@@ -412,6 +415,7 @@ fn validate(
         ));
     }
     let rate_limit = rate_limit(request.rate_limit, &mut errors);
+    let payload_filter = payload_filter(request.payload_filter, &mut errors);
     if !errors.is_empty() {
         return Err(ApiError::validation(errors));
     }
@@ -423,7 +427,26 @@ fn validate(
         expires_at,
         ordered: request.ordered,
         rate_limit,
+        payload_filter,
     })
+}
+
+/// `payloadFilter`: absent keeps the stored one (`None`), `null` removes
+/// it, a filter within the limits sets it; anything else is a field error.
+fn payload_filter(
+    value: Option<Option<serde_json::Value>>,
+    errors: &mut Vec<FieldError>,
+) -> Option<Option<PayloadFilter>> {
+    match value? {
+        None => Some(None),
+        Some(value) => match PayloadFilter::parse(&value) {
+            Ok(filter) => Some(Some(filter)),
+            Err(e) => {
+                errors.push(FieldError::new("payloadFilter", e.to_string()));
+                None
+            }
+        },
+    }
 }
 
 /// `destination`: its fields checked (field errors in `errors`), then its
@@ -652,6 +675,7 @@ fn render_owned(s: StoredSubscription, now: i64, prefix: &str) -> Subscription {
         ordered: s.ordered,
         rate_limit: s.rate_limit,
         destination,
+        payload_filter: s.payload_filter.as_ref().map(PayloadFilter::to_value),
     }
 }
 
@@ -706,6 +730,7 @@ mod tests {
             rate_limit: Some(50),
             role_arn: None,
             external_id: None,
+            payload_filter: None,
         };
         for now in [0, 5_000] {
             assert_eq!(render_owned(s.clone(), now, "w"), render(&s, now, "w"));

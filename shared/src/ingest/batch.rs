@@ -3,7 +3,7 @@
 //! jobs, then the fanned-out events committed together through the outbox.
 
 use super::jobs::{commit_all, job_for};
-use super::{render, Event, Ingested};
+use super::{payload_document, render, Event, Ingested};
 use crate::api::problem::{store_or_queue_problem, store_problem};
 use crate::app::App;
 use crate::error::ApiError;
@@ -31,10 +31,16 @@ pub async fn fan_out(app: &App, event: Event) -> Result<FannedOut, ApiError> {
         .subscriptions_for_filter(&filter)
         .await
         .map_err(store_problem)?;
+    // Built once per event, and only when a subscription has a payload filter.
+    let mut document = None;
     let jobs: Vec<DeliveryJob> = subscriptions
         .iter()
         .filter(|s| is_deliverable(s, now))
         .filter(|s| s.org_id == event.organization_id)
+        .filter(|s| match &s.payload_filter {
+            None => true,
+            Some(f) => f.matches(document.get_or_insert_with(|| payload_document(&event, &filter))),
+        })
         .map(|s| {
             job_for(&event.id, s, at, event.accepted_at.is_some(), |uuid| {
                 render(&event, &filter, s.id.as_str(), uuid, at)

@@ -202,6 +202,11 @@ ALTER TABLE subscriptions ADD COLUMN role_arn TEXT;
 -- customer's (docs/decisions/destinations.md).
 ALTER TABLE subscriptions ADD COLUMN external_id TEXT;
 "#,
+    r#"
+-- A subscription's payload filter (issue 46), its compact JSON; NULL: none.
+-- Fan-out reads it with the subscription (docs/decisions/payload-filter.md).
+ALTER TABLE subscriptions ADD COLUMN payload_filter TEXT;
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

@@ -14,6 +14,7 @@ use crate::health::Health;
 use crate::ids::{OrgId, SubscriptionId};
 use crate::model::{Message, Page, SubscriptionStatus};
 use crate::page::PageRequest;
+use crate::payload_filter::PayloadFilter;
 
 /// A subscription as stored, including its signing secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +60,10 @@ pub struct StoredSubscription {
     /// changed), not the customer's. None for a callback, and for
     /// destinations validated before it was recorded.
     pub external_id: Option<String>,
+    /// Its payload filter (`payloadFilter`): fan-out skips the events it
+    /// refuses. Kept on the filter index's copies too (DynamoDB), so
+    /// fan-out reads nothing more.
+    pub payload_filter: Option<PayloadFilter>,
 }
 
 impl StoredSubscription {
@@ -204,6 +209,9 @@ pub struct Upsert {
     pub role_arn: Option<String>,
     /// The external id it was validated with, replacing the stored one.
     pub external_id: Option<String>,
+    /// The payload filter: `Some(filter)` sets it (`Some(None)`: none),
+    /// `None` keeps an existing subscription's (a new one has none).
+    pub payload_filter: Option<Option<PayloadFilter>>,
 }
 
 /// The cause a store or queue failure keeps: the adapter's own error

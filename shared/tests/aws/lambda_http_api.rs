@@ -231,6 +231,7 @@ async fn a_function_behind_the_http_api_serves_the_caller_or_answers_the_refusal
             rate_limit: None,
             role_arn: None,
             external_id: None,
+            payload_filter: None,
         })
         .await
         .unwrap();

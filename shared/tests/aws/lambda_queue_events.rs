@@ -131,6 +131,7 @@ async fn subscribe_to(
             rate_limit: None,
             role_arn: None,
             external_id: None,
+            payload_filter: None,
         })
         .await
         .unwrap();
@@ -1410,6 +1411,7 @@ async fn line(schedule: Vec<Duration>) -> Line {
             rate_limit: None,
             role_arn: None,
             external_id: None,
+            payload_filter: None,
         })
         .await
         .unwrap();
@@ -1664,6 +1666,7 @@ async fn deliver_notifications_keeps_a_rate_limit_across_batches() {
             rate_limit: Some(Some(2)),
             role_arn: None,
             external_id: None,
+            payload_filter: None,
         })
         .await
         .unwrap();

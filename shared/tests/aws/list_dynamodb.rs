@@ -150,6 +150,7 @@ fn upsert(org: &str, i: usize) -> Upsert {
         rate_limit: None,
         role_arn: None,
         external_id: None,
+        payload_filter: None,
     }
 }
 

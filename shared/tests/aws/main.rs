@@ -22,6 +22,7 @@ mod deadline;
 mod lambda_destinations;
 mod lambda_history;
 mod lambda_http_api;
+mod lambda_payload_filter;
 mod lambda_queue_events;
 mod list_dynamodb;
 mod queue_sqs;

@@ -75,6 +75,7 @@ async fn a_dangling_uniqueness_guard_is_replaced() {
         rate_limit: None,
         role_arn: None,
         external_id: None,
+        payload_filter: None,
     };
     let (first, _) = store.upsert_subscription(upsert("first")).await.unwrap();
     client
@@ -126,6 +127,7 @@ async fn delivery_records_survive_index_entries_removed_by_ttl() {
             rate_limit: None,
             role_arn: None,
             external_id: None,
+            payload_filter: None,
         })
         .await
         .unwrap();
@@ -179,6 +181,7 @@ async fn expiry_entries_follow_their_subscription_and_stale_ones_are_skipped() {
         rate_limit: None,
         role_arn: None,
         external_id: None,
+        payload_filter: None,
     };
     let (sub, _) = store.upsert_subscription(upsert(b)).await.unwrap();
     let sk = |at: i64| format!("{at:013}#{org}#{}", sub.id);
@@ -689,6 +692,7 @@ async fn the_fan_out_query_is_strongly_consistent() {
             rate_limit: None,
             role_arn: None,
             external_id: None,
+            payload_filter: None,
         })
         .await
         .unwrap();

@@ -37,7 +37,7 @@ const LAYERS: &[Layer] = &[
     Layer {
         name: "foundation",
         holds: "vocabulary every layer shares: ids, wire types, the clock, the API's error type, \
-                why a call failed, secrets and signatures, the filter grammar, paging, call bounds \
+                why a call failed, secrets and signatures, the filter grammars, paging, call bounds \
                 and the request's deadline, notification payloads, metrics and traces (handed labels)",
         modules: &[
             "ids",
@@ -48,6 +48,7 @@ const LAYERS: &[Layer] = &[
             "secret",
             "signature",
             "filter",
+            "payload_filter",
             "page",
             "call_bounds",
             "deadline",

@@ -82,6 +82,7 @@ async fn subscribe(w: &World, uri: &str, lifetime: Duration) -> SubscriptionId {
             rate_limit: None,
             role_arn: None,
             external_id: None,
+            payload_filter: None,
         })
         .await
         .unwrap();
@@ -428,6 +429,7 @@ async fn a_destinations_failures_retry_count_toward_the_breaker_or_disable() {
             rate_limit: None,
             role_arn: Some("arn:aws:iam::222222222222:role/webhooks".into()),
             external_id: None,
+            payload_filter: None,
         })
         .await
         .unwrap();
@@ -492,6 +494,7 @@ async fn destination_subscription(w: &World, external_id: &str) -> SubscriptionI
             rate_limit: None,
             role_arn: Some("arn:aws:iam::222222222222:role/webhooks".into()),
             external_id: Some(external_id.into()),
+            payload_filter: None,
         })
         .await
         .unwrap();

@@ -1,7 +1,8 @@
 //! Property tests for every parser of outside input, beside the ones in the modules
 //! themselves (`filter`, `ingest`, `page`): the event envelope with structured near-valid
 //! input, page/size/sort, the JWT header and claims handling, `Retry-After`, epoch
-//! milliseconds, and routing. The `fuzz/` crate runs the same properties under libFuzzer.
+//! milliseconds, routing, and payload filters. The `fuzz/` crate runs the same properties under
+//! libFuzzer.
 
 use std::time::{Duration, SystemTime};
 
@@ -430,5 +431,102 @@ proptest! {
                 prop_assert!(e.detail.len() < 1024, "the path is echoed unbounded");
             }
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Payload filters (`payloadFilter`)
+
+/// Paths into [`filter_document`]'s shape, and some that miss.
+fn filter_path() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("a".to_owned()),
+        Just("b.c".to_owned()),
+        Just("list".to_owned()),
+        Just("missing.x".to_owned()),
+        "[a-c]{1,2}(\\.[a-c]{1,2}){0,2}",
+    ]
+}
+
+fn filter_scalar() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        (0i64..4).prop_map(Value::from),
+        "[xy]{0,2}".prop_map(Value::from),
+        any::<bool>().prop_map(Value::from),
+        Just(Value::Null),
+    ]
+}
+
+/// Valid filters, up to three deep and eight conditions: two of them, wrapped twice, stay
+/// within every limit.
+fn payload_filter() -> impl Strategy<Value = Value> {
+    let condition = prop_oneof![
+        filter_scalar(),
+        filter_scalar().prop_map(|v| json!({"$eq": v})),
+        prop::collection::vec(filter_scalar(), 1..4).prop_map(|v| json!({"$in": v})),
+        "[xy]{0,2}".prop_map(|p| json!({"$prefix": p})),
+        any::<bool>().prop_map(|b| json!({"$exists": b})),
+        (0i64..4, 0i64..4).prop_map(|(lo, hi)| json!({"$gte": lo, "$lt": hi})),
+    ];
+    let leaf = (filter_path(), condition).prop_map(|(p, c)| {
+        let mut m = Map::new();
+        m.insert(p, c);
+        Value::Object(m)
+    });
+    leaf.prop_recursive(2, 8, 2, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 1..3).prop_map(|v| json!({"$and": v})),
+            prop::collection::vec(inner.clone(), 1..3).prop_map(|v| json!({"$or": v})),
+            inner.prop_map(|f| json!({"$not": f})),
+        ]
+    })
+}
+
+/// Documents of the shape the paths look into.
+fn filter_document() -> impl Strategy<Value = Value> {
+    (
+        proptest::option::of(filter_scalar()),
+        proptest::option::of(filter_scalar()),
+        prop::collection::vec(filter_scalar(), 0..3),
+    )
+        .prop_map(|(a, c, list)| {
+            let mut doc = json!({"b": {}, "list": list});
+            if let Some(a) = a {
+                doc["a"] = a;
+            }
+            if let Some(c) = c {
+                doc["b"]["c"] = c;
+            }
+            doc
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Any JSON is refused, or is a filter within its size whose stored JSON reads back to
+    /// the same filter, deciding every document alike.
+    #[test]
+    fn any_json_is_a_bounded_filter_that_reads_back_or_refused(value in any_json(), doc in filter_document()) {
+        use webhook_core::payload_filter::{PayloadFilter, MAX_BYTES};
+        if let Ok(f) = PayloadFilter::parse(&value) {
+            prop_assert!(f.json().len() <= MAX_BYTES);
+            let again = PayloadFilter::from_stored(f.json()).unwrap();
+            prop_assert_eq!(&again, &f);
+            prop_assert_eq!(again.matches(&doc), f.matches(&doc));
+        }
+    }
+
+    /// `$not`, `$and`, `$or` and a filter's several members mean what they say, on any
+    /// document.
+    #[test]
+    fn the_logical_operators_compose(f in payload_filter(), g in payload_filter(), doc in filter_document()) {
+        use webhook_core::payload_filter::PayloadFilter;
+        let eval = |v: Value| PayloadFilter::parse(&v).unwrap().matches(&doc);
+        let (a, b) = (eval(f.clone()), eval(g.clone()));
+        prop_assert_eq!(eval(json!({"$not": f.clone()})), !a);
+        prop_assert_eq!(eval(json!({"$and": [f.clone(), g.clone()]})), a && b);
+        prop_assert_eq!(eval(json!({"$or": [f.clone(), g.clone()]})), a || b);
+        prop_assert_eq!(eval(json!({"$not": {"$or": [f, g]}})), !a && !b);
     }
 }

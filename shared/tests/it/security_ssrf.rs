@@ -102,6 +102,7 @@ mod isolated {
             ordered: None,
             rate_limit: None,
             destination: None,
+            payload_filter: None,
         };
         subscriptions::create_subscription(app, &caller(), request)
             .await
@@ -426,6 +427,7 @@ mod isolated {
                 rate_limit: None,
                 role_arn: None,
                 external_id: None,
+                payload_filter: None,
             })
             .await
             .unwrap();

@@ -152,6 +152,7 @@ async fn unknown_stored_values_are_corrupt_and_named() {
         rate_limit: None,
         role_arn: None,
         external_id: None,
+        payload_filter: None,
     };
     db.upsert_subscription(upsert.clone()).await.unwrap();
     plant(
@@ -228,6 +229,7 @@ async fn a_get_sees_each_write_at_once_and_another_processs_soon() {
         rate_limit: None,
         role_arn: None,
         external_id: None,
+        payload_filter: None,
     };
     let get = || async { db.get_subscription(&org, &id).await.unwrap() };
 

@@ -40,6 +40,38 @@ const REPLAY: &str = "WEBHOOKS_DIFFERENTIAL_REPLAY";
 /// epoch-second windows).
 const FOUND_A_DIFFERENCE: [u64; 1] = [1_592_590_371];
 
+/// The sequences every commit runs refuse an event by a payload filter: a subscription with a
+/// filter on one recipient, then an inbound event of its department to the other.
+#[test]
+fn the_sequences_of_every_commit_refuse_an_event_by_its_payload() {
+    let refused = (0..testkit::size::scaled(4, 40) as u64)
+        .map(|i| 0x5eed_0000 + i)
+        .chain(FOUND_A_DIFFERENCE)
+        .any(|seed| {
+            let ops = plan::sequence(seed, testkit::size::scaled(10, 15));
+            ops.iter().enumerate().any(|(i, op)| {
+                let Op::Create {
+                    kind: plan::Kind::Filter(k),
+                    dep,
+                    ..
+                } = op
+                else {
+                    return false;
+                };
+                ops[i + 1..].iter().any(|later| match later {
+                    Op::Events(events) => events
+                        .iter()
+                        .any(|e| e.inbound && e.dep == *dep && e.to != *k),
+                    _ => false,
+                })
+            })
+        });
+    assert!(
+        refused,
+        "no sequence of every commit exercises a payload filter"
+    );
+}
+
 /// How long one operation may take to settle (its retries, a pause).
 const SETTLE: Duration = Duration::from_secs(60);
 
@@ -276,6 +308,10 @@ impl Run {
                     plan::Kind::Rate(n) => body["rateLimit"] = json!(n),
                     plan::Kind::NoRate => body["rateLimit"] = json!(0),
                     plan::Kind::BadRate => body["rateLimit"] = json!(1001),
+                    plan::Kind::Filter(k) => {
+                        body["payloadFilter"] = json!({"message.to": plan::recipient(*k)})
+                    }
+                    plan::Kind::NoFilter => body["payloadFilter"] = Value::Null,
                     plan::Kind::Foreign => {
                         body["eventFilters"] =
                             json!(["/orgId/org-2/department/dep-0/message?direction=inbound"])
@@ -582,7 +618,7 @@ fn envelope(e: &Event) -> Value {
         "type": kind,
         "organizationId": "org-1",
         "departmentId": format!("dep-{}", e.dep),
-        "message": {"id": e.label(), "direction": direction, "to": ["+15550100"],
+        "message": {"id": e.label(), "direction": direction, "to": [plan::recipient(e.to)],
                     "from": "+15550199", "text": "differential"},
     })
 }

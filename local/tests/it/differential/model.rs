@@ -24,6 +24,8 @@ struct Sub {
     active: bool,
     ordered: bool,
     rate_limit: Option<u32>,
+    /// Its payload filter: only events to this recipient.
+    filter: Option<u8>,
     dep: u8,
     streak: u32,
     last_failure: Option<(&'static str, Option<u16>)>,
@@ -85,8 +87,13 @@ impl Model {
         match op {
             Op::Create { slot, kind, dep } => {
                 // (`ordered` asked, `rateLimit` asked: a limit or none)
+                let filter = match kind {
+                    Kind::Filter(k) => Some(Some(*k)),
+                    Kind::NoFilter => Some(None),
+                    _ => None,
+                };
                 let (ordered, rate_limit) = match kind {
-                    Kind::Plain => (None, None),
+                    Kind::Plain | Kind::Filter(_) | Kind::NoFilter => (None, None),
                     Kind::Ordered => (Some(true), None),
                     Kind::Unordered => (Some(false), None),
                     Kind::Rate(n) => (None, Some(Some(*n))),
@@ -107,6 +114,7 @@ impl Model {
                         sub.dep = *dep;
                         sub.ordered = ordered.unwrap_or(sub.ordered);
                         sub.rate_limit = rate_limit.unwrap_or(sub.rate_limit);
+                        sub.filter = filter.unwrap_or(sub.filter);
                         sub
                     }
                     none => {
@@ -116,6 +124,7 @@ impl Model {
                             active: true,
                             ordered: ordered.unwrap_or(false),
                             rate_limit: rate_limit.flatten(),
+                            filter: filter.flatten(),
                             dep: *dep,
                             streak: 0,
                             last_failure: None,
@@ -134,7 +143,9 @@ impl Model {
                         let Some(sub) = &mut self.slots[slot] else {
                             continue;
                         };
-                        if !(e.inbound && sub.active && sub.dep == e.dep) {
+                        // A payload filter refuses the events to another recipient: nothing is made.
+                        let wanted = sub.filter.is_none_or(|k| k == e.to);
+                        if !(e.inbound && sub.active && sub.dep == e.dep && wanted) {
                             continue;
                         }
                         sub.notes.insert(e.id, Note::pending());
@@ -363,6 +374,7 @@ fn view(sub: &Sub) -> Value {
         "eventFilters": [format!("/orgId/org-1/department/dep-{}/message?direction=inbound", sub.dep)],
         "ordered": sub.ordered,
         "rateLimit": sub.rate_limit,
+        "payloadFilter": sub.filter.map(|k| json!({"message.to": super::plan::recipient(k)})),
         "health": {
             "state": "closed",
             "consecutiveFailures": sub.streak,

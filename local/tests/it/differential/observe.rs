@@ -27,6 +27,7 @@ pub fn subscription(labels: &mut Labels, body: &Value) -> Value {
         "eventFilters": body["eventFilters"],
         "ordered": body["ordered"],
         "rateLimit": body["rateLimit"],
+        "payloadFilter": body["payloadFilter"],
         "health": health(&body["health"]),
     })
 }

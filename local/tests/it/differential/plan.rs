@@ -50,6 +50,18 @@ pub enum Kind {
     BadRate,
     /// Only a filter of another organization: refused.
     Foreign,
+    /// `"payloadFilter": {"message.to": "<recipient k>"}`: only the events to recipient `k`.
+    Filter(u8),
+    /// `"payloadFilter": null`: removes it on a re-post.
+    NoFilter,
+}
+
+/// Recipients an event may be to, and a payload filter may ask for.
+pub const RECIPIENTS: u8 = 2;
+
+/// Recipient `k`'s number.
+pub fn recipient(k: u8) -> String {
+    format!("+1555010{k}")
 }
 
 /// One event of an [`Op::Events`]: its label (also its message id), and the
@@ -62,6 +74,8 @@ pub struct Event {
     /// An inbound message (matches its department's subscriptions); else
     /// an outbound one, which matches none.
     pub inbound: bool,
+    /// Its message's recipient ([`recipient`]), which payload filters look at.
+    pub to: u8,
     pub answers: Vec<(usize, Vec<Answer>)>,
 }
 
@@ -124,13 +138,21 @@ impl fmt::Display for Op {
                     Kind::NoRate => write!(f, " rateLimit=0"),
                     Kind::BadRate => write!(f, " rateLimit=1001"),
                     Kind::Foreign => write!(f, " filter-of-org-2"),
+                    Kind::Filter(k) => write!(f, " payloadFilter=to:{}", recipient(*k)),
+                    Kind::NoFilter => write!(f, " payloadFilter=null"),
                 }
             }
             Op::Events(events) => {
                 write!(f, "{}", if events.len() > 1 { "burst" } else { "event" })?;
                 for e in events {
                     let direction = if e.inbound { "inbound" } else { "outbound" };
-                    write!(f, " [{} dep-{} {direction}", e.label(), e.dep)?;
+                    write!(
+                        f,
+                        " [{} dep-{} {direction} to:{}",
+                        e.label(),
+                        e.dep,
+                        recipient(e.to)
+                    )?;
                     for (slot, answers) in &e.answers {
                         let answers: Vec<String> = answers.iter().map(|a| a.to_string()).collect();
                         write!(f, " s{slot}:{}", answers.join(","))?;
@@ -188,16 +210,18 @@ impl Rng {
 /// events find subscriptions.
 pub fn sequence(seed: u64, len: usize) -> Vec<Op> {
     let mut rng = Rng::new(seed);
+    // Recipients and payload filters, drawn apart from the rest.
+    let mut extra = Rng::new(!seed);
     let mut next_event = 0;
     let mut ops = Vec::with_capacity(len);
     while ops.len() < len {
         let slot = rng.below(SLOTS);
         let op = match rng.below(100) {
             // The first operations create, so later ones have something to work on.
-            _ if ops.len() < 2 => create(&mut rng, slot),
-            0..=19 => create(&mut rng, slot),
+            _ if ops.len() < 2 => create(&mut rng, &mut extra, slot),
+            0..=19 => create(&mut rng, &mut extra, slot),
             20..=49 => {
-                let event = event(&mut rng, &mut next_event, true);
+                let event = event(&mut rng, &mut extra, &mut next_event, true);
                 Op::Events(vec![event])
             }
             50..=59 => {
@@ -206,7 +230,7 @@ pub fn sequence(seed: u64, len: usize) -> Vec<Op> {
                 let n = 2 + rng.below(5);
                 let events = (0..n)
                     .map(|_| {
-                        let mut e = event(&mut rng, &mut next_event, false);
+                        let mut e = event(&mut rng, &mut extra, &mut next_event, false);
                         e.dep = dep;
                         e
                     })
@@ -218,7 +242,7 @@ pub fn sequence(seed: u64, len: usize) -> Vec<Op> {
             73..=76 => Op::Delete { slot },
             77..=79 => Op::DeleteInFlight {
                 slot,
-                event: event(&mut rng, &mut next_event, true),
+                event: event(&mut rng, &mut extra, &mut next_event, true),
             },
             80..=87 => Op::Resend {
                 slot,
@@ -236,7 +260,7 @@ pub fn sequence(seed: u64, len: usize) -> Vec<Op> {
     ops
 }
 
-fn create(rng: &mut Rng, slot: usize) -> Op {
+fn create(rng: &mut Rng, extra: &mut Rng, slot: usize) -> Op {
     let kind = match rng.below(12) {
         0..=2 => Kind::Ordered,
         3 => Kind::Unordered,
@@ -244,7 +268,13 @@ fn create(rng: &mut Rng, slot: usize) -> Op {
         6 => Kind::NoRate,
         7 => Kind::BadRate,
         8 => Kind::Foreign,
-        _ => Kind::Plain,
+        // Payload filters come from their own stream: a seed's sequence is otherwise the one
+        // it was before they existed (FOUND_A_DIFFERENCE replays what it found).
+        _ => match extra.below(5) {
+            0 | 1 => Kind::Filter(extra.below(RECIPIENTS as usize) as u8),
+            2 => Kind::NoFilter,
+            _ => Kind::Plain,
+        },
     };
     let dep = rng.below(DEPARTMENTS as usize) as u8;
     Op::Create { slot, kind, dep }
@@ -255,11 +285,12 @@ fn create(rng: &mut Rng, slot: usize) -> Op {
 /// answer may be scripted; in a burst only slots of ordered subscriptions
 /// could be told apart from concurrency, so the answers there are drawn by
 /// the caller's rule ([`super::model`] takes the rest as `200`).
-fn event(rng: &mut Rng, next: &mut u32, alone: bool) -> Event {
+fn event(rng: &mut Rng, extra: &mut Rng, next: &mut u32, alone: bool) -> Event {
     let id = *next;
     *next += 1;
     let dep = rng.below(DEPARTMENTS as usize) as u8;
     let inbound = rng.chance(85);
+    let to = extra.below(RECIPIENTS as usize) as u8;
     let answers = (0..SLOTS)
         .filter_map(|slot| {
             let n = rng.below(if alone { 5 } else { 3 });
@@ -271,6 +302,7 @@ fn event(rng: &mut Rng, next: &mut u32, alone: bool) -> Event {
         id,
         dep,
         inbound,
+        to,
         answers,
     }
 }

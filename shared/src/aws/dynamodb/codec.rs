@@ -9,6 +9,7 @@ use super::Item;
 use crate::health::Health;
 use crate::ids::{OrgId, SubscriptionId};
 use crate::model::SubscriptionStatus;
+use crate::payload_filter::PayloadFilter;
 use crate::store::{DisabledEntry, PreviousSecret, StoreError, StoredSubscription};
 
 pub(super) fn subscription_attributes(sub: &StoredSubscription) -> Item {
@@ -56,8 +57,15 @@ pub(super) fn subscription_attributes(sub: &StoredSubscription) -> Item {
     if let Some(id) = &sub.external_id {
         item.insert(EXTERNAL_ID.into(), s(id.clone()));
     }
+    // On the index copies too: fan-out evaluates it with what it reads.
+    if let Some(filter) = &sub.payload_filter {
+        item.insert(PAYLOAD_FILTER.into(), s(filter.json().to_owned()));
+    }
     item
 }
+
+/// The subscription's payload filter, its compact JSON, when it has one.
+pub(super) const PAYLOAD_FILTER: &str = "payloadFilter";
 
 /// The external id an AWS destination subscription was validated with.
 pub(super) const EXTERNAL_ID: &str = "externalId";
@@ -219,6 +227,14 @@ fn subscription_of(item: &Item) -> Result<StoredSubscription, StoreError> {
             .contains_key(EXTERNAL_ID)
             .then(|| text(item, EXTERNAL_ID))
             .transpose()?,
+        payload_filter: item
+            .contains_key(PAYLOAD_FILTER)
+            .then(|| {
+                text(item, PAYLOAD_FILTER).and_then(|json| {
+                    PayloadFilter::from_stored(&json).map_err(|_| corrupt(PAYLOAD_FILTER))
+                })
+            })
+            .transpose()?,
     })
 }
 
@@ -329,6 +345,9 @@ mod tests {
             rate_limit: Some(50),
             role_arn: None,
             external_id: None,
+            payload_filter: Some(
+                PayloadFilter::parse(&serde_json::json!({"message.to": {"$in": ["+1"]}})).unwrap(),
+            ),
         };
         let item = subscription_item(&sub, 7);
         assert_eq!(parse_subscription(&item).unwrap(), sub);

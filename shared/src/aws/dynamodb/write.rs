@@ -90,6 +90,7 @@ impl DynamoStore {
             rate_limit: u.rate_limit.flatten(),
             role_arn: u.role_arn.clone(),
             external_id: u.external_id.clone(),
+            payload_filter: u.payload_filter.clone().flatten(),
         };
         let table = &self.tables.subscriptions;
         let mut guard = key(org_pk(&u.org_id), uri_sk(&u.uri));
@@ -183,6 +184,10 @@ impl DynamoStore {
             rate_limit: u.rate_limit.unwrap_or(current.rate_limit),
             role_arn: u.role_arn.clone(),
             external_id: u.external_id.clone(),
+            payload_filter: u
+                .payload_filter
+                .clone()
+                .unwrap_or_else(|| current.payload_filter.clone()),
             ..current.clone()
         };
         let table = &self.tables.subscriptions;

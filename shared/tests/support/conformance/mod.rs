@@ -81,6 +81,7 @@ pub fn upsert(org: &str, uri: &str, filters: &[&str], now: i64) -> Upsert {
         rate_limit: None,
         role_arn: None,
         external_id: None,
+        payload_filter: None,
     }
 }
 
