@@ -2,8 +2,6 @@
 //! DynamoDB Local with `WEBHOOKS_TEST_BACKEND=aws`), invoking a handler with a sample event
 //! of `events/`, and reading its answer.
 
-#![allow(dead_code)]
-
 use std::sync::Arc;
 
 use http::StatusCode;
@@ -16,8 +14,8 @@ use webhook_core::sqlite::SqliteDb;
 use webhook_core::store::{Store, Upsert};
 use webhook_core::{App, Config, Profile};
 
-use super::dynamodb_local;
-use super::sample_events;
+use crate::dynamodb_local;
+use crate::sample_events;
 
 pub const SUBSCRIPTION_ID: &str = "00000000-0000-4000-8000-000000000001";
 pub const JWT_SECRET: &str = "test-hs256-secret";
@@ -40,7 +38,7 @@ pub async fn apps_with<const N: usize>(
     configs: [Config; N],
     label: &str,
 ) -> ([App; N], Arc<dyn Store>) {
-    if testkit::emulators::aws_backend() {
+    if crate::emulators::aws_backend() {
         let (client, tables) = dynamodb_local::fresh_tables(label).await;
         let store = Arc::new(DynamoStore::new(client, tables));
         (configs.map(|c| App::new(c, store.clone())), store)
