@@ -16,6 +16,7 @@ use webhook_core::{App, Config, Profile};
 
 use crate::dynamodb_local;
 use crate::sample_events;
+use crate::{Handshake, Receiver};
 
 pub const SUBSCRIPTION_ID: &str = "00000000-0000-4000-8000-000000000001";
 pub const JWT_SECRET: &str = "test-hs256-secret";
@@ -137,21 +138,11 @@ pub fn now() -> i64 {
     SystemClock.now_ms()
 }
 
-/// A callback receiver on loopback that echoes the validation token.
-pub async fn receiver() -> (String, tokio::task::JoinHandle<()>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let router = axum::Router::new().fallback(|headers: http::HeaderMap| async move {
-        let mut response = http::Response::builder().status(200);
-        if let Some(token) = headers.get("validation-token") {
-            response = response.header("validation-token", token);
-        }
-        response.body(axum::body::Body::empty()).unwrap()
-    });
-    let task = tokio::spawn(async move {
-        axum::serve(listener, router).await.unwrap();
-    });
-    (format!("http://{addr}/hook"), task)
+/// A callback receiver on loopback that echoes the validation token (testkit's one receiver),
+/// and its hook's uri; keep the receiver for as long as it must answer.
+pub async fn receiver() -> (String, Receiver) {
+    let receiver = Receiver::start(Handshake::Echo).await;
+    (receiver.uri("/hook"), receiver)
 }
 
 /// The sample event `name`, edited by `edit` (a JSON value).
