@@ -143,10 +143,10 @@ KEPT = {
     ("DeliverNotificationsFunction", "ChangeMessageVisibility,DeleteMessage,SendMessage", "DeliveryQueue"):
         "a failed attempt's retry sent again with its delay, deferrals (in-flight cap, open "
         "breaker) and parked jobs queued again: not reached by the rehearsal's one failed "
-        "attempt; shared/tests/aws/lambda_queue_events.rs drives them against moto",
+        "attempt; shared/tests/aws/lambda_queue_events/ drives them against moto",
     ("RemindExpiringFunction", "GetItem,PutItem,BatchWriteItem", "MessagesTable"):
         "the outbox of a reminder, for an organization with an operational subscription "
-        "(reminders.rs, shared/tests/aws/lambda_queue_events.rs); the rehearsal's has none",
+        "(reminders.rs, shared/tests/aws/lambda_queue_events/); the rehearsal's has none",
     ("RemindExpiringFunction", "SendMessage", "DeliveryQueue"):
         "the same reminder's delivery job",
     ("RemindExpiringFunction", "SendMessage", "OrderedDeliveryQueue"):
@@ -154,7 +154,7 @@ KEPT = {
     ("DeliverNotificationsFunction", "ChangeMessageVisibility,SendMessage", "OrderedDeliveryQueue"):
         "an ordered notification's retry or deferral kept in its line (its visibility), and an "
         "operational notification to an ordered subscription: the rehearsal's ordered "
-        "notification is delivered at once; shared/tests/aws/lambda_queue_events.rs drives "
+        "notification is delivered at once; shared/tests/aws/lambda_queue_events/ drives "
         "the retries against moto",
     ("DeliverNotificationsFunction", "SendMessage", "OrderedDeliveryDeadLetterQueue"):
         "an ordered notification given up on (the same test)",

@@ -24,7 +24,7 @@ use webhook_core::aws::sqs::SqsQueue;
 use webhook_core::services::Services;
 use webhook_core::{App, Config, Profile};
 
-use crate::dynamodb_local;
+use testkit::dynamodb_local;
 
 /// The acceptance's bound on any answer.
 const BOUND: Duration = Duration::from_secs(5);

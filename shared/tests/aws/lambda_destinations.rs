@@ -6,7 +6,7 @@
 //! letter.
 
 use crate::lambda_queue_events::{dead_letters, receive_as_event, World};
-use crate::sample_events;
+use testkit::sample_events;
 
 use std::time::Duration;
 

@@ -2,8 +2,8 @@
 //! events in `events/`, on DynamoDB Local, with the delivery queue on moto's SQS for the
 //! functions that enqueue (`lambda::handle_with_queue`).
 
-use crate::lambda_support::*;
-use crate::sample_events;
+use testkit::lambda::*;
+use testkit::sample_events;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -4,9 +4,9 @@
 //! api-keys` does, and a function given the authorizer's context behind it
 //! (`events/get-subscription-http-*.json`).
 
-use crate::dynamodb_local;
+use testkit::dynamodb_local;
 
-use crate::sample_events;
+use testkit::sample_events;
 
 use std::sync::Arc;
 use std::time::Duration;

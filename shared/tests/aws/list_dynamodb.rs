@@ -4,7 +4,7 @@
 //! an SDK interceptor; docs/performance-history.md#lists-paged-in-the-store-issue-15).
 //! The cross-adapter cases are in `conformance/listing.rs`.
 
-use crate::dynamodb_local;
+use testkit::dynamodb_local;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

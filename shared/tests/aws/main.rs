@@ -4,19 +4,8 @@
 //! `cargo test` (`test = false` in Cargo.toml); `./scripts/test.sh` starts the emulators and
 //! runs it. Run without them, every test fails naming the command that starts them.
 
-// Helpers shared with the `it` binary live in `tests/support/`.
-#[macro_use]
-#[path = "../support/conformance/mod.rs"]
-mod conformance;
-#[path = "../support/dynamodb_local/mod.rs"]
-mod dynamodb_local;
-#[path = "../support/lambda.rs"]
-mod lambda_support;
-#[macro_use]
-#[path = "../support/queue_conformance/mod.rs"]
-mod queue_conformance;
-#[path = "../support/sample_events/mod.rs"]
-mod sample_events;
+// Support shared with the `it` binary (the conformance suites, DynamoDB Local's tables, the
+// Lambda harness, the sample events) is `testkit`.
 
 mod deadline;
 mod lambda_destinations;

@@ -1,7 +1,7 @@
 //! The delivery queue conformance suite on SQS (moto's server, started by
 //! scripts/test.sh), each case on a queue of its own with its own DLQ.
 
-use crate::queue_conformance;
+use testkit::queue_conformance;
 
 use std::sync::Arc;
 
@@ -78,7 +78,7 @@ async fn queue() -> queue_conformance::Harness {
     }
 }
 
-queue_conformance_tests!(queue());
+testkit::queue_conformance_tests!(queue());
 
 /// A retry is not held in flight for its wait: the received message is
 /// deleted and the job sent again with a delay, in its subscription's

@@ -2,8 +2,8 @@
 //! (started by `./scripts/test.sh`, or `start_dynamodb` from
 //! `scripts/emulators.sh`, which exports `AWS_ENDPOINT_URL_DYNAMODB`).
 
-use crate::conformance;
-use crate::dynamodb_local;
+use testkit::dynamodb_local;
+use testkit::store_conformance;
 
 use std::sync::Arc;
 
@@ -18,10 +18,10 @@ async fn store() -> Arc<dyn webhook_core::store::Store> {
     Arc::new(DynamoStore::new(client, tables))
 }
 
-conformance_tests!(store());
-secret_conformance_tests!(store());
-listing_conformance_tests!(store());
-expiry_conformance_tests!(store());
+testkit::conformance_tests!(store());
+testkit::secret_conformance_tests!(store());
+testkit::listing_conformance_tests!(store());
+testkit::expiry_conformance_tests!(store());
 
 /// The suite's times are in 2025 (`T0`): with the default 30 days the items'
 /// `ttl` would be past, and DynamoDB Local deletes expired items while a case
@@ -34,7 +34,7 @@ async fn history() -> Arc<dyn webhook_core::history::DeliveryHistory> {
     )
 }
 
-history_conformance_tests!(history());
+testkit::history_conformance_tests!(history());
 
 #[tokio::test]
 async fn creating_tables_twice_is_harmless() {
@@ -610,7 +610,7 @@ async fn an_unknown_stored_status_is_corrupt() {
     use aws_sdk_dynamodb::types::AttributeValue;
     let (client, tables) = dynamodb_local::tables_for_this_run().await;
     let store = Arc::new(DynamoStore::new(client.clone(), tables.clone()));
-    conformance::corrupt::an_unknown_stored_status_is_corrupt(
+    store_conformance::corrupt::an_unknown_stored_status_is_corrupt(
         store,
         |org, id, status| async move {
             client

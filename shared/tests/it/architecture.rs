@@ -9,9 +9,9 @@
 //!   `store/` -> `delivery/` -> `store/`, is one even when no two files are);
 //! - the adapters ([`ADAPTERS`]) are named only by themselves and by the
 //!   modules that build or wrap them ([`ADAPTER_USERS`]): a runtime reaches
-//!   them through `services`;
-//! - no file is over [`SIZE_ALARM`] lines (an alarm, not a rule to split
-//!   by: a file that long is worth a look for the concepts it holds).
+//!   them through `services`.
+//!
+//! The size alarm, over every Rust file of the workspace, is `file_size.rs`.
 //!
 //! Imports are `use`, `pub use` and qualified paths (`crate::`, `super::`,
 //! `self::`, `webhook_core::`, brace lists too); a module's own `mod`
@@ -115,9 +115,6 @@ const ADAPTERS: &[&str] = &["sqlite", "aws"];
 /// What may name an adapter: `services` builds them; `lambda` is the AWS
 /// runtime's face, whose events are SQS's and API Gateway's.
 const ADAPTER_USERS: &[&str] = &["services", "lambda"];
-
-/// A file this long is worth a look (not a bound to split files by).
-const SIZE_ALARM: usize = 800;
 
 /// A module path: `["delivery", "admit"]`, `["local", "serve"]`,
 /// `["functions", "ingest-events"]`; a folder's `mod.rs` is the folder.
@@ -422,14 +419,7 @@ fn check(tree: &Tree) -> Vec<String> {
     }
     let mut graph: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
     let mut folders: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (module, text) in &tree.files {
-        let lines = text.lines().count();
-        if lines > SIZE_ALARM {
-            wrong.push(format!(
-                "{} has {lines} lines: more than {SIZE_ALARM}, worth splitting by what it holds",
-                module.join("/")
-            ));
-        }
+    for module in tree.files.keys() {
         let from = unit_of(module);
         for to in imports(tree, module, &exports) {
             let into = unit_of(&to).to_owned();

@@ -2,7 +2,7 @@
 //! Gateway requests on the console's routes, which carry no authorizer
 //! context and no API key), fed to the handler its `main.rs` calls.
 
-use crate::sample_events;
+use testkit::sample_events;
 
 use http::StatusCode;
 use lambda_http::{Body, Response};

@@ -4,8 +4,8 @@
 //! `WEBHOOKS_TEST_BACKEND=aws` (scripts/test.sh runs both). The history functions, which
 //! enqueue on SQS, are `aws/lambda_history.rs`.
 
-use crate::lambda_support::*;
-use crate::sample_events;
+use testkit::lambda::*;
+use testkit::sample_events;
 
 use std::time::Duration;
 
@@ -222,7 +222,7 @@ async fn get_subscription_and_its_secret() {
     let (app, store) = if testkit::emulators::aws_backend() {
         (app, store)
     } else {
-        super::lambda_support::app().await
+        testkit::lambda::app().await
     };
     seed(
         &*store,
@@ -294,7 +294,7 @@ async fn rotate_subscription_secret() {
     let (app, store) = if testkit::emulators::aws_backend() {
         (app, store)
     } else {
-        super::lambda_support::app().await
+        testkit::lambda::app().await
     };
     seed(
         &*store,

@@ -2,7 +2,7 @@
 //! V3 client-credentials tokens), fed to the handler the
 //! `pre-token-generation` function calls.
 
-use crate::sample_events;
+use testkit::sample_events;
 
 use aws_lambda_events::event::cognito::CognitoEventUserPoolsPreTokenGenV2;
 use serde_json::{json, Value};

@@ -3,27 +3,14 @@
 //! SQLite, and on DynamoDB Local with `WEBHOOKS_TEST_BACKEND=aws`. The tests that need
 //! DynamoDB Local or moto whatever the setting are the `aws` binary beside it.
 
-// Helpers shared with the `aws` binary live in `tests/support/`.
-#[macro_use]
-#[path = "../support/conformance/mod.rs"]
-mod conformance;
-#[cfg(feature = "aws")]
-#[path = "../support/dynamodb_local/mod.rs"]
-mod dynamodb_local;
-#[cfg(feature = "aws")]
-#[path = "../support/lambda.rs"]
-mod lambda_support;
-#[macro_use]
-#[path = "../support/queue_conformance/mod.rs"]
-mod queue_conformance;
-#[path = "../support/sample_events/mod.rs"]
-mod sample_events;
-#[path = "../support/security/mod.rs"]
-mod security;
+// Support shared with the `aws` binary and webhooks-local's tests is `testkit`; this binary's
+// own is `isolated_network` (the SSRF tests' network namespace, fake DNS and peers).
+mod isolated_network;
 
 mod architecture;
 mod delivery_clock;
 mod error_codes;
+mod file_size;
 #[cfg(feature = "aws")]
 mod lambda_console;
 #[cfg(feature = "aws")]

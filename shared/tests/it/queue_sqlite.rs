@@ -1,7 +1,7 @@
 //! The delivery queue conformance suite on the SQLite file, plus what only
 //! the embedded queue does (outbox atomicity, dead-letter table, lease release).
 
-use crate::queue_conformance;
+use testkit::queue_conformance;
 
 use std::sync::Arc;
 
@@ -45,7 +45,7 @@ async fn queue() -> queue_conformance::Harness {
     }
 }
 
-queue_conformance_tests!(queue());
+testkit::queue_conformance_tests!(queue());
 
 /// Due jobs are leased fairly across subscriptions, at most the cap per
 /// subscription counting the leases it holds: a flood of one subscription
@@ -234,7 +234,8 @@ async fn leases_take_turns_over_subscriptions() {
 async fn an_ordered_subscription_is_leased_one_job_at_a_time_in_acceptance_order() {
     let (_dir, store) = open();
     let filter = "/orgId/org-o/department/d/contact";
-    let mut upsert = crate::conformance::upsert("org-o", "https://example.com/o", &[filter], 1);
+    let mut upsert =
+        testkit::store_conformance::upsert("org-o", "https://example.com/o", &[filter], 1);
     upsert.ordered = Some(true);
     let (sub, _) = store.upsert_subscription(upsert).await.unwrap();
     assert!(sub.ordered);

@@ -19,9 +19,9 @@
 //! those addresses: the wrapper test `ssrf_suite_in_an_isolated_network` re-runs this binary's
 //! `isolated::` tests there (they are `#[ignore]`d on the host and refuse to run outside).
 
-use crate::security;
+use crate::isolated_network;
 
-use security::run_isolated;
+use isolated_network::run_isolated;
 
 /// A public (not forbidden) address, local to the namespace.
 const PUBLIC_V4: &str = "11.22.33.44";
@@ -57,7 +57,7 @@ const FORBIDDEN_ON_LO: &[&str] = &[
 
 #[test]
 fn ssrf_suite_in_an_isolated_network() {
-    if security::in_isolated_network() {
+    if isolated_network::in_isolated_network() {
         return; // this is the inner run: the isolated:: tests do the work
     }
     let mut addresses = vec![PUBLIC_V4, PUBLIC_V6];
@@ -80,8 +80,8 @@ mod isolated {
     use webhook_core::store::{Store, Upsert};
     use webhook_core::{ApiError, App, Caller};
 
-    use super::security::{config, require_isolated, Behaviour, FakeDns, Peer, TestApp};
     use super::*;
+    use crate::isolated_network::{config, require_isolated, Behaviour, FakeDns, Peer, TestApp};
 
     const ORG: &str = "org-1";
     const FILTER: &str = "/orgId/org-1/department/dep-1/message?direction=inbound";

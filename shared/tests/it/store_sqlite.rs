@@ -1,6 +1,6 @@
 //! The store conformance suite on the SQLite adapter, on a real file.
 
-use crate::conformance;
+use testkit::store_conformance;
 
 use std::sync::Arc;
 
@@ -15,10 +15,10 @@ async fn store() -> Arc<dyn webhook_core::store::Store> {
     Arc::new(store)
 }
 
-conformance_tests!(store());
-secret_conformance_tests!(store());
-listing_conformance_tests!(store());
-expiry_conformance_tests!(store());
+testkit::conformance_tests!(store());
+testkit::secret_conformance_tests!(store());
+testkit::listing_conformance_tests!(store());
+testkit::expiry_conformance_tests!(store());
 
 async fn history() -> Arc<dyn webhook_core::history::DeliveryHistory> {
     let dir = tempfile::tempdir().unwrap();
@@ -27,7 +27,7 @@ async fn history() -> Arc<dyn webhook_core::history::DeliveryHistory> {
     Arc::new(store)
 }
 
-history_conformance_tests!(history());
+testkit::history_conformance_tests!(history());
 
 #[tokio::test]
 async fn reopening_a_file_keeps_its_data_and_schema() {
@@ -119,7 +119,7 @@ async fn unknown_stored_values_are_corrupt_and_named() {
     let plant = |sql: &str, id: &str| {
         assert_eq!(raw.execute(sql, [id]).unwrap(), 1, "{sql}");
     };
-    conformance::corrupt::an_unknown_stored_status_is_corrupt(db.clone(), |_, id, status| {
+    store_conformance::corrupt::an_unknown_stored_status_is_corrupt(db.clone(), |_, id, status| {
         plant(
             &format!("UPDATE subscriptions SET status = '{status}' WHERE id = ?1"),
             id.as_str(),

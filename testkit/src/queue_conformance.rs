@@ -2,8 +2,6 @@
 //! (`queue_sqlite.rs`, `queue_sqs.rs`). Each case gets a fresh, empty queue.
 //! Durations are whole seconds: SQS visibility has one-second granularity.
 
-#![allow(dead_code)]
-
 use std::collections::HashSet;
 use std::future::Future;
 use std::pin::Pin;
@@ -49,8 +47,8 @@ macro_rules! queue_conformance_tests {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
-                let harness: queue_conformance::Harness = $make.await;
-                queue_conformance::$case(harness).await;
+                let harness: $crate::queue_conformance::Harness = $make.await;
+                $crate::queue_conformance::$case(harness).await;
             }
         )*
     };

@@ -31,7 +31,7 @@ macro_rules! history_conformance_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
                 let history: std::sync::Arc<dyn webhook_core::history::DeliveryHistory> = $make.await;
-                conformance::history::$case(history).await;
+                $crate::store_conformance::history::$case(history).await;
             }
         )*
     };

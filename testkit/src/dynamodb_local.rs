@@ -1,8 +1,6 @@
 //! DynamoDB Local for tests: a client on `AWS_ENDPOINT_URL_DYNAMODB` and
 //! freshly named tables. A missing endpoint is a failure, never a skip.
 
-#![allow(dead_code)]
-
 use std::sync::OnceLock;
 
 use aws_sdk_dynamodb::Client;
@@ -11,13 +9,13 @@ use webhook_core::aws::dynamodb::{client_from_env, create_tables, Tables};
 /// A client for DynamoDB Local. Panics with instructions when the emulator
 /// is not configured, so a run without it fails instead of passing vacuously.
 pub async fn client() -> Client {
-    testkit::emulators::require(testkit::emulators::DYNAMODB);
+    crate::emulators::require(crate::emulators::DYNAMODB);
     client_from_env().await
 }
 
 /// Table names no other test uses.
 pub fn unique_tables(label: &str) -> Tables {
-    let run = testkit::emulators::unique_name(&format!("webhooks-test-{label}"));
+    let run = crate::emulators::unique_name(&format!("webhooks-test-{label}"));
     Tables {
         subscriptions: format!("{run}-subscriptions"),
         messages: format!("{run}-messages"),

@@ -1,8 +1,6 @@
 //! The sample events of `events/`, read as the tests' inputs (the same files
 //! `sam local invoke` and `cargo lambda invoke` are given).
 
-#![allow(dead_code)]
-
 /// The text of `events/<name>.json`.
 pub fn text(name: &str) -> String {
     let path = format!("{}/../events/{name}.json", env!("CARGO_MANIFEST_DIR"));
@@ -15,6 +13,7 @@ pub fn json(name: &str) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("events/{name}.json is not JSON: {e}"))
 }
 
+#[cfg(feature = "aws")]
 /// `events/<name>.json` as the API Gateway request Lambda hands over.
 pub fn request(name: &str) -> lambda_http::Request {
     lambda_http::request::from_str(&text(name))

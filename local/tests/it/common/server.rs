@@ -1,16 +1,9 @@
-//! Test harness: the real `webhooks-local` binary on a free port with its
-//! own data dir. Callback receivers and emulator checks come from `testkit`,
-//! shared with the library's tests.
-
-#![allow(dead_code)]
-
-// Not every test file uses each of them.
-#[allow(unused_imports)]
-pub use testkit::{Handshake, Received, Receiver};
+//! The real `webhooks-local` binary on a free port with its own data dir, on SQLite or on
+//! DynamoDB Local and moto: started, restarted, crashed, terminated, its clock moved, its
+//! delivery queue watched until idle, and requests made as an organization.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,6 +13,8 @@ use webhook_core::auth::jwt::{mint_hs256, ALL_SCOPES};
 use webhook_core::aws::dynamodb::{DynamoStore, Tables};
 use webhook_core::sqlite::SqliteDb;
 use webhook_core::store::Store;
+
+use super::send;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_webhooks-local");
 
@@ -389,162 +384,5 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// Sends and returns status and JSON body (Null when empty). Checks that
-/// every error is problem+json with a code.
-pub async fn send(req: reqwest::RequestBuilder) -> (StatusCode, Value) {
-    answer(req.send().await.expect("request reaches the server")).await
-}
-
-/// An answer's status and JSON body, checked as [`send`] checks it.
-pub async fn answer(resp: reqwest::Response) -> (StatusCode, Value) {
-    let status = StatusCode::from_u16(resp.status().as_u16()).unwrap();
-    let content_type = resp
-        .headers()
-        .get("content-type")
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
-    let bytes = resp.bytes().await.unwrap();
-    let body = if bytes.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_slice(&bytes).expect("JSON body")
-    };
-    if !status.is_success() {
-        assert_eq!(content_type, "application/problem+json", "{status} {body}");
-        assert!(
-            body["code"].is_string() && body["status"] == status.as_u16(),
-            "{body}"
-        );
-    }
-    assert!(status.as_u16() < 500, "server error {status}: {body}");
-    (status, body)
-}
-
-/// POSTs an event as a producer that honours `503` + `Retry-After` does:
-/// waits and sends it again (ingestion is idempotent per event id), so a
-/// burst that outruns a slow emulator still ends with the event accepted.
-pub async fn produce(server: &Server, org: &str, event: &Value) -> StatusCode {
-    // Up to about 2.5 minutes of 503s (Retry-After: 5): a moto starved of
-    // CPU on a busy 2-core machine can stay that slow during a burst.
-    for _ in 0..TRIES {
-        let response = server
-            .req(reqwest::Method::POST, "/events", org)
-            .json(event)
-            .send()
-            .await
-            .expect("POST /events");
-        if response.status() != StatusCode::SERVICE_UNAVAILABLE {
-            let status = response.status();
-            let body = response.text().await.unwrap_or_default();
-            assert!(status.as_u16() < 500, "server error {status}: {body}");
-            return status;
-        }
-        let wait: u64 = response
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok()?.parse().ok())
-            .expect("a 503 says when to retry");
-        tokio::time::sleep(std::time::Duration::from_secs(wait)).await;
-    }
-    panic!("POST /events still unavailable after {TRIES} tries");
-}
-
-const TRIES: usize = 30;
-
-/// Asserts a `400 VALIDATION_FAILED` problem whose first error names `field`.
-pub fn assert_invalid(status: StatusCode, body: &Value, field: &str, context: &str) {
-    assert_eq!(
-        (
-            status,
-            body["code"].as_str(),
-            body["errors"][0]["field"].as_str()
-        ),
-        (
-            StatusCode::BAD_REQUEST,
-            Some("VALIDATION_FAILED"),
-            Some(field)
-        ),
-        "{context}: {body}"
-    );
-}
-
-pub fn inbound(org: &str, dep: &str) -> String {
-    format!("/orgId/{org}/department/{dep}/message?direction=inbound")
-}
-
-pub fn contact(org: &str, dep: &str) -> String {
-    format!("/orgId/{org}/department/{dep}/contact")
-}
-
-// ---------------------------------------------------------------------------
-// Floods of contact events, for the isolation and scheduling tests.
-
-/// A `contact.created` event of `org`'s department `dep`.
-pub fn contact_event(id: &str, org: &str) -> Value {
-    json!({"eventId": id, "type": "contact.created", "organizationId": org, "departmentId": "dep",
-           "occurredAt": 1_700_000_000_001i64, "contact": {"id": "contact-7"}})
-}
-
-/// Subscribes `receiver` to `org`'s contact events of department `dep`; its id.
-pub async fn subscribe(server: &Server, org: &str, receiver: &Receiver) -> String {
-    let (status, sub) = server
-        .create(org, &receiver.uri("/hook"), &[&contact(org, "dep")])
-        .await;
-    assert_eq!(status, StatusCode::OK, "{sub}");
-    sub["id"].as_str().unwrap().to_owned()
-}
-
-/// Posts `n` contact events of `org`, ids `<prefix>-<i>`, with 16 concurrent producers.
-pub async fn flood(server: &Arc<Server>, org: &str, prefix: &str, n: usize) {
-    let next = Arc::new(AtomicUsize::new(0));
-    let mut producers = tokio::task::JoinSet::new();
-    for _ in 0..16 {
-        let (server, next, org, prefix) = (
-            server.clone(),
-            next.clone(),
-            org.to_owned(),
-            prefix.to_owned(),
-        );
-        producers.spawn(async move {
-            loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= n {
-                    return;
-                }
-                let event = contact_event(&format!("{prefix}-{i}"), &org);
-                assert_eq!(produce(&server, &org, &event).await, StatusCode::ACCEPTED);
-            }
-        });
-    }
-    while let Some(done) = producers.join_next().await {
-        done.unwrap();
-    }
-}
-
-/// How long [`wait_until`] polls before it fails.
-pub const POLL_WAIT: Duration = Duration::from_secs(30);
-
-/// GETs `path` as `org` until it answers 200 with a body `done` holds (or fails after
-/// [`POLL_WAIT`], naming the last answer).
-pub async fn wait_until(
-    server: &Server,
-    org: &str,
-    path: &str,
-    done: impl Fn(&Value) -> bool,
-) -> Value {
-    let started = Instant::now();
-    loop {
-        let (status, body) = server.get(path, org).await;
-        if status == StatusCode::OK && done(&body) {
-            return body;
-        }
-        assert!(
-            started.elapsed() < POLL_WAIT,
-            "{path} never got there: {status} {body}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

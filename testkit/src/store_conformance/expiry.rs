@@ -25,7 +25,7 @@ macro_rules! expiry_conformance_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
                 let store: std::sync::Arc<dyn webhook_core::store::Store> = $make.await;
-                conformance::expiry::$case(store).await;
+                $crate::store_conformance::expiry::$case(store).await;
             }
         )*
     };

@@ -2,8 +2,6 @@
 //! DynamoDB Local with `WEBHOOKS_TEST_BACKEND=aws`), invoking a handler with a sample event
 //! of `events/`, and reading its answer.
 
-#![allow(dead_code)]
-
 use std::sync::Arc;
 
 use http::StatusCode;
@@ -16,8 +14,9 @@ use webhook_core::sqlite::SqliteDb;
 use webhook_core::store::{Store, Upsert};
 use webhook_core::{App, Config, Profile};
 
-use super::dynamodb_local;
-use super::sample_events;
+use crate::dynamodb_local;
+use crate::sample_events;
+use crate::{Handshake, Receiver};
 
 pub const SUBSCRIPTION_ID: &str = "00000000-0000-4000-8000-000000000001";
 pub const JWT_SECRET: &str = "test-hs256-secret";
@@ -40,7 +39,7 @@ pub async fn apps_with<const N: usize>(
     configs: [Config; N],
     label: &str,
 ) -> ([App; N], Arc<dyn Store>) {
-    if testkit::emulators::aws_backend() {
+    if crate::emulators::aws_backend() {
         let (client, tables) = dynamodb_local::fresh_tables(label).await;
         let store = Arc::new(DynamoStore::new(client, tables));
         (configs.map(|c| App::new(c, store.clone())), store)
@@ -140,21 +139,11 @@ pub fn now() -> i64 {
     SystemClock.now_ms()
 }
 
-/// A callback receiver on loopback that echoes the validation token.
-pub async fn receiver() -> (String, tokio::task::JoinHandle<()>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let router = axum::Router::new().fallback(|headers: http::HeaderMap| async move {
-        let mut response = http::Response::builder().status(200);
-        if let Some(token) = headers.get("validation-token") {
-            response = response.header("validation-token", token);
-        }
-        response.body(axum::body::Body::empty()).unwrap()
-    });
-    let task = tokio::spawn(async move {
-        axum::serve(listener, router).await.unwrap();
-    });
-    (format!("http://{addr}/hook"), task)
+/// A callback receiver on loopback that echoes the validation token (testkit's one receiver),
+/// and its hook's uri; keep the receiver for as long as it must answer.
+pub async fn receiver() -> (String, Receiver) {
+    let receiver = Receiver::start(Handshake::Echo).await;
+    (receiver.uri("/hook"), receiver)
 }
 
 /// The sample event `name`, edited by `edit` (a JSON value).

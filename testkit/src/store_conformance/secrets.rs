@@ -28,7 +28,7 @@ macro_rules! secret_conformance_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
                 let store: std::sync::Arc<dyn webhook_core::store::Store> = $make.await;
-                conformance::secrets::$case(store).await;
+                $crate::store_conformance::secrets::$case(store).await;
             }
         )*
     };

@@ -30,7 +30,7 @@ macro_rules! listing_conformance_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
                 let store: std::sync::Arc<dyn webhook_core::store::Store> = $make.await;
-                conformance::listing::$case(store).await;
+                $crate::store_conformance::listing::$case(store).await;
             }
         )*
     };
