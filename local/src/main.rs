@@ -28,6 +28,7 @@ mod sample_data;
 mod serve;
 mod shutdown;
 mod test_clock;
+mod workers;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
