@@ -53,7 +53,8 @@ fn go_now(run: &Run<'_>) -> Result<Option<Slot>, Found> {
             return Err(Found::Held(Verdict::Defer { at, reason }));
         }
         if let Some(at) = known.wait_until(now, run.random, run.manual()) {
-            return Err(Found::BreakerOpen { health: known, at });
+            let health = Box::new(known);
+            return Err(Found::BreakerOpen { health, at });
         }
     }
     if run.queue.caps_leases() {

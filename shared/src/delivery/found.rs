@@ -3,8 +3,8 @@
 //! ([`Verdict`]). Every step reads these; none is a step's own.
 
 use super::reason::Reason;
-use crate::callback::destination::{Destination, ServiceFault};
 use crate::callback::CallbackTarget;
+use crate::callback::destination::{Destination, ServiceFault};
 use crate::failure::{CallFailure, Failure};
 use crate::health::Health;
 use crate::history::AttemptRecord;
@@ -23,7 +23,7 @@ pub enum Found {
     /// it to probe or parks it.
     BreakerOpen {
         /// The breaker's health it was held by.
-        health: Health,
+        health: Box<Health>,
         /// When the breaker lets it try.
         at: i64,
     },
@@ -34,7 +34,7 @@ pub enum Found {
     /// subscription.
     ServiceFault(ServiceFault),
     /// Attempted, or not sent for a reason the attempt stands for.
-    Attempted(Attempted),
+    Attempted(Box<Attempted>),
 }
 
 /// A notification ready to be sent ([`prepare`](super::prepare)'s).

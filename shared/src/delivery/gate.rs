@@ -67,7 +67,7 @@ async fn clear(run: &Run<'_>, subscription: &StoredSubscription) -> Result<Clear
     }
     let manual = run.manual();
     if let Some(at) = health.wait_until(now, run.random, manual) {
-        let health = health.clone();
+        let health = Box::new(health.clone());
         return Err(Found::BreakerOpen { health, at });
     }
     let slot = match subscription.rate_limit {

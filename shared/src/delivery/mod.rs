@@ -95,7 +95,10 @@ pub async fn deliver(
         // 2. Prepare: the subscription, its keys and target, or why not sent.
         let ready = match prepare::prepare(run).await {
             Ok(ready) => ready,
-            Err(unsent) => break 'attempt (Found::Attempted(Attempted::unsent(unsent)), None),
+            Err(unsent) => {
+                let unsent = Box::new(Attempted::unsent(unsent));
+                break 'attempt (Found::Attempted(unsent), None);
+            }
         };
         // 3. Gate: the breaker as stored lets it through, or holds it.
         let gated = gate::gate(run, &ready.subscription).await;
@@ -111,7 +114,10 @@ pub async fn deliver(
         };
         // 5. Record what it leaves on the subscription.
         let (attempted, closed) = record::record(run, ready.subscription, health, posted).await;
-        (Found::Attempted(attempted), closed.or(gated.closed))
+        (
+            Found::Attempted(Box::new(attempted)),
+            closed.or(gated.closed),
+        )
     };
     // 6. Decide, 7. park what its breaker holds.
     let verdict = decide::verdict(run, &found);

@@ -16,7 +16,7 @@ use crate::health::{BreakerState, Health};
 /// kept as the waker or parked ([`hold`]).
 pub async fn park(run: &Run<'_>, found: &Found, verdict: Verdict) -> Verdict {
     match found {
-        Found::BreakerOpen { health, at } => hold(run, health.clone(), *at).await,
+        Found::BreakerOpen { health, at } => hold(run, Health::clone(health), *at).await,
         _ => verdict,
     }
 }
