@@ -36,6 +36,7 @@ pub mod config;
 pub mod console;
 pub mod deadline;
 pub mod delivery;
+pub mod destinations;
 pub mod error;
 pub mod failure;
 pub mod filter;

@@ -4,7 +4,7 @@
 
 use super::reason::Reason;
 use crate::callback::CallbackTarget;
-use crate::callback::destination::{Destination, ServiceFault};
+use crate::destinations::{Destination, ServiceFault};
 use crate::failure::{CallFailure, Failure};
 use crate::health::Health;
 use crate::history::AttemptRecord;

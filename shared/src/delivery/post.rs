@@ -5,10 +5,8 @@ use std::time::Duration;
 
 use super::found::{Ready, Target};
 use super::run::Run;
-use crate::callback::destination::{
-    detail_type, external_id, DestinationMessage, Sent, ServiceFault,
-};
 use crate::callback::post::{Posted, SignedNotification};
+use crate::destinations::{detail_type, external_id, DestinationMessage, Sent, ServiceFault};
 use crate::failure::CallFailure;
 use crate::signature::signature_header;
 use crate::telemetry::trace::TraceParent;

@@ -5,8 +5,8 @@
 use super::found::{Attempt, Ready, Target};
 use super::reason::Reason;
 use super::run::Run;
-use crate::callback::destination::{Destination, DestinationProblem};
 use crate::callback::UriProblem;
+use crate::destinations::{Destination, DestinationProblem};
 use crate::failure::CallFailure;
 use crate::model::SubscriptionStatus;
 use crate::signature::SigningKey;

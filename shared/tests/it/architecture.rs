@@ -68,8 +68,9 @@ const LAYERS: &[Layer] = &[
     Layer {
         name: "ports",
         holds: "the traits adapters implement and their types (store with its business rules, \
-                delivery queue and outbox, delivery history) and the outbound calls to callbacks",
-        modules: &["store", "queue", "history", "callback"],
+                delivery queue and outbox, delivery history, AWS destinations) and the outbound \
+                calls to callbacks",
+        modules: &["store", "queue", "history", "destinations", "callback"],
     },
     Layer {
         name: "app",
