@@ -122,7 +122,7 @@ pub async fn deliver(
     // 6. Decide, 7. park what its breaker holds.
     let verdict = decide::verdict(run, &found);
     let verdict = parking::park(run, &found, verdict).await;
-    if let Some(span) = span.as_mut() {
+    if let (Some(span), Found::Attempted(_)) = (span.as_mut(), &found) {
         span.set("webhooks.outcome", verdict.label());
     }
     // 8. Settle: remember it in the history, then settle the lease.
