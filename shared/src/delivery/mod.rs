@@ -57,14 +57,14 @@ pub mod reason;
 pub mod run;
 
 pub use decide::decide;
-pub use found::{AfterFailure, Attempt, Found, Verdict};
+pub use found::{AfterFailure, Attempt, Verdict};
 pub use reason::Reason;
-pub use run::{Line, Run};
 
 use crate::app::App;
 use crate::queue::{DeliveryQueue, Lease, Outbox, StoreOrQueueError};
 use crate::telemetry::trace;
-use found::Attempted;
+use found::{Attempted, Found};
+use run::{Line, Run};
 
 /// Takes one leased job through the steps, and settles its lease with the
 /// verdict.
