@@ -25,7 +25,7 @@ Runtime API of bench/src/runtime_api.rs): `cargo build -p webhooks-local -p <fun
    reaches a receiver on this machine), post an event to EventsQueue, ingest it, deliver it
    (the receiver checks the signature), read it back by message id and in the history, and
    every other API function once. Each binary records its AWS calls
-   (WEBHOOKS_RECORD_AWS_CALLS, shared/src/aws/record.rs).
+   (WEBHOOKS_RECORD_AWS_CALLS, shared/src/aws/call_log.rs).
 4. Least privilege: every recorded call (IAM action, table or index or queue ARN, the
    partition keys for dynamodb:LeadingKeys) must be allowed by its function's inline policies
    (conditions included); every statement must be used by a call or listed in KEPT with the

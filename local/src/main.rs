@@ -30,6 +30,7 @@ mod serve;
 mod shutdown;
 mod test_clock;
 mod verify;
+mod workers;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

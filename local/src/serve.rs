@@ -15,7 +15,6 @@ use webhook_core::auth::jwt::{self, Verifier};
 use webhook_core::auth::Authenticator;
 use webhook_core::clock::Clock;
 use webhook_core::console::{self, Console, ConsoleConfig};
-use webhook_core::delivery;
 use webhook_core::http::{error_response, payload_too_large, MAX_BODY};
 use webhook_core::reminders::run_reminders;
 use webhook_core::retention::run_purges;
@@ -26,6 +25,7 @@ use webhook_core::{Config, Profile};
 
 use crate::credentials::Credentials;
 use crate::shutdown;
+use crate::workers;
 use crate::ServeArgs;
 
 struct Server {
@@ -91,7 +91,7 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
     services.app.callbacks.warm_up();
     let stop = CancellationToken::new();
     let deliveries = TaskTracker::new();
-    let workers = delivery::run_workers(
+    let workers = workers::run_workers(
         services.app.clone(),
         services.queue.clone(),
         services.outbox.clone(),
@@ -108,7 +108,7 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         let waited = tracker.clone();
         let _runtime = runtime.enter();
         deliveries.spawn(async move { waited.wait().await });
-        delivery::run_workers(
+        workers::run_workers(
             services.app.clone(),
             queue,
             services.outbox.clone(),

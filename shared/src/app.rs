@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use crate::callback::destination::Destinations;
 use crate::callback::{AddressPolicy, CallbackClient, Dns, SystemDns};
 use crate::clock::Clock;
 use crate::config::Config;
+use crate::destinations::Destinations;
 use crate::health::cache::HealthCache;
 use crate::health::in_flight::InFlight;
 use crate::health::rate::RateLines;

@@ -37,6 +37,7 @@ pub mod config;
 pub mod console;
 pub mod deadline;
 pub mod delivery;
+pub mod destinations;
 pub mod error;
 pub mod failure;
 pub mod filter;

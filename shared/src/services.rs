@@ -347,7 +347,7 @@ pub mod aws {
     /// only waits and warns (docs/destinations.md).
     pub async fn local_destinations(
         config: &Config,
-    ) -> Option<Arc<dyn crate::callback::destination::Destinations>> {
+    ) -> Option<Arc<dyn crate::destinations::Destinations>> {
         use aws_config::meta::region::RegionProviderChain;
         let region = RegionProviderChain::first_try(
             aws_config::environment::EnvironmentVariableRegionProvider::new(),
@@ -365,9 +365,9 @@ pub mod aws {
     /// use); none without a region.
     pub fn destinations(
         sdk: &aws_config::SdkConfig,
-    ) -> Option<Arc<dyn crate::callback::destination::Destinations>> {
+    ) -> Option<Arc<dyn crate::destinations::Destinations>> {
         crate::aws::destination::AwsDestinations::new(sdk)
-            .map(|d| Arc::new(d) as Arc<dyn crate::callback::destination::Destinations>)
+            .map(|d| Arc::new(d) as Arc<dyn crate::destinations::Destinations>)
     }
 
     fn api_app_on(config: Config, sdk: &aws_config::SdkConfig) -> Result<App, OpenError> {

@@ -255,7 +255,7 @@ pub async fn run(s: &Settings) -> Result<(Vec<Phase>, Vec<Backlog>), String> {
     // customer account in moto (docs/destinations.md), each subscription
     // validated outside the phase.
     let customer = testkit::customer::Customer::new();
-    let external = webhook_core::callback::destination::external_id("webhooks", &ORG.into());
+    let external = webhook_core::destinations::external_id("webhooks", &ORG.into());
     let (queue, bus, copy, role) = (
         format!("{prefix}-orders"),
         format!("{prefix}-bus"),

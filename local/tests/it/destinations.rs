@@ -15,7 +15,7 @@ use http::StatusCode;
 use reqwest::Method;
 use serde_json::{json, Value};
 use testkit::emulators::unique_name;
-use webhook_core::callback::destination::external_id;
+use webhook_core::destinations::external_id;
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -573,7 +573,7 @@ async fn a_role_without_the_external_id_condition_is_refused_and_sessions_name_t
         "no validation message sent"
     );
     let sessions = customer.sessions_of(&Customer::role_arn(&open)).await;
-    let named = webhook_core::callback::destination::session_name(&org.as_str().into());
+    let named = webhook_core::aws::destination::session_name(&org.as_str().into());
     assert_eq!(sessions.len(), 2, "{sessions:?}");
     assert!(
         sessions.iter().all(|(name, _)| *name == named),

@@ -8,12 +8,12 @@ use http::StatusCode;
 use super::problem::store_problem;
 use crate::app::App;
 use crate::auth::Caller;
-use crate::callback::destination::{
+use crate::callback::{CallbackTarget, UriProblem};
+use crate::clock::iso_millis;
+use crate::destinations::{
     external_id, foreign_external_id, Destination, DestinationKind, DestinationProblem, Refusal,
     ServiceFault,
 };
-use crate::callback::{CallbackTarget, UriProblem};
-use crate::clock::iso_millis;
 use crate::error::{ApiError, ErrorCode, FieldError};
 use crate::failure::{CallFailure, Failure};
 use crate::filter::EventFilter;

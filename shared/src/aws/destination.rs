@@ -15,8 +15,8 @@ use aws_sdk_sqs::types::MessageAttributeValue;
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
 
-use crate::callback::destination::{
-    partition_of, session_name, Destination, DestinationKind, DestinationMessage, Destinations,
+use crate::destinations::{
+    org_uuid, partition_of, Destination, DestinationKind, DestinationMessage, Destinations,
     Refusal, Sent, ServiceFault,
 };
 use crate::failure::CallFailure;
@@ -501,6 +501,25 @@ impl Destinations for AwsDestinations {
     }
 }
 
+/// The `RoleSessionName` of the organization's sessions, which the
+/// customer's CloudTrail shows: the organization id when it is 2 to 64 of
+/// `[A-Za-z0-9_+=,.@-]`; otherwise its first 27 characters with every other
+/// character replaced by `_`, a `.`, and the UUID of its external id (64 at
+/// most). docs/destinations.md, "Who acted".
+pub fn session_name(org: &OrgId) -> String {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "_+=,.@-".contains(c);
+    let id = org.as_str();
+    if (2..=64).contains(&id.len()) && id.chars().all(allowed) {
+        return id.to_owned();
+    }
+    let head: String = id
+        .chars()
+        .take(27)
+        .map(|c| if allowed(c) { c } else { '_' })
+        .collect();
+    format!("{head}.{}", org_uuid(org))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -669,5 +688,39 @@ mod tests {
         );
         assert!(is_throttling("RequestThrottled", 400));
         assert!(!is_throttling("AccessDenied", 403));
+    }
+
+    #[test]
+    fn session_names_carry_the_organization_within_sts_rules() {
+        let allowed = |name: &str| {
+            name.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_+=,.@-".contains(c))
+        };
+        assert_eq!(session_name(&"org-1".into()), "org-1");
+        assert_eq!(session_name(&"a.b@c=d,e+f_g".into()), "a.b@c=d,e+f_g");
+        let uuid = org_uuid(&"org 1/ü".into());
+        assert_eq!(session_name(&"org 1/ü".into()), format!("org_1__.{uuid}"));
+        let long = "x".repeat(65);
+        let named = session_name(&long.as_str().into());
+        assert_eq!(
+            named,
+            format!("{}.{}", "x".repeat(27), org_uuid(&long.as_str().into()))
+        );
+        assert_eq!(
+            session_name(&"o".into()),
+            format!("o.{}", org_uuid(&"o".into()))
+        );
+        for org in ["org-1", "org 1/ü", long.as_str(), "o", &"é".repeat(40)] {
+            let name = session_name(&org.into());
+            assert!(
+                (2..=64).contains(&name.len()) && allowed(&name),
+                "{org}: {name}"
+            );
+        }
+        assert_ne!(
+            session_name(&"a b".into()),
+            session_name(&"a/b".into()),
+            "two organizations, two names"
+        );
     }
 }

@@ -2,10 +2,10 @@
 //! delivery queue), [`outbox`] (ingestion's commit across both), and the SDK
 //! configuration they are all built from.
 
+pub mod call_log;
 pub mod destination;
 pub mod dynamodb;
 pub mod outbox;
-pub mod record;
 pub mod sqs;
 pub mod tls;
 
@@ -45,7 +45,7 @@ pub async fn sdk_config_with(
         .retry_config(
             aws_config::retry::RetryConfig::standard().with_max_attempts(bounds.max_attempts),
         );
-    let loader = match record::wrap(tls::http_client(roots)) {
+    let loader = match call_log::wrap(tls::http_client(roots)) {
         Some(client) => loader.http_client(client),
         None => loader,
     };

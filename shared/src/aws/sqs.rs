@@ -90,16 +90,17 @@ fn sdk_err<E>(
 where
     E: aws_sdk_sqs::error::ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
-    CallFailure::of(e).error()
+    SqsCallError::of(e).error()
 }
 
-/// A failed SQS call, shared by the jobs it carried (each gets its error).
-struct CallFailure {
+/// A failed SQS call's error, and whether it is worth retrying; shared by
+/// the jobs it carried (each gets its [`QueueError`]).
+struct SqsCallError {
     transient: bool,
     error: Arc<SqsError>,
 }
 
-impl CallFailure {
+impl SqsCallError {
     fn of<E>(e: aws_sdk_sqs::error::SdkError<E, aws_sdk_sqs::config::http::HttpResponse>) -> Self
     where
         E: aws_sdk_sqs::error::ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
@@ -121,7 +122,7 @@ impl CallFailure {
             summary: aws_sdk_sqs::error::DisplayErrorContext(&e).to_string(),
             source: Box::new(e),
         };
-        CallFailure {
+        SqsCallError {
             transient,
             error: Arc::new(error),
         }

@@ -3,7 +3,6 @@
 //! and the classification of their failures ([`CallFailure`]). Both calls take a
 //! [`CallbackTarget`], which only the policy makes: no call can skip it.
 
-pub mod destination;
 pub mod handshake;
 pub mod policy;
 pub mod post;

@@ -1,112 +1,45 @@
-//! What happens to a notification after an attempt: a pure function of what
-//! the attempt found, the attempt number, the time and the retry schedule.
-//! Every runtime's fate of a notification is decided here and nowhere else.
+//! Step 6 of [`deliver`](super): what happens to a notification, a pure
+//! function of what the steps found, the attempt number, the time and the
+//! retry schedule. Every runtime's fate of a notification is decided here
+//! and nowhere else.
 
 use std::time::Duration;
 
-use super::Reason;
+use super::found::{AfterFailure, Attempt, Found, Verdict};
+use super::reason::Reason;
+use super::run::Run;
 use crate::clock::millis;
-use crate::failure::Failure;
 
-/// What one attempt found: everything [`decide`] needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Attempt {
-    /// Not sent: the subscription was deleted, is not ACTIVE, or expired.
-    Unwanted(Reason),
-    /// Not sent, and it never can be: unusable secret or callback uri.
-    Unsendable(Reason),
-    /// The subscription could not be read; nothing was sent.
-    StoreUnavailable(Reason),
-    /// The callback answered 2xx.
-    Succeeded,
-    /// The callback answered `410 Gone`; the subscription is now BLACKLISTED.
-    Gone,
-    /// No answer, a forbidden address or a status other than 2xx and 410.
-    Failed {
-        /// The failing step (`CONNECT_FAILED`, ...) or the status.
-        failure: Failure,
-        /// The `Retry-After` of a 429 or 503 answer.
-        retry_after: Option<String>,
-        /// The subscription after the failure was recorded on it.
-        subscription: AfterFailure,
-    },
-}
-
-/// A subscription's state once a failed attempt is recorded on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AfterFailure {
-    /// Still deliverable (or unknown: the store did not answer).
-    Deliverable,
-    /// Its failure streak outlasted `WEBHOOKS_BLACKLIST_AFTER`: BLACKLISTED now.
-    Blacklisted,
-    /// Deleted meanwhile.
-    Deleted,
-}
-
-/// The notification's fate.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    /// Sent and acknowledged: remove it from the queue.
-    Delivered,
-    /// Failed: attempt it again at `at` (epoch ms).
-    Retry {
-        /// When it is due again (epoch ms).
-        at: i64,
-        /// Why it failed, for logs.
-        reason: Reason,
-    },
-    /// Given up (schedule exhausted, or unsendable): keep it as a dead letter.
-    Dead(Reason),
-    /// Its subscription was blacklisted by this failure: keep it as a dead letter.
-    Blacklist(Reason),
-    /// Not sent and never will be (subscription deleted, inactive, expired,
-    /// or the callback answered 410): remove it.
-    Drop(Reason),
-    /// Not attempted: its subscription's calls are at their cap, its
-    /// breaker is open, or it is not due yet. Due again at `at` (epoch ms),
-    /// with no attempt counted and nothing recorded.
-    Defer {
-        /// When it is due again (epoch ms).
-        at: i64,
-        /// Why it was not attempted, for logs.
-        reason: Reason,
-    },
-    /// Not attempted, its subscription's breaker open: parked until the
-    /// breaker closes (or, where parking is a deferral, due again at `at`).
-    Park {
-        /// When it is due again where parking is a deferral (epoch ms).
-        at: i64,
-        /// Why it was parked, for logs.
-        reason: Reason,
-    },
-}
-
-impl Verdict {
-    /// The reason, for logs; none for a delivery.
-    pub fn reason(&self) -> Option<&Reason> {
-        match self {
-            Verdict::Delivered => None,
-            Verdict::Retry { reason, .. }
-            | Verdict::Defer { reason, .. }
-            | Verdict::Park { reason, .. }
-            | Verdict::Dead(reason)
-            | Verdict::Blacklist(reason)
-            | Verdict::Drop(reason) => Some(reason),
+/// Step 6: the verdict on what the steps found. A job held before its
+/// attempt keeps the verdict it was held with; one its breaker holds is to
+/// be parked ([`parking`](super::parking) says how); the service's own
+/// fault defers it by the retry schedule's first delay, spread by up to
+/// +20 % as retries are, so a fixed fault is not met by every deferred job
+/// at once.
+pub fn verdict(run: &Run<'_>, found: &Found) -> Verdict {
+    let schedule = &run.app.config.retry_schedule;
+    match found {
+        Found::Held(held) => held.clone(),
+        Found::BreakerOpen { at, .. } => Verdict::Park {
+            at: *at,
+            reason: Reason::BreakerOpen,
+        },
+        Found::Superseded => Verdict::Drop(Reason::Superseded),
+        Found::ServiceFault(fault) => {
+            let first = schedule.first().copied();
+            let delay = first.unwrap_or(Duration::from_secs(5)).as_millis() as f64;
+            Verdict::Defer {
+                at: run.now + (delay * (1.0 + 0.2 * run.random)) as i64,
+                reason: Reason::ServiceFault(fault.clone()),
+            }
         }
-    }
-
-    /// The verdict's name as metrics label it (`outcome`): its variant,
-    /// lowercase. No wildcard: a new verdict is a new arm here.
-    pub fn label(&self) -> &'static str {
-        match self {
-            Verdict::Delivered => "delivered",
-            Verdict::Retry { .. } => "retry",
-            Verdict::Dead(_) => "dead",
-            Verdict::Blacklist(_) => "blacklist",
-            Verdict::Drop(_) => "drop",
-            Verdict::Defer { .. } => "deferred",
-            Verdict::Park { .. } => "parked",
-        }
+        Found::Attempted(attempted) => decide(
+            &attempted.attempt,
+            run.lease.attempt,
+            run.now,
+            schedule,
+            run.random,
+        ),
     }
 }
 
@@ -217,6 +150,7 @@ pub fn parse_retry_after(value: &str, now: i64) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::failure::Failure;
     use crate::model::SubscriptionStatus;
 
     const NOW: i64 = 1_700_000_000_000;

@@ -1,42 +1,16 @@
-//! Steps 2 and 4 of [`deliver`](super::deliver): what sending needs (the
-//! subscription, deliverable; its signing keys; its callback target under
-//! the address policy), or why it is not sent; then the signed POST.
+//! Step 2 of [`deliver`](super): what sending needs (the subscription,
+//! deliverable; its signing keys; its callback target under the address
+//! policy), or why it is not sent.
 
-use std::time::Duration;
-
-use super::{Attempt, Reason, Run};
-use crate::callback::destination::{
-    detail_type, external_id, Destination, DestinationMessage, DestinationProblem, Sent,
-    ServiceFault,
-};
-use crate::callback::post::{Posted, SignedNotification};
-use crate::callback::{CallbackTarget, UriProblem};
+use super::found::{Attempt, Ready, Target};
+use super::reason::Reason;
+use super::run::Run;
+use crate::callback::UriProblem;
+use crate::destinations::{Destination, DestinationProblem};
 use crate::failure::CallFailure;
 use crate::model::SubscriptionStatus;
-use crate::signature::{signature_header, SigningKey};
+use crate::signature::SigningKey;
 use crate::store::rules::is_deliverable;
-use crate::store::StoredSubscription;
-use crate::telemetry::trace::TraceParent;
-
-/// A notification ready to be sent.
-pub struct Ready {
-    /// The subscription the notification goes to, as stored.
-    pub subscription: StoredSubscription,
-    /// The current secret's key first, then those of the replaced secrets
-    /// still in their grace period: the notification is signed with each.
-    pub keys: Vec<SigningKey>,
-    /// Where it goes: the checked callback or destination, or why it
-    /// cannot go there (a failed attempt).
-    pub target: Result<Target, CallFailure>,
-}
-
-/// Where a notification is sent.
-pub enum Target {
-    /// POSTed to an HTTPS callback.
-    Callback(CallbackTarget),
-    /// Sent into an AWS destination (docs/decisions/destinations.md).
-    Destination(Destination),
-}
 
 /// Step 2: what sending needs, or why it is not sent.
 pub async fn prepare(run: &Run<'_>) -> Result<Ready, Attempt> {
@@ -103,95 +77,4 @@ pub async fn prepare(run: &Run<'_>) -> Result<Ready, Attempt> {
         keys,
         target,
     })
-}
-
-/// Step 4: sign and POST, or send into the destination (a refused target
-/// is a failed attempt, not a call); or the service's own fault, which is
-/// no attempt (docs/decisions/destinations.md, "Whose fault, and
-/// destinations that cannot be turned on the service").
-pub async fn post(
-    run: &Run<'_>,
-    ready: &Ready,
-    trace: TraceParent,
-) -> Result<Posted, ServiceFault> {
-    let target = match &ready.target {
-        Ok(target) => target,
-        Err(failure) => {
-            return Ok(Posted::Failed {
-                failure: *failure,
-                elapsed: Duration::ZERO,
-            })
-        }
-    };
-    let job = run.job();
-    let timestamp = run.now / 1000;
-    let signature = signature_header(&ready.keys, job.id.as_str(), timestamp, job.body.as_bytes());
-    let destination = match target {
-        Target::Destination(d) => d,
-        Target::Callback(target) => {
-            let notification = SignedNotification {
-                id: job.id.as_str(),
-                timestamp,
-                signature,
-                body: &job.body,
-                traceparent: Some(trace.header()),
-            };
-            return Ok(run
-                .app
-                .callbacks
-                .post(target, notification, run.app.config.delivery_timeout)
-                .await);
-        }
-    };
-    let Some(sender) = &run.app.destinations else {
-        return Ok(Posted::Failed {
-            failure: CallFailure::DestinationError,
-            elapsed: Duration::ZERO,
-        });
-    };
-    let external_id = external_id(&run.app.config.external_id_prefix, &job.org_id);
-    // The role trusts the id it was validated with: another one now is the
-    // service's configuration (its prefix), not the customer's role.
-    if ready
-        .subscription
-        .external_id
-        .as_ref()
-        .is_some_and(|validated| *validated != external_id)
-    {
-        return Err(ServiceFault::ExternalIdChanged);
-    }
-    let event = serde_json::from_str::<serde_json::Value>(&job.body)
-        .ok()
-        .and_then(|v| v.get("event").and_then(|e| e.as_str()).map(str::to_owned))
-        .unwrap_or_default();
-    let detail_type = detail_type(&event);
-    let message = DestinationMessage {
-        id: job.id.as_str(),
-        timestamp,
-        signature,
-        body: &job.body,
-        detail_type: &detail_type,
-        group: job.subscription_id.as_str(),
-        org: &job.org_id,
-    };
-    let started = std::time::Instant::now();
-    let sent = sender
-        .send(
-            destination,
-            &external_id,
-            message,
-            run.app.config.delivery_timeout,
-        )
-        .await;
-    match sent {
-        Sent::Accepted(id) => Ok(Posted::Accepted {
-            id,
-            elapsed: started.elapsed(),
-        }),
-        Sent::Failed(failure) => Ok(Posted::Failed {
-            failure,
-            elapsed: started.elapsed(),
-        }),
-        Sent::ServiceFault(fault) => Err(fault),
-    }
 }

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use crate::callback::destination::ServiceFault;
+use crate::destinations::ServiceFault;
 use crate::failure::Failure;
 use crate::model::SubscriptionStatus;
 

@@ -1,91 +1,87 @@
-//! Step 5 of [`deliver`](super::deliver): what the POST leaves on the
-//! subscription. Its failure bookkeeping ([`Store::record_delivery`]: a 2xx
-//! ends a failure streak, a 410 blacklists, another failure starts or
-//! extends the streak, which blacklists once older than
-//! `WEBHOOKS_BLACKLIST_AFTER`), then its breaker's health: what the attempt
-//! says about the callback ([`signal`]), written compare-and-set; a breaker
-//! that closes puts its parked jobs back.
+//! Step 5 of [`deliver`](super): what the POST leaves on the subscription.
+//! Its failure bookkeeping ([`Store::record_delivery`]: a 2xx ends a failure
+//! streak, a 410 blacklists, another failure starts or extends the streak,
+//! which blacklists once older than `WEBHOOKS_BLACKLIST_AFTER`), then its
+//! breaker's health: what the attempt says about the callback ([`signal`]),
+//! written compare-and-set; and the history's record of the POST.
 //!
 //! [`Store::record_delivery`]: crate::store::Store::record_delivery
 
-use super::tell::Told;
-use super::{outcome, parking, AfterFailure, Attempt, Run};
+use std::time::Duration;
+
+use super::decide::pause_until;
+use super::found::{AfterFailure, Attempt, Attempted, Closed};
+use super::run::Run;
 use crate::callback::post::Posted;
 use crate::failure::{CallFailure, Failure};
 use crate::health::{Health, Signal};
-use crate::history::AttemptRecord;
+use crate::history::{AttemptRecord, Trigger};
 use crate::model::SubscriptionStatus;
 use crate::store::{DeliveryRecord, StoredSubscription};
 
-/// What an attempt left: what it found ([`decide`](super::decide)'s
-/// input), the history's record of its POST, and, when it was sent, the
-/// subscription and the health change its organization may be told of.
-pub struct Attempted {
-    /// What the attempt found.
-    pub attempt: Attempt,
-    /// The record of the POST; none when nothing was sent.
-    pub made: Option<AttemptRecord>,
-    /// The subscription as read before the attempt, and the health change
-    /// the attempt wrote, `(before, after)`; none when nothing was sent.
-    sent: Option<(StoredSubscription, Option<(Health, Health)>)>,
-}
-
-impl Attempted {
-    /// Nothing was sent: `attempt` says why.
-    pub fn unsent(attempt: Attempt) -> Self {
-        Attempted {
-            attempt,
-            made: None,
-            sent: None,
-        }
-    }
-
-    /// How long the callback call took, ms; none when nothing was sent.
-    pub fn call_ms(&self) -> Option<u64> {
-        self.made.as_ref().map(|m| m.duration_ms)
-    }
-
-    /// What the organization may be told of a sent attempt (taken out).
-    pub(super) fn told(&mut self) -> Option<Told> {
-        let (subject, health) = self.sent.take()?;
-        Some(Told {
-            subject,
-            health,
-            made: self.made.clone(),
-        })
-    }
-}
-
 /// Step 5: the subscription's bookkeeping and its breaker's health after
-/// the POST that went out with `health`.
+/// the POST that went out with `health`; and the breaker, if the attempt
+/// left it closed with jobs parked.
 pub async fn record(
     run: &Run<'_>,
     subscription: StoredSubscription,
     health: Health,
     posted: Posted,
-) -> Attempted {
-    let made = outcome::attempt_record(&posted, outcome::trigger(run.lease), run.now);
-    let signal = signal(&posted);
-    let pause = match &posted {
-        Posted::Answered {
-            status,
-            retry_after,
-            ..
-        } => super::decide::pause_until(
-            *status,
-            retry_after.as_deref(),
-            run.now,
-            &run.app.config.retry_schedule,
-        ),
-        Posted::Failed { .. } | Posted::Accepted { .. } => None,
-    };
+) -> (Attempted, Option<Closed>) {
+    let made = attempt_record(&posted, run.trigger, run.now);
     let attempt = bookkeeping(run, &subscription, &posted).await;
     let ended = run.app.clock.now_ms();
-    let health = remember_health(run, &subscription, health, &signal, pause, ended).await;
-    Attempted {
+    let change = remember_health(run, &subscription, health, &posted, ended).await;
+    let closed = match &change {
+        Some((_, after)) if after.must_unpark(ended) => Some((after.clone(), ended)),
+        _ => None,
+    };
+    let attempted = Attempted {
         attempt,
         made: Some(made),
-        sent: Some((subscription, health)),
+        sent: Some((subscription, change)),
+    };
+    (attempted, closed)
+}
+
+/// The record of one POST started at `at`.
+pub fn attempt_record(posted: &Posted, trigger: Trigger, at: i64) -> AttemptRecord {
+    let ms = |d: &Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    match posted {
+        Posted::Answered {
+            status,
+            body,
+            elapsed,
+            ..
+        } => AttemptRecord {
+            at,
+            duration_ms: ms(elapsed),
+            http_status: Some(*status),
+            code: match status {
+                200..=299 => None,
+                300..=399 => Some("REDIRECT".into()),
+                _ => Some("BAD_STATUS".into()),
+            },
+            response_body: body.clone(),
+            trigger,
+        },
+        Posted::Accepted { id, elapsed } => AttemptRecord {
+            at,
+            duration_ms: ms(elapsed),
+            http_status: None,
+            code: None,
+            // The destination's message or event id, where a POST keeps its answer.
+            response_body: id.clone(),
+            trigger,
+        },
+        Posted::Failed { failure, elapsed } => AttemptRecord {
+            at,
+            duration_ms: ms(elapsed),
+            http_status: None,
+            code: Some(failure.code().as_str().into()),
+            response_body: String::new(),
+            trigger,
+        },
     }
 }
 
@@ -177,18 +173,31 @@ pub fn signal(posted: &Posted) -> Signal {
 }
 
 /// Writes the health an attempt leaves (compare-and-set, read again on a
-/// conflict), with the receiver's `pause` if it asked for one later than
-/// the one stored; returns the change written, `(before, after)`, if any.
+/// conflict), with the receiver's pause ([`pause_until`]) if it asked for
+/// one later than the one stored; returns the change written, `(before, after)`, if any.
 /// A store that cannot be written loses a count, never a notification.
 async fn remember_health(
     run: &Run<'_>,
     subscription: &StoredSubscription,
     mut current: Health,
-    signal: &Signal,
-    pause: Option<i64>,
+    posted: &Posted,
     now: i64,
 ) -> Option<(Health, Health)> {
     let app = run.app;
+    let signal = &signal(posted);
+    let pause = match posted {
+        Posted::Answered {
+            status,
+            retry_after,
+            ..
+        } => pause_until(
+            *status,
+            retry_after.as_deref(),
+            run.now,
+            &app.config.retry_schedule,
+        ),
+        Posted::Failed { .. } | Posted::Accepted { .. } => None,
+    };
     let (org, id) = (&subscription.org_id, &subscription.id);
     for _ in 0..4 {
         let after = current.after(signal, &app.config.breaker, now);
@@ -212,9 +221,6 @@ async fn remember_health(
                         "circuit breaker changed");
                 }
                 app.breakers.remember(id, &next, now);
-                if next.must_unpark(now) {
-                    parking::unpark(run, org, id, next.clone(), now).await;
-                }
                 return Some((current, next));
             }
             Ok(false) => match app.store.get_subscription(org, id).await {
@@ -228,4 +234,39 @@ async fn remember_health(
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answered(status: u16, body: &str) -> Posted {
+        Posted::Answered {
+            status,
+            retry_after: None,
+            body: body.into(),
+            elapsed: Duration::from_millis(12),
+        }
+    }
+
+    #[test]
+    fn attempts_name_their_failing_step() {
+        let ok = attempt_record(&answered(204, ""), Trigger::Manual, 5);
+        assert_eq!(
+            (ok.code, ok.http_status, ok.duration_ms),
+            (None, Some(204), 12)
+        );
+        assert_eq!(ok.trigger, Trigger::Manual);
+        let bad = attempt_record(&answered(500, "<b>no</b>"), Trigger::Scheduled, 5);
+        assert_eq!(bad.code.as_deref(), Some("BAD_STATUS"));
+        assert_eq!(bad.response_body, "<b>no</b>");
+        let moved = attempt_record(&answered(302, ""), Trigger::Scheduled, 5);
+        assert_eq!(moved.code.as_deref(), Some("REDIRECT"));
+        let timeout = Posted::Failed {
+            failure: CallFailure::Timeout,
+            elapsed: Duration::from_secs(10),
+        };
+        let t = attempt_record(&timeout, Trigger::Scheduled, 5);
+        assert_eq!((t.code.as_deref(), t.http_status), (Some("TIMEOUT"), None));
+    }
 }

@@ -15,7 +15,7 @@ use testkit::customer::{attribute, Customer};
 use testkit::emulators::unique_name;
 use webhook_core::api::subscriptions;
 use webhook_core::auth::Caller;
-use webhook_core::callback::destination::external_id;
+use webhook_core::destinations::external_id;
 use webhook_core::lambda::queues;
 use webhook_core::model::{DestinationRequest, SubscriptionRequest, SubscriptionStatus};
 use webhook_core::store::Store;

@@ -9,7 +9,11 @@
 //!   `store/` -> `delivery/` -> `store/`, is one even when no two files are);
 //! - the adapters ([`ADAPTERS`]) are named only by themselves and by the
 //!   modules that build or wrap them ([`ADAPTER_USERS`]): a runtime reaches
-//!   them through `services`.
+//!   them through `services`;
+//! - inside `delivery/`, the pipeline reads top to bottom: a step
+//!   ([`DELIVERY_STEPS`], in the order `deliver` calls them) imports no
+//!   step above it, what the steps share imports no step, and nothing
+//!   imports their orchestrator, `delivery/mod.rs`.
 //!
 //! The size alarm, over every Rust file of the workspace, is `file_size.rs`.
 //!
@@ -65,8 +69,9 @@ const LAYERS: &[Layer] = &[
     Layer {
         name: "ports",
         holds: "the traits adapters implement and their types (store with its business rules, \
-                delivery queue and outbox, delivery history) and the outbound calls to callbacks",
-        modules: &["store", "queue", "history", "callback"],
+                delivery queue and outbox, delivery history, AWS destinations) and the outbound \
+                calls to callbacks",
+        modules: &["store", "queue", "history", "destinations", "callback"],
     },
     Layer {
         name: "app",
@@ -115,6 +120,15 @@ const ADAPTERS: &[&str] = &["sqlite", "aws"];
 /// What may name an adapter: `services` builds them; `lambda` is the AWS
 /// runtime's face, whose events are SQS's and API Gateway's.
 const ADAPTER_USERS: &[&str] = &["services", "lambda"];
+
+/// The steps of `delivery::deliver`, each a file of `delivery/`, in the
+/// order it calls them (its doc comment numbers them so). A step may import
+/// the steps below it and the folder's other files, what the steps share;
+/// those import no step; and no file of the folder imports `mod.rs` (the
+/// orchestrator: `deliver`, or a name it re-exports).
+const DELIVERY_STEPS: &[&str] = &[
+    "admit", "prepare", "gate", "post", "record", "decide", "parking", "settle", "tell",
+];
 
 /// A module path: `["delivery", "admit"]`, `["local", "serve"]`,
 /// `["functions", "ingest-events"]`; a folder's `mod.rs` is the folder.
@@ -305,9 +319,19 @@ fn root_exports(tree: &Tree) -> BTreeMap<String, Module> {
 
 /// Every module `module` imports.
 fn imports(tree: &Tree, module: &Module, exports: &BTreeMap<String, Module>) -> BTreeSet<Module> {
+    let own = crate_of(module);
+    named_modules(tree, module, exports)
+        .into_iter()
+        .filter(|path| !path.is_empty() && *path != own && !module.starts_with(path))
+        .collect()
+}
+
+/// Every module a path of `module` names, its own folders and crate root
+/// too (a name a folder's `mod.rs` defines or re-exports is that folder's).
+fn named_modules(tree: &Tree, module: &Module, exports: &BTreeMap<String, Module>) -> Vec<Module> {
     let code = code_without_tests(&tree.files[module]);
     let own = crate_of(module);
-    let mut found = BTreeSet::new();
+    let mut found = Vec::new();
     for prefix in ["crate::", "super::", "self::", "webhook_core::"] {
         let mut from = 0;
         while let Some(i) = code[from..].find(prefix) {
@@ -335,14 +359,76 @@ fn imports(tree: &Tree, module: &Module, exports: &BTreeMap<String, Module>) -> 
                 while !path.is_empty() && !tree.files.contains_key(&path) {
                     path.pop();
                 }
-                let crate_root = path == own;
-                if !path.is_empty() && !crate_root && !module.starts_with(&path) {
-                    found.insert(path);
-                }
+                found.push(path);
             }
         }
     }
     found
+}
+
+/// What breaks the order of `delivery/`'s steps ([`DELIVERY_STEPS`]), one
+/// line each; and a doc comment of `delivery/mod.rs` that numbers them
+/// otherwise.
+fn delivery_order(tree: &Tree, exports: &BTreeMap<String, Module>) -> Vec<String> {
+    let mut wrong = Vec::new();
+    let folder: Module = vec!["delivery".to_owned()];
+    let step = |name: &str| DELIVERY_STEPS.iter().position(|s| *s == name);
+    for (module, _) in tree.files.range(folder.clone()..) {
+        if !module.starts_with(&folder) {
+            break;
+        }
+        let Some(name) = module.get(1) else {
+            continue; // mod.rs, the orchestrator
+        };
+        let named: BTreeSet<Module> = named_modules(tree, module, exports).into_iter().collect();
+        for path in named {
+            if !path.starts_with(&folder) || path.get(1) == Some(name) {
+                continue;
+            }
+            let Some(to) = path.get(1) else {
+                wrong.push(format!(
+                    "delivery::{name} imports its orchestrator, delivery/mod.rs"
+                ));
+                continue;
+            };
+            match (step(name), step(to)) {
+                (Some(a), Some(b)) if b < a => wrong.push(format!(
+                    "delivery::{name} (step {}) imports delivery::{to}, a step above it (step {})",
+                    a + 1,
+                    b + 1
+                )),
+                (None, Some(b)) => wrong.push(format!(
+                    "delivery::{name}, shared by the steps, imports delivery::{to} (step {})",
+                    b + 1
+                )),
+                _ => {}
+            }
+        }
+    }
+    // `//! 1. [`admit`]: ...`: the numbered list of mod.rs's doc comment.
+    let numbered: Vec<&str> = tree.files[&folder]
+        .lines()
+        .filter_map(|line| line.strip_prefix("//! "))
+        .filter_map(|line| {
+            let (number, rest) = line.split_once(". [`")?;
+            number.parse::<usize>().ok()?;
+            rest.split_once('`').map(|(name, _)| name)
+        })
+        .collect();
+    if numbered != DELIVERY_STEPS {
+        wrong.push(format!(
+            "delivery/mod.rs numbers its steps {numbered:?}, not {DELIVERY_STEPS:?}"
+        ));
+    }
+    for name in DELIVERY_STEPS {
+        if !tree
+            .files
+            .contains_key(&vec!["delivery".to_owned(), name.to_string()])
+        {
+            wrong.push(format!("the step delivery::{name} is no file of delivery/"));
+        }
+    }
+    wrong
 }
 
 /// A cycle in `graph`, as its nodes in order, if there is one.
@@ -460,6 +546,7 @@ fn check(tree: &Tree) -> Vec<String> {
     if let Some(c) = cycle(&folders) {
         wrong.push(format!("import cycle between folders: {}", c.join(" -> ")));
     }
+    wrong.extend(delivery_order(tree, &exports));
     let edges: usize = graph.values().map(BTreeSet::len).sum();
     if graph.len() < 60 || edges < 200 {
         wrong.push(format!(
@@ -515,6 +602,42 @@ fn a_planted_cycle_between_folders_is_reported() {
             .any(|w| w.starts_with("import cycle between folders:")
                 && w.contains("queue")
                 && w.contains("store")),
+        "{wrong:?}"
+    );
+}
+
+#[test]
+fn a_delivery_step_importing_its_orchestrator_or_a_step_above_it_is_reported() {
+    let tree = Tree::read();
+    let has = |wrong: &[String], line: &str| wrong.iter().any(|w| w == line);
+    // `deliver` itself, or a name mod.rs re-exports, is the orchestrator.
+    let wrong = check(&tree.with_line(&["delivery", "settle"], "use super::deliver;"));
+    let line = "delivery::settle imports its orchestrator, delivery/mod.rs";
+    assert!(has(&wrong, line), "{wrong:?}");
+    let wrong = check(&tree.with_line(
+        &["delivery", "gate"],
+        "fn f(v: crate::delivery::Verdict) {}",
+    ));
+    let line = "delivery::gate imports its orchestrator, delivery/mod.rs";
+    assert!(has(&wrong, line), "{wrong:?}");
+    let wrong = check(&tree.with_line(&["delivery", "tell"], "use super::admit::admit;"));
+    let line = "delivery::tell (step 9) imports delivery::admit, a step above it (step 1)";
+    assert!(has(&wrong, line), "{wrong:?}");
+    let wrong = check(&tree.with_line(&["delivery", "run"], "use super::{gate::Gated, found};"));
+    let line = "delivery::run, shared by the steps, imports delivery::gate (step 3)";
+    assert!(has(&wrong, line), "{wrong:?}");
+    // A step below, or what the steps share, is fine.
+    let wrong = check(&tree.with_line(&["delivery", "admit"], "use super::{settle, run::Run};"));
+    assert!(wrong.is_empty(), "{wrong:?}");
+    // The doc comment's numbering is the rule's.
+    let mut swapped = tree.clone();
+    let text = swapped.files.get_mut(&vec!["delivery".to_owned()]).unwrap();
+    *text = text.replacen("//! 1. [`admit`]", "//! 1. [`prepare`]", 1);
+    let wrong = check(&swapped);
+    assert!(
+        wrong
+            .iter()
+            .any(|w| w.starts_with("delivery/mod.rs numbers its steps")),
         "{wrong:?}"
     );
 }

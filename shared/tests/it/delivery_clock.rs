@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use webhook_core::api::subscriptions::render;
-use webhook_core::callback::destination::{
-    external_id, Destination, DestinationMessage, Destinations, Refusal, Sent, ServiceFault,
-};
 use webhook_core::clock::{Clock, ManualClock};
 use webhook_core::delivery::{self, Reason, Verdict};
+use webhook_core::destinations::{
+    external_id, Destination, DestinationMessage, Destinations, Refusal, Sent, ServiceFault,
+};
 use webhook_core::failure::CallFailure;
 use webhook_core::ids::{OrgId, SubscriptionId};
 use webhook_core::model::SubscriptionStatus;

@@ -720,7 +720,6 @@ async fn get_destination_identity() {
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let expected =
-        webhook_core::callback::destination::external_id("webhooks", &OrgId::from("org-1"));
+    let expected = webhook_core::destinations::external_id("webhooks", &OrgId::from("org-1"));
     assert_eq!(body, json!({"externalId": expected}));
 }

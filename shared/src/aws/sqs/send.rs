@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 
-use super::{err, CallFailure, SqsQueue};
+use super::{err, SqsCallError, SqsQueue};
 use crate::queue::{DeliveryJob, QueueError};
 
 impl SqsQueue {
@@ -16,7 +16,7 @@ impl SqsQueue {
         &self,
         url: &str,
         entries: Vec<SendMessageBatchRequestEntry>,
-    ) -> Result<Vec<(usize, QueueError)>, CallFailure> {
+    ) -> Result<Vec<(usize, QueueError)>, SqsCallError> {
         let count = entries.len();
         let out = self
             .client
@@ -25,7 +25,7 @@ impl SqsQueue {
             .set_entries(Some(entries))
             .send()
             .await
-            .map_err(CallFailure::of)?;
+            .map_err(SqsCallError::of)?;
         let refused = out.failed().iter().map(|failed| {
             let fail = match failed.sender_fault() {
                 true => err,

@@ -1,6 +1,8 @@
-//! The polling loop for queues that are read by the process itself (the
-//! SQLite queue, SQS under `webhooks-local --backend aws`): lease due jobs
-//! in batches and [`deliver`](super::deliver) up to `concurrency` at once.
+//! `webhooks-local`'s delivery workers: the polling loop for the queues the
+//! process reads itself (the SQLite queue, SQS under `--backend aws`). It
+//! leases due jobs in batches and hands each to the one delivery use case,
+//! [`delivery::deliver`], up to `concurrency` at once. (The Lambda runtime
+//! is handed its batches by SQS: `lambda::queues`.)
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,8 +11,9 @@ use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::app::App;
-use crate::queue::{DeliveryQueue, Outbox};
+use webhook_core::app::App;
+use webhook_core::delivery;
+use webhook_core::queue::{DeliveryQueue, Outbox};
 
 /// Leases and delivers until `stop` is cancelled. Every delivery runs in
 /// `deliveries`, which is closed once nothing more will be leased: the
@@ -57,7 +60,7 @@ pub async fn run_workers(
             let (app, queue, outbox) = (app.clone(), queue.clone(), outbox.clone());
             let freed = freed.clone();
             deliveries.spawn(async move {
-                if let Err(e) = super::deliver(&app, queue.as_ref(), outbox.as_ref(), &lease).await
+                if let Err(e) = delivery::deliver(&app, queue.as_ref(), outbox.as_ref(), &lease).await
                 {
                     tracing::error!(part = e.part(), error = %e, notification = %lease.job.id, "cannot settle a delivery");
                 }

@@ -7,7 +7,7 @@
 //! [`Destination`] is only made by [`Destination::parse`], which keeps the
 //! service in its own partition and region.
 //!
-//! [`CallbackTarget`]: super::CallbackTarget
+//! [`CallbackTarget`]: crate::callback::CallbackTarget
 
 use std::time::Duration;
 
@@ -220,7 +220,8 @@ pub fn external_id(prefix: &str, org: &OrgId) -> String {
     format!("{prefix}-{}", org_uuid(org))
 }
 
-fn org_uuid(org: &OrgId) -> uuid::Uuid {
+/// The organization's UUID (v5), its external id's: every deployment's the same.
+pub fn org_uuid(org: &OrgId) -> uuid::Uuid {
     uuid::Uuid::new_v5(&EXTERNAL_ID_NAMESPACE, org.as_str().as_bytes())
 }
 
@@ -231,25 +232,6 @@ fn org_uuid(org: &OrgId) -> uuid::Uuid {
 pub fn foreign_external_id(prefix: &str) -> String {
     let random = uuid::Builder::from_random_bytes(crate::secret::random_bytes::<16>());
     format!("{prefix}-{}", random.into_uuid())
-}
-
-/// The `RoleSessionName` of the organization's sessions, which the
-/// customer's CloudTrail shows: the organization id when it is 2 to 64 of
-/// `[A-Za-z0-9_+=,.@-]`; otherwise its first 27 characters with every other
-/// character replaced by `_`, a `.`, and the UUID of its external id (64 at
-/// most). docs/destinations.md, "Who acted".
-pub fn session_name(org: &OrgId) -> String {
-    let allowed = |c: char| c.is_ascii_alphanumeric() || "_+=,.@-".contains(c);
-    let id = org.as_str();
-    if (2..=64).contains(&id.len()) && id.chars().all(allowed) {
-        return id.to_owned();
-    }
-    let head: String = id
-        .chars()
-        .take(27)
-        .map(|c| if allowed(c) { c } else { '_' })
-        .collect();
-    format!("{head}.{}", org_uuid(org))
 }
 
 /// The namespace of [`external_id`]'s UUIDs.
@@ -551,40 +533,6 @@ mod tests {
         let org = external_id("stack", &"org-1".into());
         let org_uuid: uuid::Uuid = org.strip_prefix("stack-").unwrap().parse().unwrap();
         assert_eq!(org_uuid.get_version_num(), 5);
-    }
-
-    #[test]
-    fn session_names_carry_the_organization_within_sts_rules() {
-        let allowed = |name: &str| {
-            name.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_+=,.@-".contains(c))
-        };
-        assert_eq!(session_name(&"org-1".into()), "org-1");
-        assert_eq!(session_name(&"a.b@c=d,e+f_g".into()), "a.b@c=d,e+f_g");
-        let uuid = org_uuid(&"org 1/ü".into());
-        assert_eq!(session_name(&"org 1/ü".into()), format!("org_1__.{uuid}"));
-        let long = "x".repeat(65);
-        let named = session_name(&long.as_str().into());
-        assert_eq!(
-            named,
-            format!("{}.{}", "x".repeat(27), org_uuid(&long.as_str().into()))
-        );
-        assert_eq!(
-            session_name(&"o".into()),
-            format!("o.{}", org_uuid(&"o".into()))
-        );
-        for org in ["org-1", "org 1/ü", long.as_str(), "o", &"é".repeat(40)] {
-            let name = session_name(&org.into());
-            assert!(
-                (2..=64).contains(&name.len()) && allowed(&name),
-                "{org}: {name}"
-            );
-        }
-        assert_ne!(
-            session_name(&"a b".into()),
-            session_name(&"a/b".into()),
-            "two organizations, two names"
-        );
     }
 
     #[test]
