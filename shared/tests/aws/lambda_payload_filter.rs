@@ -11,7 +11,7 @@ use webhook_core::queue::DeliveryJob;
 use webhook_core::store::{Store, Upsert};
 
 use crate::lambda_queue_events::{world, World};
-use crate::sample_events;
+use testkit::sample_events;
 
 /// A subscription of org-1 to its department dep-1's inbound messages, with `filter`.
 async fn subscribe(w: &World, uri: &str, filter: Option<Value>) -> String {
@@ -162,7 +162,7 @@ async fn the_fan_out_lookup_reads_the_filters_with_its_entries() {
     const FILTER: &str = "/orgId/org-1/department/dep-1/message?direction=inbound";
     let mut measured = Vec::new();
     for size in [None, Some(100), Some(MAX_BYTES)] {
-        let (client, tables) = crate::dynamodb_local::fresh_tables("pf-cost").await;
+        let (client, tables) = testkit::dynamodb_local::fresh_tables("pf-cost").await;
         let store = DynamoStore::new(client.clone(), tables.clone());
         for i in 0..10 {
             let filter = size.map(|n| {
