@@ -3,6 +3,7 @@
 //! with the Standard Webhooks Python library, the size of a test's load per tier, and the checks that make a
 //! test fail, never skip, when an emulator or tool it needs is missing.
 
+pub mod catalogue;
 pub mod customer;
 pub mod emulators;
 pub mod receiver;

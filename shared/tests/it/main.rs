@@ -24,6 +24,7 @@ mod security;
 mod architecture;
 mod delivery_clock;
 mod error_codes;
+mod event_catalogue;
 #[cfg(feature = "aws")]
 mod lambda_console;
 #[cfg(feature = "aws")]
