@@ -72,8 +72,14 @@ async fn a_notification_of_every_event_kind_matches_its_schema() {
     let (status, sub) = server.create(org, &receiver.uri("/hook"), &filters).await;
     assert_eq!(status, StatusCode::OK, "{sub}");
     let events: Vec<(&str, Value)> = vec![
-        ("message.inbound", json!({"message": {"id": "m-in", "from": "+15550199", "to": ["+15550100"], "text": "hi"}, "status": "RECEIVED"})),
-        ("message.outbound", json!({"message": {"id": "m-out", "from": "+15550100", "to": ["+15550199"], "text": "hello"}, "carrierMessageId": "c-1"})),
+        (
+            "message.inbound",
+            json!({"message": {"id": "m-in", "from": "+15550199", "to": ["+15550100"], "text": "hi"}, "status": "RECEIVED"}),
+        ),
+        (
+            "message.outbound",
+            json!({"message": {"id": "m-out", "from": "+15550100", "to": ["+15550199"], "text": "hello"}, "carrierMessageId": "c-1"}),
+        ),
         ("contact.created", json!({"contact": {"id": "c-7"}})),
         ("contact.updated", json!({"contact": {"id": "c-7"}})),
         ("contact.deleted", json!({"contact": {"id": "c-7"}})),
@@ -81,8 +87,14 @@ async fn a_notification_of_every_event_kind_matches_its_schema() {
     for (kind, extra) in &events {
         let mut event = json!({"eventId": format!("e-{kind}"), "type": kind,
                                "organizationId": org, "departmentId": "dep"});
-        event.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-        assert_eq!(common::produce(&server, org, &event).await, StatusCode::ACCEPTED);
+        event
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        assert_eq!(
+            common::produce(&server, org, &event).await,
+            StatusCode::ACCEPTED
+        );
     }
     let got = receiver
         .wait_for_unique(events.len(), std::time::Duration::from_secs(30))

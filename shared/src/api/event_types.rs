@@ -75,17 +75,24 @@ mod tests {
         produced.sort_unstable();
         let mut sorted = catalogued.clone();
         sorted.sort_unstable();
-        assert_eq!(sorted, produced, "the catalogue lists what the code produces");
+        assert_eq!(
+            sorted, produced,
+            "the catalogue lists what the code produces"
+        );
     }
 
     #[test]
     fn one_kind_or_a_stable_404() {
-        let body: Value = serde_json::from_slice(&get_event_type("contact.updated").unwrap()).unwrap();
+        let body: Value =
+            serde_json::from_slice(&get_event_type("contact.updated").unwrap()).unwrap();
         assert_eq!(body["kind"], "contact.updated");
         assert_eq!(body["example"]["contactInfo"]["action"], "UPDATED");
         assert_eq!(body["schema"]["title"], "contact.updated");
         let e = get_event_type("contact.merged").unwrap_err();
-        assert_eq!((e.status.as_u16(), e.code.as_str()), (404, "EVENT_TYPE_NOT_FOUND"));
+        assert_eq!(
+            (e.status.as_u16(), e.code.as_str()),
+            (404, "EVENT_TYPE_NOT_FOUND")
+        );
         let list: Value = serde_json::from_slice(&list_event_types()).unwrap();
         assert_eq!(
             list["eventTypes"].as_array().unwrap().len(),

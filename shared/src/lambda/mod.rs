@@ -119,9 +119,9 @@ pub async fn handle_one_of(
     let resource = resource.unwrap_or_default();
     match endpoints.iter().find(|e| e.path() == resource) {
         Some(endpoint) => handle(app, *endpoint, request).await,
-        None => Ok(into_lambda(error_response(&crate::routes::route_not_found(
-            &resource,
-        )))),
+        None => Ok(into_lambda(error_response(
+            &crate::routes::route_not_found(&resource),
+        ))),
     }
 }
 
