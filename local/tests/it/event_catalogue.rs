@@ -35,7 +35,7 @@ async fn the_catalogue_lists_every_kind_the_same_for_every_organization() {
     assert_eq!(other, list, "one catalogue for every organization");
 
     let (status, one) = server
-        .get("/prod/event-types/notification.exhausted", "org-1")
+        .get("/event-types/notification.exhausted", "org-1")
         .await;
     assert_eq!(status, StatusCode::OK, "{one}");
     assert_eq!(one, list["eventTypes"][8]);
