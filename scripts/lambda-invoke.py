@@ -177,6 +177,10 @@ EXPECT = {
         case(f"{H} get_destination_identity", status=200,
              json={"externalId": "webhooks-753fd37d-8f7f-5a84-9e8d-3fd2fbc2cf36"}),
     ]),
+    "get-event-type-ok": ("get-destination-identity", [
+        case(f"{H} the_event_catalogue_through_the_identity_function", status=200,
+             json={"kind": "message.inbound"}),
+    ]),
     "get-subscription-secret-ok": ("get-subscription-secret", [
         case(f"{H} get_subscription_and_its_secret", status=200, json={"key": SECRET}),
     ]),

@@ -7,6 +7,7 @@ import { h, show, toast, confirmDialog, badge } from './dom.js';
 import * as api from './api.js';
 import { time, relative, filterWords, STATUS_HELP, handshakeFailure, validationFailure, destinationWords, healthWords, healthClass } from './format.js';
 import { form } from './subscription-form.js';
+import { catalogue } from './event-types.js';
 
 const SIZE = 20;
 
@@ -21,7 +22,7 @@ export function render(main, ctx) {
 
   const openForm = () => {
     newButton.hidden = true;
-    show(formSlot, form({
+    show(formSlot, h('div', { class: 'form-beside' }, form({
       created: (sub) => {
         closeForm();
         toast(`Subscription created: ${sub.uri}`);
@@ -29,7 +30,7 @@ export function render(main, ctx) {
         load();
       },
       cancel: () => closeForm(),
-    }));
+    }), catalogue()));
   };
   const closeForm = () => { show(formSlot); newButton.hidden = false; newButton.focus(); };
   newButton.addEventListener('click', openForm);

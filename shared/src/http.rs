@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tracing::Instrument;
 
-use crate::api::{messages, notifications, rotation, subscriptions};
+use crate::api::{event_types, messages, notifications, rotation, subscriptions};
 use crate::app::App;
 use crate::auth::{Authenticator, Caller};
 use crate::error::{ApiError, ErrorCode, FieldError, PROBLEM_JSON};
@@ -168,6 +168,11 @@ async fn dispatch(
             StatusCode::OK,
             &subscriptions::destination_identity(app, caller),
         ),
+        Route::ListEventTypes => Ok(json_bytes(StatusCode::OK, event_types::list_event_types())),
+        Route::GetEventType(kind) => Ok(json_bytes(
+            StatusCode::OK,
+            event_types::get_event_type(&kind)?,
+        )),
         // Served only where the runtime ingests over HTTP: see `ingest_event`.
         Route::IngestEvent => Err(route_not_found(Route::IngestEvent.endpoint().path())),
     }

@@ -117,6 +117,15 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// Every `type` an event may have (each one [`EventKind::parse`] knows).
+    pub const TYPES: [&'static str; 5] = [
+        "message.inbound",
+        "message.outbound",
+        "contact.created",
+        "contact.updated",
+        "contact.deleted",
+    ];
+
     /// The kind of a `type`; `None` for an unknown one.
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {

@@ -51,12 +51,16 @@ pub enum Endpoint {
     /// `POST /events`: event ingestion over HTTP (`webhooks-local`; on AWS,
     /// events arrive on SQS and this is no function).
     IngestEvent,
+    /// `GET /event-types`: the event catalogue, every kind with its schema.
+    ListEventTypes,
+    /// `GET /event-types/{kind}`: one kind of the catalogue.
+    GetEventType,
 }
 
 impl Endpoint {
     /// Every endpoint, each once (checked against the exhaustive match in
     /// this module's tests).
-    pub const ALL: [Endpoint; 14] = [
+    pub const ALL: [Endpoint; 16] = [
         Endpoint::CreateSubscription,
         Endpoint::ListSubscriptions,
         Endpoint::GetSubscription,
@@ -71,6 +75,8 @@ impl Endpoint {
         Endpoint::GetDeliveryStats,
         Endpoint::GetDestinationIdentity,
         Endpoint::IngestEvent,
+        Endpoint::ListEventTypes,
+        Endpoint::GetEventType,
     ];
 
     /// The endpoint's HTTP method.
@@ -83,7 +89,9 @@ impl Endpoint {
             | Endpoint::ListNotifications
             | Endpoint::GetNotification
             | Endpoint::GetDeliveryStats
-            | Endpoint::GetDestinationIdentity => Method::GET,
+            | Endpoint::GetDestinationIdentity
+            | Endpoint::ListEventTypes
+            | Endpoint::GetEventType => Method::GET,
             Endpoint::CreateSubscription
             | Endpoint::RotateSubscriptionSecret
             | Endpoint::ResendNotification
@@ -110,6 +118,8 @@ impl Endpoint {
             Endpoint::GetDeliveryStats => "/webhooksubscription/{id}/stats",
             Endpoint::GetDestinationIdentity => "/webhooksubscription/destination-identity",
             Endpoint::IngestEvent => "/events",
+            Endpoint::ListEventTypes => "/event-types",
+            Endpoint::GetEventType => "/event-types/{kind}",
         }
     }
 
@@ -138,6 +148,8 @@ impl Endpoint {
             Endpoint::GetDeliveryStats => "get_delivery_stats",
             Endpoint::GetDestinationIdentity => "get_destination_identity",
             Endpoint::IngestEvent => "ingest_event",
+            Endpoint::ListEventTypes => "list_event_types",
+            Endpoint::GetEventType => "get_event_type",
         }
     }
 }
@@ -179,6 +191,10 @@ pub enum Route {
     GetDestinationIdentity,
     /// `POST /events`.
     IngestEvent,
+    /// `GET /event-types`.
+    ListEventTypes,
+    /// `GET /event-types/{kind}`.
+    GetEventType(String),
 }
 
 impl Route {
@@ -205,6 +221,8 @@ impl Route {
             Endpoint::GetDeliveryStats => Route::GetDeliveryStats(id()?.into()),
             Endpoint::GetDestinationIdentity => Route::GetDestinationIdentity,
             Endpoint::IngestEvent => Route::IngestEvent,
+            Endpoint::ListEventTypes => Route::ListEventTypes,
+            Endpoint::GetEventType => Route::GetEventType(id()?),
         })
     }
 
@@ -225,6 +243,8 @@ impl Route {
             Route::GetDeliveryStats(_) => Endpoint::GetDeliveryStats,
             Route::GetDestinationIdentity => Endpoint::GetDestinationIdentity,
             Route::IngestEvent => Endpoint::IngestEvent,
+            Route::ListEventTypes => Endpoint::ListEventTypes,
+            Route::GetEventType(_) => Endpoint::GetEventType,
         }
     }
 
@@ -374,6 +394,8 @@ mod tests {
             Endpoint::GetDeliveryStats => 11,
             Endpoint::GetDestinationIdentity => 12,
             Endpoint::IngestEvent => 13,
+            Endpoint::ListEventTypes => 14,
+            Endpoint::GetEventType => 15,
         };
         for (i, e) in Endpoint::ALL.into_iter().enumerate() {
             assert_eq!(place(e), i, "{e:?}");
@@ -417,6 +439,11 @@ mod tests {
                 Ok(Route::GetMessage("m 1".into()))
             );
             assert_eq!(r(Method::POST, "/events"), Ok(Route::IngestEvent));
+            assert_eq!(r(Method::GET, "/event-types"), Ok(Route::ListEventTypes));
+            assert_eq!(
+                r(Method::GET, "/event-types/message.inbound"),
+                Ok(Route::GetEventType("message.inbound".to_owned()))
+            );
             assert_eq!(
                 r(Method::GET, "/webhooksubscription/destination-identity"),
                 Ok(Route::GetDestinationIdentity),
@@ -469,7 +496,8 @@ mod tests {
                 .path()
                 .replace("{id}", "x")
                 .replace("{messageId}", "x")
-                .replace("{uuid}", "y");
+                .replace("{uuid}", "y")
+                .replace("{kind}", "k");
             assert_eq!(
                 Route::resolve(&endpoint.method(), &concrete).map(|r| r.endpoint()),
                 Ok(endpoint)

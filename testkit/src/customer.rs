@@ -296,7 +296,8 @@ impl Customer {
         .await;
     }
 
-    /// Every message now in the queue (received once, then deleted).
+    /// Every message now in the queue (received once, then deleted). Each
+    /// is checked against the event catalogue ([`assert_catalogued`]).
     pub async fn receive(&self, name: &str) -> Vec<Value> {
         let mut all = Vec::new();
         loop {
@@ -314,6 +315,7 @@ impl Customer {
                 return all;
             }
             for m in &messages {
+                assert_catalogued(m);
                 self.json(
                     "sqs",
                     "AmazonSQS.DeleteMessage",
@@ -423,6 +425,22 @@ fn element<'a>(xml: &'a str, name: &str) -> &'a str {
         + open.len();
     let end = xml[start..].find("</").unwrap() + start;
     &xml[start..end]
+}
+
+/// Panics unless the body of `message`, an SQS message the service sent
+/// into a customer's queue, is of the event catalogue: a notification or a
+/// destination's validation as it is, or the `detail` of an EventBridge
+/// event copied to the queue (its `notification`, for a notification).
+pub fn assert_catalogued(message: &Value) {
+    let text = message["Body"].as_str().unwrap_or_default();
+    let body: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    let sent = match body.get("detail") {
+        Some(detail) => detail.get("notification").unwrap_or(detail),
+        None => &body,
+    };
+    if let Err(e) = crate::catalogue::check_value(sent) {
+        panic!("a message off the event catalogue in a customer's queue: {e}");
+    }
 }
 
 /// A message attribute's string value.

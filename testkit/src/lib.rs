@@ -8,6 +8,7 @@
 //! Everything here goes through webhook-core's public API: a test binary includes no support
 //! file by `#[path]`.
 
+pub mod catalogue;
 pub mod customer;
 #[cfg(feature = "aws")]
 pub mod dynamodb_local;

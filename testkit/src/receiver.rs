@@ -62,6 +62,9 @@ struct Inner {
     arrived: Mutex<Vec<String>>,
     /// Answers for the next POSTs: (status, Retry-After); then 200.
     script: Mutex<VecDeque<(u16, Option<String>)>>,
+    /// Why each notification that is not one of the event catalogue is not
+    /// ([`crate::catalogue::check`]): reading what was received fails the test.
+    mismatches: Mutex<Vec<String>>,
     /// When set, every POST answers this status and body (a broken receiver).
     broken: Mutex<Option<(u16, String)>>,
     delay: Mutex<Duration>,
@@ -86,6 +89,7 @@ impl Receiver {
             arrived: Mutex::default(),
             script: Mutex::default(),
             broken: Mutex::default(),
+            mismatches: Mutex::default(),
             delay: Mutex::default(),
             held: tokio::sync::watch::Sender::new(false),
         });
@@ -141,9 +145,23 @@ impl Receiver {
         self.inner.held.send_replace(false);
     }
 
-    /// The notifications (POSTs) received so far.
+    /// The notifications (POSTs) received so far. Panics when one was not
+    /// a notification of the event catalogue: the catalogue cannot drift.
     pub fn received(&self) -> Vec<Received> {
+        self.assert_catalogued();
         self.inner.received.lock().unwrap().clone()
+    }
+
+    /// Panics naming every body received that does not match its kind's
+    /// schema in the event catalogue.
+    pub fn assert_catalogued(&self) {
+        let mismatches = self.inner.mismatches.lock().unwrap();
+        assert!(
+            mismatches.is_empty(),
+            "{} notification(s) off the event catalogue:\n{}",
+            mismatches.len(),
+            mismatches.join("\n")
+        );
     }
 
     /// The `webhook-id`s of the notifications that arrived so far, answered
@@ -153,6 +171,7 @@ impl Receiver {
     }
 
     pub fn count(&self) -> usize {
+        self.assert_catalogued();
         self.inner.received.lock().unwrap().len()
     }
 
@@ -192,6 +211,16 @@ impl Receiver {
     }
 }
 
+/// A test that never reads what it received still fails on a body off the
+/// catalogue, when its receiver goes.
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.assert_catalogued();
+        }
+    }
+}
+
 impl Callback for Inner {
     async fn handshake(&self, arrival: Arrival) -> Answer {
         self.hits.fetch_add(1, Ordering::SeqCst);
@@ -219,6 +248,9 @@ impl Callback for Inner {
         let delay = *self.delay.lock().unwrap();
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
+        }
+        if let Err(e) = crate::catalogue::check(&arrival.body) {
+            self.mismatches.lock().unwrap().push(e);
         }
         self.received.lock().unwrap().push(Received {
             headers: arrival.headers,

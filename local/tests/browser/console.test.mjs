@@ -322,6 +322,29 @@ test('sign out, then sign in with the form using the keyboard; a wrong key shows
   await page.getByText('No subscriptions yet').waitFor();
 });
 
+test('the event catalogue beside the subscription form: each kind with its example and JSON Schema', async () => {
+  await page.getByRole('button', { name: 'New subscription' }).click();
+  const panel = page.getByRole('complementary', { name: 'Event types' });
+  const kinds = panel.locator('details.event-type');
+  await kinds.first().waitFor();
+  const listed = await kinds.evaluateAll((all) => all.map((d) => d.dataset.kind));
+  const { eventTypes } = await api('GET', 'event-types');
+  assert.deepEqual(listed, eventTypes.map((t) => t.kind));
+  assert.ok(listed.includes('message.inbound') && listed.includes('subscription.failing'), listed.join());
+  const inbound = panel.locator('details.event-type[data-kind="message.inbound"]');
+  await inbound.locator('summary').first().click();
+  await inbound.getByText('direction=inbound.', { exact: false }).first().waitFor();
+  const example = JSON.parse(await inbound.locator('pre.example').innerText());
+  assert.equal(example.messageInfo.messageId, 'msg-1');
+  await inbound.getByText('JSON Schema').click();
+  const schema = JSON.parse(await inbound.locator('details.schema pre').innerText());
+  assert.equal(schema.title, 'message.inbound');
+  assert.equal(schema.$schema, 'https://json-schema.org/draft/2020-12/schema');
+  await shot('event-types');
+  await page.getByRole('button', { name: 'Cancel' }).click();
+  await panel.waitFor({ state: 'detached' });
+});
+
 test('create a subscription: a failed handshake is said in words, then it is created and listed', async () => {
   await page.getByRole('button', { name: 'New subscription' }).click();
   const closed = await freePort();

@@ -11,6 +11,7 @@ mod console;
 mod delivery;
 mod destinations;
 mod differential;
+mod event_catalogue;
 mod faults;
 mod history;
 mod isolation;

@@ -266,6 +266,8 @@ fn endpoints(id: &str) -> Vec<(Method, String, Option<Value>, &'static str)> {
                 Endpoint::GetDestinationIdentity => {
                     ("/webhooksubscription/destination-identity".into(), None)
                 }
+                Endpoint::ListEventTypes => ("/event-types".into(), None),
+                Endpoint::GetEventType => ("/event-types/message.inbound".into(), None),
                 Endpoint::IngestEvent => (
                     "/events".into(),
                     Some(json!({"type": "contact.created", "organizationId": "org-1",

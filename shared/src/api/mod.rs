@@ -7,6 +7,7 @@
 //!   delete, the signing secret;
 //! - [`rotation`]: the signing secret's rotation;
 //! - [`messages`]: a message by id;
+//! - [`event_types`]: the event catalogue, the same for every organization;
 //! - [`notifications`]: a subscription's delivery history (its
 //!   notifications, one with its attempts, resend, recover, stats);
 //! - [`problem`]: how a port's failure is answered (problem+json), logged
@@ -15,6 +16,7 @@
 //! [`App`]: crate::app::App
 //! [`ApiError`]: crate::error::ApiError
 
+pub mod event_types;
 pub mod messages;
 pub mod notifications;
 pub mod problem;

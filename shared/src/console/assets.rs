@@ -44,6 +44,7 @@ pub const FILES: &[Asset] = &[
     asset!("signin.js", JS),
     asset!("subscriptions.js", JS),
     asset!("subscription-form.js", JS),
+    asset!("event-types.js", JS),
     asset!("deliveries.js", JS),
     asset!("notification.js", JS),
     asset!("chart.js", JS),

@@ -361,6 +361,10 @@ pub trait Destinations: Send + Sync {
     ) -> Sent;
 }
 
+/// The `type` of the validation message sent into a destination before a
+/// subscription naming it is stored (its kind in the event catalogue).
+pub const VALIDATION_TYPE: &str = "webhooks.destination.validation";
+
 /// The partition of a region, as AWS names them.
 pub fn partition_of(region: &str) -> &'static str {
     if region.starts_with("cn-") {

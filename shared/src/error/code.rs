@@ -92,6 +92,8 @@ codes! {
     NotificationNotFound = "NOTIFICATION_NOT_FOUND",
     /// `404`: no such message in the caller's organization, or past its retention.
     MessageNotFound = "MESSAGE_NOT_FOUND",
+    /// `404`: no such kind in the event catalogue (`GET /event-types/{kind}`).
+    EventTypeNotFound = "EVENT_TYPE_NOT_FOUND",
     /// `405`: the path exists, the method does not (`Allow` lists those that do).
     MethodNotAllowed = "METHOD_NOT_ALLOWED",
     /// `409`: the organization has `WEBHOOKS_MAX_SUBSCRIPTIONS_PER_ORG` subscriptions already.

@@ -88,6 +88,43 @@ pub async fn handle(
     handle_with_queue(app, None, endpoint, request).await
 }
 
+/// The reads that call nothing (the caller's organization and the binary
+/// are all they need): one function with no permission serves them all,
+/// `get-destination-identity`, through [`handle_one_of`].
+pub const READS_WITHOUT_CALLS: [Endpoint; 3] = [
+    Endpoint::GetDestinationIdentity,
+    Endpoint::ListEventTypes,
+    Endpoint::GetEventType,
+];
+
+/// Serves a request for the one of `endpoints` whose path API Gateway
+/// matched (`requestContext.resourcePath`, or the HTTP API's `routeKey`):
+/// a function serving several read-only routes that need the same
+/// permissions (`get-destination-identity` also serves the event
+/// catalogue, which needs none). `404 ROUTE_NOT_FOUND` for any other path.
+pub async fn handle_one_of(
+    app: &App,
+    endpoints: &[Endpoint],
+    request: Request,
+) -> Result<Response<Body>, Infallible> {
+    let resource = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV1(context)) => context.resource_path.clone(),
+        Some(RequestContext::ApiGatewayV2(context)) => context
+            .route_key
+            .as_deref()
+            .and_then(|key| key.split_once(' '))
+            .map(|(_, path)| path.to_owned()),
+        _ => None,
+    };
+    let resource = resource.unwrap_or_default();
+    match endpoints.iter().find(|e| e.path() == resource) {
+        Some(endpoint) => handle(app, *endpoint, request).await,
+        None => Ok(into_lambda(error_response(
+            &crate::routes::route_not_found(&resource),
+        ))),
+    }
+}
+
 /// [`handle`] for the endpoints that enqueue notifications (resend, recover).
 pub async fn handle_with_queue(
     app: &App,

@@ -707,6 +707,62 @@ async fn get(app: &App, scope: &str) -> (StatusCode, Value) {
     )
 }
 
+/// `get-destination-identity` also serves the event catalogue, chosen by the
+/// path API Gateway matched (REST's `resourcePath`, the HTTP API's
+/// `routeKey`): one kind, the list, a stable 404 for an unknown kind, and
+/// ROUTE_NOT_FOUND for a path it does not serve.
+#[tokio::test]
+async fn the_event_catalogue_through_the_identity_function() {
+    let (app, _store) = app().await;
+    let serve = |request| lambda::handle_one_of(&app, &lambda::READS_WITHOUT_CALLS, request);
+    let (status, body) = split(
+        serve(sample_events::request("get-event-type-ok"))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["kind"], "message.inbound");
+    assert_eq!(body["schema"]["title"], "message.inbound");
+    assert_eq!(body["example"]["messageInfo"]["messageId"], "msg-1");
+
+    let request = edited_request("get-event-type-ok", |e| {
+        e["pathParameters"]["kind"] = json!("message.sideways");
+    });
+    let (status, body) = split(serve(request).await.unwrap());
+    assert_code(status, &body, StatusCode::NOT_FOUND, "EVENT_TYPE_NOT_FOUND");
+
+    let request = edited_request("get-event-type-ok", |e| {
+        e["requestContext"]["resourcePath"] = json!("/event-types");
+        e["pathParameters"] = Value::Null;
+    });
+    let (status, body) = split(serve(request).await.unwrap());
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let kinds: Vec<&str> = body["eventTypes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.len(), webhooks_catalogue::ALL.len());
+    assert!(kinds.contains(&"subscription.failing"), "{kinds:?}");
+
+    // Behind the HTTP API option: the route key names the path.
+    let request = edited_request("get-subscription-http-ok", |e| {
+        e["routeKey"] = json!("GET /event-types/{kind}");
+        e["requestContext"]["routeKey"] = json!("GET /event-types/{kind}");
+        e["pathParameters"] = json!({"kind": "contact.deleted"});
+    });
+    let (status, body) = split(serve(request).await.unwrap());
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["example"]["contactInfo"]["action"], "DELETED");
+
+    let request = edited_request("get-event-type-ok", |e| {
+        e["requestContext"]["resourcePath"] = json!("/webhooksubscription/{id}");
+    });
+    let (status, body) = split(serve(request).await.unwrap());
+    assert_code(status, &body, StatusCode::NOT_FOUND, "ROUTE_NOT_FOUND");
+}
+
 /// `get-destination-identity`: the caller's organization's external id for
 /// AWS destinations (the one its destination subscriptions show), derived
 /// without a store call; no `accountId` where the deployment names none.

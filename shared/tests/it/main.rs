@@ -10,6 +10,7 @@ mod isolated_network;
 mod architecture;
 mod delivery_clock;
 mod error_codes;
+mod event_catalogue;
 mod file_size;
 #[cfg(feature = "aws")]
 mod lambda_console;
