@@ -460,7 +460,7 @@ class Function:
         env.update(extra_env)
         env["AWS_LAMBDA_RUNTIME_API"] = self.api.address
         env["AWS_LAMBDA_FUNCTION_NAME"] = spec["name"]
-        self.stderr = open(Path(log_dir) / f"{spec['binary']}.log", "wb")
+        self.stderr = open(Path(log_dir) / f"{logical}.log", "wb")
         self.process = subprocess.Popen([str(binary)], env=env, stdout=self.stderr, stderr=subprocess.STDOUT)
 
     def invoke(self, event):

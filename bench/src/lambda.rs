@@ -35,6 +35,17 @@ const SUBSCRIPTION_ID: &str = "00000000-0000-4000-8000-000000000001";
 const SECRET: &str = "whsec_c2VlZGVkLXNlY3JldC1mb3ItdGVzdHM=";
 const JWT_SECRET: &str = "bench-hs256-secret";
 pub const NOOP: &str = "noop-lambda";
+/// The one binary of every function (`functions/`), told which by `WEBHOOKS_FUNCTION`.
+pub const LAMBDA_BINARY: &str = "webhooks-lambda";
+
+/// The binary a function's processes run: the deployed one, or the no-op.
+pub fn binary_of(function: &str) -> &'static str {
+    if function == NOOP {
+        NOOP
+    } else {
+        LAMBDA_BINARY
+    }
+}
 
 // ---------------------------------------------------------------------------
 // The fake Runtime API (one per process started).
@@ -379,6 +390,8 @@ fn event_text(name: &str, env: &Environment) -> Result<String, String> {
 fn runtime_env(name: &str, runtime: SocketAddr) -> Vec<(String, String)> {
     let var = |k: &str, default: &str| std::env::var(k).unwrap_or_else(|_| default.to_owned());
     vec![
+        // The function template.yaml makes of the one binary (the no-op ignores it).
+        ("WEBHOOKS_FUNCTION".into(), name.into()),
         ("AWS_LAMBDA_RUNTIME_API".into(), runtime.to_string()),
         ("AWS_LAMBDA_FUNCTION_NAME".into(), name.into()),
         ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE".into(), "128".into()),
@@ -634,7 +647,7 @@ struct Acc {
 }
 
 fn accumulator(settings: &Settings, f: &Function, env: &Environment) -> Acc {
-    let bin = crate::process::workspace_binary(settings.bin_dir.as_deref(), f.name);
+    let bin = crate::process::workspace_binary(settings.bin_dir.as_deref(), binary_of(f.name));
     let log = env.logs.join(format!("{}.log", f.name));
     let _ = std::fs::remove_file(&log);
     let events: Result<Vec<String>, String> = f.events.iter().map(|e| event_text(e, env)).collect();
