@@ -27,6 +27,8 @@ mod error_codes;
 #[cfg(feature = "aws")]
 mod lambda_console;
 #[cfg(feature = "aws")]
+mod lambda_function;
+#[cfg(feature = "aws")]
 mod lambda_handlers;
 #[cfg(feature = "aws")]
 mod lambda_pre_token;
