@@ -325,6 +325,21 @@ def prepare(bin_dir, receiver, work):
     return env, key.stdout.strip()
 
 
+def function_manifest(work):
+    """The emulator invokes only a function named as a binary of the manifest it is given; every
+    function is the one binary webhooks-lambda, so it is given a manifest naming template.yaml's
+    functions (its WEBHOOKS_FUNCTION values) as binaries. Nothing builds them: the processes
+    the invocations reach are webhooks-lambda's (Watch.start)."""
+    names = re.findall(r"^\s+WEBHOOKS_FUNCTION:\s*(\S+)\s*$", (ROOT / "template.yaml").read_text(), re.M)
+    folder = Path(work) / "functions-manifest"
+    (folder / "src").mkdir(parents=True, exist_ok=True)
+    (folder / "src" / "main.rs").write_text("fn main() {}\n")
+    bins = "".join(f'[[bin]]\nname = "{n}"\npath = "src/main.rs"\n\n' for n in sorted(set(names)))
+    manifest = folder / "Cargo.toml"
+    manifest.write_text(f'[package]\nname = "functions"\nversion = "0.0.0"\nedition = "2021"\n\n{bins}[workspace]\n')
+    return manifest
+
+
 class Watch:
     """`cargo lambda watch --only-lambda-apis` on a free port, and the functions' binaries
     started on their first invocation against its Runtime API."""
@@ -336,7 +351,7 @@ class Watch:
         self.log = open(self.work / "cargo-lambda-watch.log", "wb")
         self.process = subprocess.Popen(
             [cargo_lambda, "lambda", "watch", "--only-lambda-apis", "--invoke-address", "127.0.0.1",
-             "--invoke-port", str(self.port)],
+             "--invoke-port", str(self.port), "--manifest-path", str(function_manifest(self.work))],
             cwd=ROOT, env=dict(os.environ, NO_COLOR="1"), stdout=self.log, stderr=subprocess.STDOUT,
             start_new_session=True)
         deadline = time.time() + 30

@@ -408,8 +408,9 @@ pub mod aws {
         /// outbox and the delivery queue.
         pub async fn queue_functions(&self) -> QueueFunctions {
             let config = &self.config;
-            let sdk = crate::aws::sdk_config_with(&config.aws_calls.batch, crate::aws::Roots::Amazon)
-                .await;
+            let sdk =
+                crate::aws::sdk_config_with(&config.aws_calls.batch, crate::aws::Roots::Amazon)
+                    .await;
             let store = Arc::new(DynamoStore::configured(&sdk, self.tables.clone(), config));
             let queue = SqsQueue::new(
                 aws_sdk_sqs::Client::new(&sdk),

@@ -93,11 +93,9 @@ impl Authorizer {
                     .keys_start
                     .as_ref()
                     .expect("an authorizer without keys has what builds them");
-                let sdk = crate::aws::sdk_config_with(
-                    &config.aws_calls.api,
-                    crate::aws::Roots::Amazon,
-                )
-                .await;
+                let sdk =
+                    crate::aws::sdk_config_with(&config.aws_calls.api, crate::aws::Roots::Amazon)
+                        .await;
                 DynamoStore::configured(&sdk, tables.clone(), config)
             })
             .await

@@ -112,7 +112,10 @@ impl Function {
 
     fn expected() -> String {
         let names: Vec<_> = Function::ALL.iter().map(|f| f.name()).collect();
-        format!("it names the function this process serves: one of {}", names.join(", "))
+        format!(
+            "it names the function this process serves: one of {}",
+            names.join(", ")
+        )
     }
 
     /// The API route it serves through [`super::handle`], if it is one of those.
@@ -204,7 +207,8 @@ impl Function {
                 .await
             }
             Function::Console => {
-                let console = crate::console::Console::new(&crate::console::ConsoleConfig::from_env()?);
+                let console =
+                    crate::console::Console::new(&crate::console::ConsoleConfig::from_env()?);
                 lambda_http::run(service_fn(|request| async {
                     console::handle(&console, request)
                 }))

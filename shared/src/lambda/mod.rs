@@ -32,8 +32,8 @@ use crate::error::{ApiError, ErrorCode};
 use crate::http::error_response;
 use crate::queue::DeliveryQueue;
 pub use crate::routes::Endpoint;
-pub use function::Function;
 use crate::routes::Route;
+pub use function::Function;
 
 /// Start-up failures: the message names the variable or resource at fault.
 pub type StartError = Box<dyn std::error::Error + Send + Sync>;

@@ -35,7 +35,10 @@ fn every_function_of_the_template_is_one_the_binary_serves_and_no_other() {
 fn a_name_that_is_no_function_is_refused_naming_the_variable_and_the_functions() {
     for name in ["", "nope", "Authorizer", "get-message ", "webhooks-lambda"] {
         let e = Function::parse(name).expect_err(name).to_string();
-        assert!(e.starts_with(&format!("{VAR}={name:?} is no function")), "{e}");
+        assert!(
+            e.starts_with(&format!("{VAR}={name:?} is no function")),
+            "{e}"
+        );
         assert!(e.contains("authorizer") && e.contains("get-message"), "{e}");
     }
 }
