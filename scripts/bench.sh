@@ -73,11 +73,8 @@ if [ "$zips" = 1 ]; then
     venv_bin="$(dirname "$CARGO_LAMBDA")"
     export PATH="$venv_bin:$PATH"   # its zig: the venv's ziglang
     rustup target add aarch64-unknown-linux-gnu
-    packages=()
-    for dir in functions/*/; do
-        packages+=(--package "$(basename "$dir")")
-    done
-    "$CARGO_LAMBDA" lambda build --release --arm64 --output-format zip --locked "${packages[@]}"
+    # The one binary of every function (functions/): one build, one link, one zip.
+    "$CARGO_LAMBDA" lambda build --release --arm64 --output-format zip --locked --package webhooks-lambda
 fi
 
 if [ "$emulators" = 1 ]; then

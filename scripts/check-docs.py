@@ -10,11 +10,13 @@ The checks:
   links      every relative link and #anchor in every Markdown file resolves (GitHub's
              heading slugs);
   config     every WEBHOOKS_* variable the code reads (string literals in shared/src,
-             local/src and functions/*/src outside tests, and template.yaml's Environment)
+             local/src and functions/src outside tests, and template.yaml's Environment)
              has a row in docs/configuration.md whose Default column holds the code's
              default; every row is read by the code; README.md and docs/ name no other;
-  functions  every crate under functions/ is a function of template.yaml (Binary:) and has
-             a row in the size table of BENCHMARKS.md ("### Sizes");
+  functions  every function of template.yaml is the Lambda binary of functions/ (Binary:)
+             with a WEBHOOKS_FUNCTION its table (shared/src/lambda/function.rs) knows, every
+             function of the table is in template.yaml, and the binary has a row in the size
+             table of BENCHMARKS.md ("### Sizes");
   references every citation of a Markdown document by its file name, in the sources,
              scripts, templates and documents (comments included, a citation may run over
              comment lines), names a file that exists, and its heading when it gives one:
@@ -45,6 +47,8 @@ from pathlib import Path
 CONFIG_DOC = "docs/configuration.md"
 API_DOC = "docs/api.md"
 SIZES_DOC = "BENCHMARKS.md"
+# The functions the one Lambda binary serves, by their WEBHOOKS_FUNCTION.
+FUNCTION_TABLE = "shared/src/lambda/function.rs"
 SOURCE_DIRS = ["shared/src", "local/src", "functions"]
 SKIP_DIRS = {".git", "target", ".tools", "node_modules", "webhooks-data", ".aws-sam"}
 
@@ -397,15 +401,20 @@ def check_functions(root):
     problems = []
     template = (root / "template.yaml").read_text()
     binaries = set(re.findall(r"^\s+Binary:\s*(\S+)\s*$", template, re.M))
+    deployed = set(re.findall(r"^\s+WEBHOOKS_FUNCTION:\s*(\S+)\s*$", template, re.M))
+    known = set(re.findall(r'^\s+[A-Za-z]+ = "([a-z-]+)",$', (root / FUNCTION_TABLE).read_text(), re.M))
+    binary = re.search(r'^name\s*=\s*"([^"]+)"', (root / "functions/Cargo.toml").read_text(), re.M).group(1)
     sizes = size_table_rows(root)
     if sizes is None:
         return [f"functions: {SIZES_DOC} has no \"### Sizes\" section"]
-    for cargo in sorted((root / "functions").glob("*/Cargo.toml")):
-        name = cargo.parent.name
-        if name not in binaries:
-            problems.append(f"functions: functions/{name} is not a function of template.yaml (Binary: {name})")
-        if name not in sizes:
-            problems.append(f"functions: functions/{name} has no row in the size table of {SIZES_DOC}")
+    for other in sorted(binaries - {binary}):
+        problems.append(f"functions: template.yaml builds {other}, not the Lambda binary {binary} (functions/)")
+    for name in sorted(known - deployed):
+        problems.append(f"functions: {name} of {FUNCTION_TABLE} is no function of template.yaml (WEBHOOKS_FUNCTION: {name})")
+    for name in sorted(deployed - known):
+        problems.append(f"functions: template.yaml's WEBHOOKS_FUNCTION: {name} is no function of {FUNCTION_TABLE}")
+    if binary not in sizes:
+        problems.append(f"functions: {binary} has no row in the size table of {SIZES_DOC}")
     return problems
 
 
@@ -702,12 +711,20 @@ def self_test(root):
             ("a wrong default",
              edit(CONFIG_DOC, lambda t: wrong_default.sub(r"\g<1>`513`", t, 1)),
              "WEBHOOKS_DELIVERY_CONCURRENCY: documented default int:513", "the code's is int:512"),
-            ("a function missing from the template and the size table",
-             add_file("functions/planted-function/Cargo.toml", "[package]\nname = \"planted-function\"\n"),
-             "functions: functions/planted-function is not a function of template.yaml", ""),
-            ("a function missing from the size table",
-             edit(SIZES_DOC, lambda t: re.sub(r"^\| `?remind-expiring`? \|.*\n", "", t, count=1, flags=re.M)),
-             "functions: functions/remind-expiring has no row in the size table", ""),
+            ("a function missing from the template",
+             edit(FUNCTION_TABLE, lambda t: t.replace(
+                 '    Console = "console",', '    Console = "console",\n    Planted = "planted-function",', 1)),
+             "functions: planted-function of", "is no function of template.yaml"),
+            ("a function of the template the binary does not know",
+             edit("template.yaml", lambda t: t.replace(
+                 "WEBHOOKS_FUNCTION: remind-expiring", "WEBHOOKS_FUNCTION: remind-expiring-planted", 1)),
+             "functions: template.yaml's WEBHOOKS_FUNCTION: remind-expiring-planted", ""),
+            ("a function built from another binary",
+             edit("template.yaml", lambda t: t.replace("Binary: webhooks-lambda", "Binary: planted-bin", 1)),
+             "functions: template.yaml builds planted-bin", ""),
+            ("the binary missing from the size table",
+             edit(SIZES_DOC, lambda t: re.sub(r"^\| `?webhooks-lambda`? \|.*\n", "", t, count=1, flags=re.M)),
+             "functions: webhooks-lambda has no row in the size table", ""),
             ("a code comment citing a heading that does not exist, over two lines",
              edit("shared/src/clock.rs", lambda t: "//! Planted (ARCHITECTURE.md, \"No such\n//! heading\").\n" + t),
              "references: shared/src/clock.rs:1: ARCHITECTURE.md", "no heading \"No such heading\""),

@@ -442,7 +442,7 @@ class Function:
         env.update(spec["env"])
         env.update(extra_env)
         env["AWS_LAMBDA_FUNCTION_NAME"] = spec["name"]
-        self.log = Path(log_dir) / f"{spec['binary']}.log"
+        self.log = Path(log_dir) / f"{logical}.log"
         self.process = subprocess.Popen([str(runtime), "--log", str(self.log), str(binary)], env=env,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         ready = self.answer()

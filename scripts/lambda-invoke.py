@@ -17,15 +17,13 @@ Python 3 standard library only. What it does:
    message msg-1, through the store's own writes) and an API key (`webhooks-local api-keys
    create`); the notification 6c207535-… is made by invoking ingest-events with its event.
 2. `cargo lambda watch --only-lambda-apis`: cargo-lambda's Lambda emulator (control plane,
-   invoke endpoint, one Runtime API per function). Each function's binary, as the build
-   stage left it, polls its Runtime API (AWS_LAMBDA_RUNTIME_API=…/.rt/<function>) with the
-   functions' environment (written to lambda.env). Plain `cargo lambda watch` starts a
-   function with `cargo run --bin <function>`, which here needs `-p <function>` (the
-   workspace's default members leave the functions out), so one emulator per function, and
-   builds one package's features instead of the build stage's (webhooks-local's and every
-   function's together): webhook-core, serde_core, hyper, hyper-util, tower and what is above
-   them compiled a second time, some 55 crates, 8.5 minutes here (docs/operations.md,
-   "Invoking the functions locally").
+   invoke endpoint, one Runtime API per function). The one Lambda binary, as the build stage
+   left it (`webhooks-lambda`), runs once per function with its WEBHOOKS_FUNCTION, as
+   template.yaml deploys it, and polls that function's Runtime API
+   (AWS_LAMBDA_RUNTIME_API=…/.rt/<function>) with the functions' environment (written to
+   lambda.env). Plain `cargo lambda watch` starts a function with `cargo run --bin
+   <function>`, and there is no binary of that name (docs/operations.md, "Invoking the
+   functions locally").
 3. For every events/*.json (alphabetical; EXPECT's `last` ones at the end), `cargo lambda
    invoke <function> --data-file <file>` with the case's expectation: an API Gateway answer's
    status and problem `code`, an SQS batch's failed record ids, an error's text, or values of
@@ -70,6 +68,9 @@ NOTIFICATION_ID = "6c207535-4179-5fd6-a332-9fe65e78f76e"  # evt-history-1 for SU
 # The functions' settings beyond their tables and queues: the handler tests' (callbacks on
 # this machine over http for the handshake, shared/tests/support/lambda.rs `config`; the
 # HS256 secret; the machine clients of shared/tests/it/lambda_pre_token.rs).
+# The one binary of every function (functions/), told which it is by WEBHOOKS_FUNCTION.
+LAMBDA_BINARY = "webhooks-lambda"
+
 FUNCTION_ENV = {
     "RUST_LOG": "info",
     "WEBHOOKS_JWT_HS256_SECRET": JWT_SECRET,
@@ -328,6 +329,21 @@ def prepare(bin_dir, receiver, work):
     return env, key.stdout.strip()
 
 
+def function_manifest(work):
+    """The emulator invokes only a function named as a binary of the manifest it is given; every
+    function is the one binary webhooks-lambda, so it is given a manifest naming template.yaml's
+    functions (its WEBHOOKS_FUNCTION values) as binaries. Nothing builds them: the processes
+    the invocations reach are webhooks-lambda's (Watch.start)."""
+    names = re.findall(r"^\s+WEBHOOKS_FUNCTION:\s*(\S+)\s*$", (ROOT / "template.yaml").read_text(), re.M)
+    folder = Path(work) / "functions-manifest"
+    (folder / "src").mkdir(parents=True, exist_ok=True)
+    (folder / "src" / "main.rs").write_text("fn main() {}\n")
+    bins = "".join(f'[[bin]]\nname = "{n}"\npath = "src/main.rs"\n\n' for n in sorted(set(names)))
+    manifest = folder / "Cargo.toml"
+    manifest.write_text(f'[package]\nname = "functions"\nversion = "0.0.0"\nedition = "2021"\n\n{bins}[workspace]\n')
+    return manifest
+
+
 class Watch:
     """`cargo lambda watch --only-lambda-apis` on a free port, and the functions' binaries
     started on their first invocation against its Runtime API."""
@@ -339,7 +355,7 @@ class Watch:
         self.log = open(self.work / "cargo-lambda-watch.log", "wb")
         self.process = subprocess.Popen(
             [cargo_lambda, "lambda", "watch", "--only-lambda-apis", "--invoke-address", "127.0.0.1",
-             "--invoke-port", str(self.port)],
+             "--invoke-port", str(self.port), "--manifest-path", str(function_manifest(self.work))],
             cwd=ROOT, env=dict(os.environ, NO_COLOR="1"), stdout=self.log, stderr=subprocess.STDOUT,
             start_new_session=True)
         deadline = time.time() + 30
@@ -359,10 +375,11 @@ class Watch:
         """The function's binary, polling its own Runtime API of the watch."""
         if function in self.functions and self.functions[function][0].poll() is None:
             return
-        binary = self.bin_dir / function
+        binary = self.bin_dir / LAMBDA_BINARY
         if not binary.exists():
-            raise Failure(f"no binary {binary} (cargo build -p {function})")
-        env = dict(self.env, AWS_LAMBDA_RUNTIME_API=f"http://127.0.0.1:{self.port}/.rt/{function}",
+            raise Failure(f"no binary {binary} (cargo build -p {LAMBDA_BINARY})")
+        env = dict(self.env, WEBHOOKS_FUNCTION=function,
+                   AWS_LAMBDA_RUNTIME_API=f"http://127.0.0.1:{self.port}/.rt/{function}",
                    AWS_LAMBDA_FUNCTION_NAME=function, AWS_LAMBDA_FUNCTION_VERSION="1",
                    AWS_LAMBDA_FUNCTION_MEMORY_SIZE="128")
         log_file = open(self.work / f"{function}.log", "ab")

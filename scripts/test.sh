@@ -78,12 +78,10 @@ cargo clippy --workspace --test aws --locked -- -D warnings
 step "build the tests"
 "${nextest[@]}" --no-run "${tier1[@]}"
 "${nextest[@]}" --no-run "${emulated[@]}"
-# The Lambda functions' binaries, for the deploy rehearsal and the local invocation (with
-# webhooks-local and webhooks-bench's lambda-runtime, the fake Runtime API: one feature set
-# of webhook-core, compiled once).
-functions=()
-for dir in functions/*/; do functions+=(-p "$(basename "$dir")"); done
-cargo build --locked -p webhooks-local -p webhooks-bench "${functions[@]}"
+# The Lambda binary of every function, for the deploy rehearsal and the local invocation (with
+# webhooks-local and webhooks-bench's lambda-runtime, the fake Runtime API: one feature set of
+# webhook-core, compiled once).
+cargo build --locked -p webhooks-local -p webhooks-bench -p webhooks-lambda
 
 step "emulators (DynamoDB Local, moto) and the Standard Webhooks Python library"
 tools_ready

@@ -1,6 +1,6 @@
-//! Sizes of the function binaries: the native release build (the release
-//! profile strips symbols) and, when `cargo lambda build --release --arm64
-//! --output-format zip` has run, the arm64 `bootstrap.zip` of each.
+//! Sizes of the Lambda binary (every function's): the native release build
+//! (the release profile strips symbols) and, when `cargo lambda build
+//! --release --arm64 --output-format zip` has run, its arm64 `bootstrap.zip`.
 
 use std::path::{Path, PathBuf};
 
@@ -8,18 +8,9 @@ use serde::Serialize;
 
 use crate::report::{left, right, Section, Table, Target};
 
-/// The function crates: every folder of `functions/`, named as its binary.
+/// The function binaries: the one every function runs (`functions/`).
 pub fn functions() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(crate::process::repo_root().join("functions"))
-        .map(|dir| {
-            dir.filter_map(Result::ok)
-                .filter(|e| e.path().join("Cargo.toml").exists())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
+    vec![crate::lambda::LAMBDA_BINARY.to_owned()]
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -321,23 +321,119 @@ pub mod aws {
     // stack has its tables and queues, and going through `open_store` /
     // `open_queue` would link table and queue provisioning (and with it the
     // SDK's CreateTable, waiters and CreateQueue code) into every function.
+    //
+    // Each is in two steps (docs/decisions/build.md): the configuration
+    // checked at init, where a missing variable stops the function with its
+    // name; the SDK and its clients built on the first invocation, where
+    // nothing can fail any more.
 
-    /// What an API function needs: the app on the DynamoDB store.
-    pub async fn api_app(config: Config) -> Result<App, OpenError> {
-        let sdk =
-            crate::aws::sdk_config_with(&config.aws_calls.api, crate::aws::Roots::Amazon).await;
-        api_app_on(config, &sdk)
+    /// An API function's configuration, checked: its tables are named.
+    #[derive(Debug, Clone)]
+    pub struct ApiStart {
+        config: Config,
+        tables: Tables,
     }
 
-    /// [`api_app`] with the AWS destinations' sender, for `create-subscription`
-    /// (which validates destinations): the other API functions do not link
-    /// the STS and EventBridge clients (their zips stay smaller).
-    pub async fn api_app_with_destinations(config: Config) -> Result<App, OpenError> {
-        let sdk =
-            crate::aws::sdk_config_with(&config.aws_calls.api, crate::aws::Roots::Amazon).await;
-        let mut app = api_app_on(config, &sdk)?;
-        app.destinations = destinations(&sdk);
-        Ok(app)
+    impl ApiStart {
+        /// Checks what an API function needs of `config`.
+        pub fn check(config: Config) -> Result<ApiStart, OpenError> {
+            let tables = Tables::required(&config)?;
+            Ok(ApiStart { config, tables })
+        }
+
+        /// What an API function needs: the app on the DynamoDB store.
+        pub async fn app(&self) -> App {
+            let sdk = api_sdk(&self.config).await;
+            self.app_on(&sdk)
+        }
+
+        /// [`ApiStart::app`] with the AWS destinations' sender, for
+        /// `create-subscription` (which validates destinations): the other
+        /// API functions build no STS or EventBridge client.
+        pub async fn app_with_destinations(&self) -> App {
+            let sdk = api_sdk(&self.config).await;
+            let mut app = self.app_on(&sdk);
+            app.destinations = destinations(&sdk);
+            app
+        }
+
+        fn app_on(&self, sdk: &aws_config::SdkConfig) -> App {
+            let store = DynamoStore::configured(sdk, self.tables.clone(), &self.config);
+            // `ordered` is accepted where the stack has the FIFO queue (its URL
+            // is all the API functions are given of it).
+            let ordered = self.config.ordered_queue_url.is_some();
+            let mut app = App::new(self.config.clone(), Arc::new(store));
+            app.ordered_delivery = ordered;
+            app
+        }
+    }
+
+    /// The configuration of a function that enqueues notifications, checked:
+    /// its tables and `WEBHOOKS_DELIVERY_QUEUE_URL` are named.
+    #[derive(Debug, Clone)]
+    pub struct QueueStart {
+        config: Config,
+        tables: Tables,
+        url: String,
+    }
+
+    impl QueueStart {
+        /// Checks what a function that enqueues notifications needs of `config`.
+        pub fn check(config: Config) -> Result<QueueStart, OpenError> {
+            let tables = Tables::required(&config)?;
+            let url = config
+                .delivery_queue_url
+                .clone()
+                .ok_or_else(queue_url_required)?;
+            Ok(QueueStart {
+                config,
+                tables,
+                url,
+            })
+        }
+
+        /// What the API functions that send notifications again (resend,
+        /// recover) need: the app and the delivery queue they enqueue on.
+        pub async fn api_app(&self) -> (App, SqsQueue) {
+            let sdk = api_sdk(&self.config).await;
+            let queue = SqsQueue::new(aws_sdk_sqs::Client::new(&sdk), self.url.clone(), None);
+            let queue = with_ordered(queue, &ordered_of(&self.config));
+            let store = DynamoStore::configured(&sdk, self.tables.clone(), &self.config);
+            let mut app = App::new(self.config.clone(), Arc::new(store));
+            app.ordered_delivery = queue.keeps_order();
+            (app, queue)
+        }
+
+        /// What the SQS-triggered and scheduled functions need: the app, the
+        /// outbox and the delivery queue.
+        pub async fn queue_functions(&self) -> QueueFunctions {
+            let config = &self.config;
+            let sdk =
+                crate::aws::sdk_config_with(&config.aws_calls.batch, crate::aws::Roots::Amazon)
+                    .await;
+            let store = Arc::new(DynamoStore::configured(&sdk, self.tables.clone(), config));
+            let queue = SqsQueue::new(
+                aws_sdk_sqs::Client::new(&sdk),
+                self.url.clone(),
+                config.delivery_dead_letter_url.clone(),
+            )
+            .with_parking(store.clone());
+            let queue = with_ordered(queue, &ordered_of(config));
+            let mut app = App::new(config.clone(), store.clone());
+            app.ordered_delivery = queue.keeps_order();
+            app.destinations = destinations(&sdk);
+            QueueFunctions {
+                outbox: AwsOutbox::new(store, queue.clone(), app.clock.clone()),
+                app,
+                queue,
+            }
+        }
+    }
+
+    /// The SDK configuration of the API functions: calls bounded for a
+    /// waiting client, Amazon's roots only.
+    async fn api_sdk(config: &Config) -> aws_config::SdkConfig {
+        crate::aws::sdk_config_with(&config.aws_calls.api, crate::aws::Roots::Amazon).await
     }
 
     /// AWS destinations for `webhooks-local` on SQLite, with the credentials
@@ -370,33 +466,9 @@ pub mod aws {
             .map(|d| Arc::new(d) as Arc<dyn crate::destinations::Destinations>)
     }
 
-    fn api_app_on(config: Config, sdk: &aws_config::SdkConfig) -> Result<App, OpenError> {
-        let tables = Tables::required(&config)?;
-        let store = DynamoStore::configured(sdk, tables, &config);
-        // `ordered` is accepted where the stack has the FIFO queue (its URL
-        // is all the API functions are given of it).
-        let ordered = config.ordered_queue_url.is_some();
-        let mut app = App::new(config, Arc::new(store));
-        app.ordered_delivery = ordered;
-        Ok(app)
-    }
-
-    /// What the API functions that send notifications again (resend,
-    /// recover) need: the app and the delivery queue they enqueue on.
+    /// [`QueueStart::api_app`], checking `config` first.
     pub async fn api_app_with_queue(config: Config) -> Result<(App, SqsQueue), OpenError> {
-        let url = config
-            .delivery_queue_url
-            .clone()
-            .ok_or_else(queue_url_required)?;
-        let sdk =
-            crate::aws::sdk_config_with(&config.aws_calls.api, crate::aws::Roots::Amazon).await;
-        let queue = SqsQueue::new(aws_sdk_sqs::Client::new(&sdk), url, None);
-        let queue = with_ordered(queue, &ordered_of(&config));
-        let tables = Tables::required(&config)?;
-        let store = DynamoStore::configured(&sdk, tables, &config);
-        let mut app = App::new(config, Arc::new(store));
-        app.ordered_delivery = queue.keeps_order();
-        Ok((app, queue))
+        Ok(QueueStart::check(config)?.api_app().await)
     }
 
     /// What the SQS-triggered functions need: the app, the outbox and the
@@ -410,30 +482,9 @@ pub mod aws {
         pub queue: SqsQueue,
     }
 
-    /// Builds what `ingest-events` and `deliver-notifications` need; the tables and `WEBHOOKS_DELIVERY_QUEUE_URL` are required.
+    /// [`QueueStart::queue_functions`], checking `config` first; the tables
+    /// and `WEBHOOKS_DELIVERY_QUEUE_URL` are required.
     pub async fn queue_functions(config: Config) -> Result<QueueFunctions, OpenError> {
-        let tables = Tables::required(&config)?;
-        let url = config
-            .delivery_queue_url
-            .clone()
-            .ok_or_else(queue_url_required)?;
-        let sdk =
-            crate::aws::sdk_config_with(&config.aws_calls.batch, crate::aws::Roots::Amazon).await;
-        let store = Arc::new(DynamoStore::configured(&sdk, tables, &config));
-        let queue = SqsQueue::new(
-            aws_sdk_sqs::Client::new(&sdk),
-            url,
-            config.delivery_dead_letter_url.clone(),
-        )
-        .with_parking(store.clone());
-        let queue = with_ordered(queue, &ordered_of(&config));
-        let mut app = App::new(config, store.clone());
-        app.ordered_delivery = queue.keeps_order();
-        app.destinations = destinations(&sdk);
-        Ok(QueueFunctions {
-            outbox: AwsOutbox::new(store, queue.clone(), app.clock.clone()),
-            app,
-            queue,
-        })
+        Ok(QueueStart::check(config)?.queue_functions().await)
     }
 }

@@ -2,7 +2,7 @@
 //! events to an events queue on moto (`SendMessageBatch` of
 //! `--cost-events-per-send`, or `SendMessage` one by one for 1), and the
 //! suite plays Lambda's event source mapping: `ReceiveMessage` of 10, the
-//! batch handed to the real `ingest-events` binary (under the fake Runtime
+//! batch handed to the real `ingest-events` function (the Lambda binary) (under the fake Runtime
 //! API of the `lambda` suite), then `DeleteMessageBatch` of its records.
 //! The producer's and the mapping's requests go through a proxy of their
 //! own (tallied as `sqs-events:<action>`); the function's DynamoDB and SQS
@@ -60,7 +60,7 @@ impl EventsPipeline {
     ) -> Result<EventsPipeline, String> {
         if !bin.exists() {
             return Err(format!(
-                "{} is missing: build it with `cargo build --release -p ingest-events`",
+                "{} is missing: build it with `cargo build --release -p webhooks-lambda`",
                 bin.display()
             ));
         }

@@ -8,6 +8,17 @@ use super::environment::{Environment, JWT_SECRET, SUBSCRIPTION_ID};
 
 /// The reference: a `lambda_runtime` function that does nothing.
 pub const NOOP: &str = "noop-lambda";
+/// The one binary of every function (`functions/`), told which by `WEBHOOKS_FUNCTION`.
+pub const LAMBDA_BINARY: &str = "webhooks-lambda";
+
+/// The binary a function's processes run: the deployed one, or the no-op.
+pub fn binary_of(function: &str) -> &'static str {
+    if function == NOOP {
+        NOOP
+    } else {
+        LAMBDA_BINARY
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -135,6 +146,8 @@ pub fn event_text(name: &str, env: &Environment) -> Result<String, String> {
 pub fn lambda_env(name: &str) -> Vec<(String, String)> {
     let var = |k: &str, default: &str| std::env::var(k).unwrap_or_else(|_| default.to_owned());
     vec![
+        // The function template.yaml makes of the one binary (the no-op ignores it).
+        ("WEBHOOKS_FUNCTION".into(), name.into()),
         ("AWS_LAMBDA_FUNCTION_NAME".into(), name.into()),
         ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE".into(), "128".into()),
         ("AWS_LAMBDA_FUNCTION_VERSION".into(), "$LATEST".into()),

@@ -19,8 +19,8 @@ use webhooks_bench::runtime_api::RunningFunction;
 use crate::load::{histogram, micros};
 use crate::Settings;
 use environment::{prepare, seed, Environment};
-pub use functions::NOOP;
 use functions::{answer_label, event_text, function_env, lambda_env, Function, FUNCTIONS};
+pub use functions::{binary_of, LAMBDA_BINARY, NOOP};
 pub use report::{init_target, section, LambdaResult};
 use report::{median, print_result};
 
@@ -54,7 +54,7 @@ struct Acc {
 }
 
 fn accumulator(settings: &Settings, f: &Function, env: &Environment) -> Acc {
-    let bin = crate::process::workspace_binary(settings.bin_dir.as_deref(), f.name);
+    let bin = crate::process::workspace_binary(settings.bin_dir.as_deref(), binary_of(f.name));
     let log = env.logs.join(format!("{}.log", f.name));
     let _ = std::fs::remove_file(&log);
     let events: Result<Vec<String>, String> = f.events.iter().map(|e| event_text(e, env)).collect();

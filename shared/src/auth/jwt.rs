@@ -44,7 +44,8 @@ type KeysById = HashMap<String, (Algorithm, DecodingKey)>;
 
 struct JwksCache {
     url: String,
-    http: reqwest::Client,
+    /// Built on the first fetch: a Lambda authorizer's init builds no TLS client.
+    http: std::sync::OnceLock<reqwest::Client>,
     /// The keys, and when they were last fetched.
     keys: RwLock<(KeysById, Option<Instant>)>,
     min_refresh: Duration,
@@ -63,11 +64,7 @@ impl Verifier {
                 .map(|s| DecodingKey::from_secret(s.as_bytes())),
             jwks: config.jwks_url.as_ref().map(|url| JwksCache {
                 url: url.clone(),
-                http: reqwest::Client::builder()
-                    .timeout(Duration::from_secs(5))
-                    .no_proxy()
-                    .build()
-                    .expect("http client builds"),
+                http: std::sync::OnceLock::new(),
                 keys: RwLock::new((HashMap::new(), None)),
                 min_refresh: JWKS_REFRESH_MIN_INTERVAL,
                 generation: AtomicU64::new(0),
@@ -291,8 +288,14 @@ impl JwksCache {
     }
 
     async fn fetch(&self) -> Result<KeysById, String> {
-        let body = self
-            .http
+        let http = self.http.get_or_init(|| {
+            reqwest::Client::builder()
+                .timeout(Duration::from_secs(5))
+                .no_proxy()
+                .build()
+                .expect("http client builds")
+        });
+        let body = http
             .get(&self.url)
             .send()
             .await

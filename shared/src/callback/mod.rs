@@ -35,9 +35,9 @@ impl CallbackTarget {
 /// One HTTP client for every callback: no proxy, no redirects, every resolved
 /// address checked against the policy, and Mozilla's root certificates
 /// compiled in (`webpki-roots`: no file reads or certificate parsing, where
-/// the system's store cost about 1.7 ms per process). Still built on first
-/// use where callbacks are never called (most Lambdas), and at init by
-/// [`CallbackClient::warm_up`] where they are.
+/// the system's store cost about 1.7 ms per process). Built on first use (a
+/// Lambda function's init builds nothing), or at start by
+/// [`CallbackClient::warm_up`] (`webhooks-local`).
 #[derive(Clone)]
 pub struct CallbackClient {
     http: Arc<OnceLock<reqwest::Client>>,
@@ -56,8 +56,8 @@ impl CallbackClient {
         }
     }
 
-    /// Builds the HTTP client now: called at init by whatever calls callbacks,
-    /// so the first handshake or delivery does not pay for it.
+    /// Builds the HTTP client now: called at start by `webhooks-local`, so
+    /// its first handshake or delivery does not pay for it.
     pub fn warm_up(&self) {
         self.http();
     }

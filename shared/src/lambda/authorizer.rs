@@ -36,6 +36,7 @@ use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
 use http::StatusCode;
 use lambda_runtime::LambdaEvent;
 use serde_json::{Map, Value};
+use tokio::sync::OnceCell;
 
 use super::StartError;
 use crate::auth::{bearer_token, jwt::Verifier, tenant_key, Caller};
@@ -62,22 +63,56 @@ pub fn verifier_from_env() -> Result<Verifier, StartError> {
     Ok(verifier)
 }
 
-/// What the authorizer needs, built once at init: the token verifier and,
-/// for the HTTP API's events, the store of API keys.
+/// What the authorizer needs: the token verifier, built at init, and, for
+/// the HTTP API's events, the store of API keys, built on the first such
+/// event (a REST API's authorizer never builds the SDK).
 pub struct Authorizer {
     /// Checks the bearer token (HS256 secret or the provider's JWKS).
     pub verifier: Verifier,
     /// The hashed API keys (`APIKEY#` items) the HTTP API's events are checked against.
-    pub keys: DynamoStore,
+    keys: OnceCell<DynamoStore>,
+    /// What [`Authorizer::keys`] is built from, when it is not given.
+    keys_start: Option<(Config, Tables)>,
 }
 
-/// [`verifier_from_env`] and the DynamoDB store of `WEBHOOKS_SUBSCRIPTIONS_TABLE`.
-pub async fn authorizer_from_env() -> Result<Authorizer, StartError> {
+impl Authorizer {
+    /// An authorizer checking the HTTP API's keys against `keys`.
+    pub fn with_keys(verifier: Verifier, keys: DynamoStore) -> Authorizer {
+        Authorizer {
+            verifier,
+            keys: OnceCell::from(keys),
+            keys_start: None,
+        }
+    }
+
+    /// The store of API keys, built once.
+    async fn keys(&self) -> &DynamoStore {
+        self.keys
+            .get_or_init(|| async {
+                let (config, tables) = self
+                    .keys_start
+                    .as_ref()
+                    .expect("an authorizer without keys has what builds them");
+                let sdk =
+                    crate::aws::sdk_config_with(&config.aws_calls.api, crate::aws::Roots::Amazon)
+                        .await;
+                DynamoStore::configured(&sdk, tables.clone(), config)
+            })
+            .await
+    }
+}
+
+/// [`verifier_from_env`] and the tables of `WEBHOOKS_SUBSCRIPTIONS_TABLE`
+/// (checked now, their store built on first use).
+pub fn authorizer_from_env() -> Result<Authorizer, StartError> {
     let verifier = verifier_from_env()?;
     let config = Config::from_env(Profile::Lambda)?;
-    let sdk = crate::aws::sdk_config().await;
-    let keys = DynamoStore::configured(&sdk, Tables::required(&config)?, &config);
-    Ok(Authorizer { verifier, keys })
+    let tables = Tables::required(&config)?;
+    Ok(Authorizer {
+        verifier,
+        keys: OnceCell::new(),
+        keys_start: Some((config, tables)),
+    })
 }
 
 /// One invocation of either API's authorizer: an HTTP API event (payload
@@ -88,7 +123,7 @@ pub async fn handle(authorizer: &Authorizer, event: LambdaEvent<Value>) -> Resul
         let request = serde_json::from_value(payload)?;
         let response = authorize_http(
             &authorizer.verifier,
-            &authorizer.keys,
+            authorizer.keys().await,
             LambdaEvent::new(request, context),
         )
         .await?;

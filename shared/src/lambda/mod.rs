@@ -1,6 +1,7 @@
-//! The Lambda runtime's face of the handlers (feature `aws`): start-up helpers
-//! every function's `main.rs` calls, and [`handle`], which turns an API
-//! Gateway (REST, v1 proxy) request into a call to [`crate::http::handle`].
+//! The Lambda runtime's face of the handlers (feature `aws`): which function
+//! a process of the one Lambda binary serves and its start-up ([`function`]),
+//! and [`handle`], which turns an API Gateway (REST, v1 proxy) request into a
+//! call to [`crate::http::handle`].
 //!
 //! API Gateway has already checked the API key and run the [`authorizer`];
 //! the caller comes from `requestContext.authorizer` (`orgId`, `sub`,
@@ -12,6 +13,7 @@
 
 pub mod authorizer;
 pub mod console;
+pub mod function;
 pub mod pre_token;
 pub mod queues;
 pub mod schedule;
@@ -26,12 +28,12 @@ use tracing::Instrument;
 
 use crate::app::App;
 use crate::auth::Caller;
-use crate::config::{Config, Profile};
 use crate::error::{ApiError, ErrorCode};
 use crate::http::error_response;
 use crate::queue::DeliveryQueue;
 pub use crate::routes::Endpoint;
 use crate::routes::Route;
+pub use function::Function;
 
 /// Start-up failures: the message names the variable or resource at fault.
 pub type StartError = Box<dyn std::error::Error + Send + Sync>;
@@ -50,32 +52,6 @@ pub fn init_tracing() {
         .with_target(false)
         .with_ansi(false)
         .try_init();
-}
-
-/// Configuration (`Profile::Lambda`), the DynamoDB store and the [`App`],
-/// built once per container at init. Fails naming the bad variable.
-pub async fn app_from_env() -> Result<App, StartError> {
-    let config = Config::from_env(Profile::Lambda)?;
-    Ok(crate::services::aws::api_app(config).await?)
-}
-
-/// [`app_from_env`] with the AWS destinations' sender (`create-subscription`).
-pub async fn app_with_destinations_from_env() -> Result<App, StartError> {
-    let config = Config::from_env(Profile::Lambda)?;
-    Ok(crate::services::aws::api_app_with_destinations(config).await?)
-}
-
-/// The app and the delivery queue, for the functions that enqueue
-/// notifications again (resend, recover).
-pub async fn app_with_queue_from_env() -> Result<(App, crate::aws::sqs::SqsQueue), StartError> {
-    let config = Config::from_env(Profile::Lambda)?;
-    Ok(crate::services::aws::api_app_with_queue(config).await?)
-}
-
-/// The same for the SQS-triggered functions: app, outbox and delivery queue.
-pub async fn queue_functions_from_env() -> Result<queues::QueueFunctions, StartError> {
-    let config = Config::from_env(Profile::Lambda)?;
-    Ok(queues::queue_functions(config).await?)
 }
 
 /// Serves one API Gateway request for `endpoint`. Never fails: every error

@@ -66,10 +66,7 @@ fn event(name: &str, token: &str, key: &str) -> Value {
 /// The authorizer's JSON answer to `events/<name>.json`, through the same
 /// entry point the Lambda's `main.rs` runs (it tells the APIs apart).
 async fn authorize(keys: &DynamoStore, name: &str, token: &str, key: &str) -> Value {
-    let authorizer = authorizer::Authorizer {
-        verifier: verifier(),
-        keys: keys.clone(),
-    };
+    let authorizer = authorizer::Authorizer::with_keys(verifier(), keys.clone());
     let event = event(name, token, key);
     let http_api = event["version"] == "2.0";
     if http_api {

@@ -109,7 +109,7 @@ const LAYERS: &[Layer] = &[
     },
     Layer {
         name: "runtimes",
-        holds: "the binaries: webhooks-local and the Lambda functions",
+        holds: "the binaries: webhooks-local and the Lambda functions' (webhooks-lambda)",
         modules: &["local", "functions"],
     },
 ];
@@ -131,7 +131,7 @@ const DELIVERY_STEPS: &[&str] = &[
 ];
 
 /// A module path: `["delivery", "admit"]`, `["local", "serve"]`,
-/// `["functions", "ingest-events"]`; a folder's `mod.rs` is the folder.
+/// `["functions"]` (its `main.rs`); a folder's `mod.rs` is the folder.
 type Module = Vec<String>;
 
 /// The sources, in memory: each module with its text.
@@ -174,7 +174,7 @@ fn module_of(prefix: &[&str], root: &Path, file: &Path) -> Module {
 }
 
 impl Tree {
-    /// Every source of `shared/src`, `local/src` and `functions/*/src`;
+    /// Every source of `shared/src`, `local/src` and `functions/src`;
     /// unit-test files (`tests.rs`) are tests, not modules.
     fn read() -> Tree {
         let mut files = BTreeMap::new();
@@ -192,11 +192,7 @@ impl Tree {
         let ws = workspace();
         add(&[], &ws.join("shared/src"));
         add(&["local"], &ws.join("local/src"));
-        for entry in std::fs::read_dir(ws.join("functions")).unwrap() {
-            let dir = entry.unwrap().path();
-            let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-            add(&["functions", &name], &dir.join("src"));
-        }
+        add(&["functions"], &ws.join("functions/src"));
         Tree { files }
     }
 
@@ -210,11 +206,10 @@ impl Tree {
     }
 }
 
-/// The crate a module belongs to: `shared` (webhook-core), `local`, or a function.
+/// The crate a module belongs to: `shared` (webhook-core), `local`, or the Lambda binary.
 fn crate_of(module: &[String]) -> Module {
     match module.first().map(String::as_str) {
-        Some("local") => module[..1].to_vec(),
-        Some("functions") => module[..2.min(module.len())].to_vec(),
+        Some("local") | Some("functions") => module[..1].to_vec(),
         _ => Vec::new(),
     }
 }

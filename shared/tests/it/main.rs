@@ -15,6 +15,8 @@ mod file_size;
 #[cfg(feature = "aws")]
 mod lambda_console;
 #[cfg(feature = "aws")]
+mod lambda_function;
+#[cfg(feature = "aws")]
 mod lambda_handlers;
 #[cfg(feature = "aws")]
 mod lambda_pre_token;
