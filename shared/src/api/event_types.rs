@@ -64,7 +64,7 @@ mod tests {
     fn every_kind_the_code_produces_is_catalogued() {
         let mut produced: Vec<&str> = EventKind::TYPES.to_vec();
         produced.extend(NoticeKind::ALL.map(NoticeKind::event_type));
-        produced.push(crate::callback::destination::VALIDATION_TYPE);
+        produced.push(crate::destinations::VALIDATION_TYPE);
         for kind in &produced {
             assert!(
                 webhooks_catalogue::find(kind).is_some(),

@@ -430,7 +430,7 @@ impl Destinations for AwsDestinations {
         timeout: Duration,
     ) -> Result<(), Refusal> {
         let detail = serde_json::json!({
-            "type": crate::callback::destination::VALIDATION_TYPE,
+            "type": crate::destinations::VALIDATION_TYPE,
             "validationToken": token,
             "organizationId": org.as_str(),
             "destination": d.arn,
