@@ -391,16 +391,7 @@ impl Customer {
     /// The sessions moto granted on `role_arn` (what the customer's
     /// CloudTrail would show): each session's name and external id.
     pub async fn sessions_of(&self, role_arn: &str) -> Vec<(String, String)> {
-        let data: Value = self
-            .http
-            .get(format!("{}/moto-api/data.json", self.moto))
-            .send()
-            .await
-            .expect("moto answers")
-            .text()
-            .await
-            .map(|text| serde_json::from_str(&text).expect("moto's model data is JSON"))
-            .expect("moto answers");
+        let data = self.model_data().await;
         data["sts"]["AssumedRole"]
             .as_array()
             .into_iter()
@@ -413,6 +404,29 @@ impl Customer {
                 )
             })
             .collect()
+    }
+
+    /// moto's model data. moto checks each attribute for JSON before it
+    /// serializes them all, so a model another test changes in between
+    /// (an IAM user given an access key) makes it answer 500: asked again.
+    async fn model_data(&self) -> Value {
+        let mut last = String::new();
+        for _ in 0..20 {
+            let response = self
+                .http
+                .get(format!("{}/moto-api/data.json", self.moto))
+                .send()
+                .await
+                .expect("moto answers");
+            let status = response.status();
+            let text = response.text().await.expect("moto answers");
+            if status.is_success() {
+                return serde_json::from_str(&text).expect("moto's model data is JSON");
+            }
+            last = format!("{status}: {text}");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("moto's model data, 20 times refused; the last: {last}")
     }
 }
 
