@@ -399,8 +399,8 @@ pub struct Page<T> {
 }
 
 impl<T> Page<T> {
-    /// The same page with each element mapped.
-    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
+    /// The same page with each element of its `content` mapped.
+    pub fn map_content<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
         Page {
             total_elements: self.total_elements,
             total_pages: self.total_pages,

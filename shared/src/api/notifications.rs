@@ -207,7 +207,7 @@ pub async fn list_notifications(
         .list(&caller.org_id, &subscription.id, &window, &page)
         .await
         .map_err(store_problem)?;
-    Ok(page.map(|s| view(&s, s.attempts)))
+    Ok(page.map_content(|s| view(&s, s.attempts)))
 }
 
 /// `GET /webhooksubscription/{id}/notifications/{uuid}`.

@@ -562,7 +562,7 @@ pub async fn list_subscriptions(
         .await
         .map_err(store_problem)?;
     let prefix = &app.config.external_id_prefix;
-    Ok(page.map(|s| render_owned(s, now, prefix)))
+    Ok(page.map_content(|s| render_owned(s, now, prefix)))
 }
 
 /// `GET /webhooksubscription/{id}`.

@@ -20,6 +20,7 @@ use crate::destinations::{
     Refusal, Sent, ServiceFault,
 };
 use crate::failure::CallFailure;
+use crate::filter::{EventFilter, Topic};
 use crate::ids::OrgId;
 
 /// Assumed credentials are renewed this long before they expire.
@@ -207,7 +208,8 @@ struct Payload<'a> {
     body: String,
     /// The message attributes (SQS), in the detail already for EventBridge.
     attributes: Vec<(&'static str, String)>,
-    detail_type: &'a str,
+    /// EventBridge's `detail-type`: the event's kind (none for SQS).
+    detail_type: String,
     /// FIFO: deduplication id and group.
     dedup: &'a str,
     group: &'a str,
@@ -439,7 +441,7 @@ impl Destinations for AwsDestinations {
         let payload = Payload {
             body: detail,
             attributes: vec![("webhook-validation-token", token.to_owned())],
-            detail_type: VALIDATION_DETAIL_TYPE,
+            detail_type: VALIDATION_DETAIL_TYPE.to_owned(),
             dedup: token,
             group: "validation",
         };
@@ -458,20 +460,21 @@ impl Destinations for AwsDestinations {
         timeout: Duration,
     ) -> Sent {
         let timestamp = m.timestamp.to_string();
-        let body = match d.kind {
-            DestinationKind::Sqs => m.body.to_owned(),
+        let (body, detail_type) = match d.kind {
+            DestinationKind::Sqs => (m.body.to_owned(), String::new()),
             // The exact text signed (`payload`) and the same as JSON for rules.
             DestinationKind::EventBridge => {
                 let notification: serde_json::Value =
                     serde_json::from_str(m.body).unwrap_or(serde_json::Value::Null);
-                serde_json::json!({
+                let kind = detail_type(notification["event"].as_str().unwrap_or_default());
+                let detail = serde_json::json!({
                     "webhookId": m.id,
                     "webhookTimestamp": timestamp,
                     "webhookSignature": m.signature,
                     "payload": m.body,
                     "notification": notification,
-                })
-                .to_string()
+                });
+                (detail.to_string(), kind)
             }
         };
         let payload = Payload {
@@ -481,7 +484,7 @@ impl Destinations for AwsDestinations {
                 ("webhook-timestamp", timestamp),
                 ("webhook-signature", m.signature.clone()),
             ],
-            detail_type: m.detail_type,
+            detail_type,
             dedup: m.id,
             group: m.group,
         };
@@ -518,6 +521,21 @@ pub fn session_name(org: &OrgId) -> String {
         .map(|c| if allowed(c) { c } else { '_' })
         .collect();
     format!("{head}.{}", org_uuid(org))
+}
+
+/// EventBridge's `detail-type` of a notification whose `event` is the
+/// filter `event`: `message.inbound`, `message.outbound`, `contact`, or
+/// `subscription.<kind>` for a notice of one kind.
+fn detail_type(event: &str) -> String {
+    match EventFilter::parse(event).map(|f| f.topic) {
+        Ok(Topic::Message(direction)) => format!("message.{}", direction.as_str()),
+        Ok(Topic::Contact) => "contact".to_owned(),
+        Ok(Topic::Subscription(_)) => match event.split_once("?type=") {
+            Some((_, kind)) if !kind.contains(',') => format!("subscription.{kind}"),
+            _ => "subscription".to_owned(),
+        },
+        Err(_) => "notification".to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -722,5 +740,14 @@ mod tests {
             session_name(&"a/b".into()),
             "two organizations, two names"
         );
+    }
+
+    #[test]
+    fn detail_types_name_the_event_kind() {
+        assert_eq!(
+            detail_type("/orgId/o/department/d/message?direction=inbound"),
+            "message.inbound"
+        );
+        assert_eq!(detail_type("/orgId/o/department/d/contact"), "contact");
     }
 }

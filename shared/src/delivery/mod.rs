@@ -122,11 +122,12 @@ pub async fn deliver(
     // 6. Decide, 7. park what its breaker holds.
     let verdict = decide::verdict(run, &found);
     let verdict = parking::park(run, &found, verdict).await;
+    let outcome = verdict.label();
     if let (Some(span), Found::Attempted(_)) = (span.as_mut(), &found) {
-        span.set("webhooks.outcome", verdict.label());
+        span.set("webhooks.outcome", outcome);
     }
     // 8. Settle: remember it in the history, then settle the lease.
-    settle::settle(run, &found, &verdict, closed).await?;
+    settle::settle(run, &found, (&verdict, outcome), closed).await?;
     if let Found::Attempted(attempted) = &found {
         // 9. Tell.
         tell::tell(run, outbox, attempted, &verdict).await;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::found::{Ready, Target};
 use super::run::Run;
 use crate::callback::post::{Posted, SignedNotification};
-use crate::destinations::{detail_type, external_id, DestinationMessage, Sent, ServiceFault};
+use crate::destinations::{external_id, DestinationMessage, Sent, ServiceFault};
 use crate::failure::CallFailure;
 use crate::signature::signature_header;
 use crate::telemetry::trace::TraceParent;
@@ -66,17 +66,11 @@ pub async fn post(
     {
         return Err(ServiceFault::ExternalIdChanged);
     }
-    let event = serde_json::from_str::<serde_json::Value>(&job.body)
-        .ok()
-        .and_then(|v| v.get("event").and_then(|e| e.as_str()).map(str::to_owned))
-        .unwrap_or_default();
-    let detail_type = detail_type(&event);
     let message = DestinationMessage {
         id: job.id.as_str(),
         timestamp,
         signature,
         body: &job.body,
-        detail_type: &detail_type,
         group: job.subscription_id.as_str(),
         org: &job.org_id,
     };

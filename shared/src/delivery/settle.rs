@@ -31,7 +31,7 @@ pub const UNSENDABLE: &str = "UNSENDABLE";
 pub async fn settle(
     run: &Run<'_>,
     found: &Found,
-    verdict: &Verdict,
+    (verdict, outcome): (&Verdict, &'static str),
     closed: Option<Closed>,
 ) -> Result<(), StoreOrQueueError> {
     if let Some(closed) = closed {
@@ -57,7 +57,8 @@ pub async fn settle(
         closed_meanwhile(run).await;
     }
     if !matches!(found, Found::Superseded) {
-        count(run, verdict, call_ms);
+        let lag = lag(verdict, call_ms, run.job().created_at, run.now);
+        count(outcome, call_ms, lag);
     }
     Ok(())
 }
@@ -198,13 +199,12 @@ async fn unpark(run: &Run<'_>, (health, now): Closed) {
     }
 }
 
-/// Counts a decided verdict: its `outcome`, the callback call's duration
-/// (`call_ms`, none when nothing was sent) and, for a delivery, its lag
-/// from the notification's creation to the answer (start + call).
-pub fn count(run: &Run<'_>, verdict: &Verdict, call_ms: Option<u64>) {
+/// Counts a decided verdict: its `outcome` (the verdict's label), the
+/// callback call's duration (`call_ms`, none when nothing was sent) and, for
+/// a delivery, its `lag` from the notification's creation to the answer.
+fn count(outcome: &'static str, call_ms: Option<u64>, lag: Option<Duration>) {
     let call = call_ms.map(Duration::from_millis);
-    let lag = lag(verdict, call_ms, run.job().created_at, run.now);
-    crate::telemetry::metrics::delivery_attempt(verdict.label(), call, lag);
+    crate::telemetry::metrics::delivery_attempt(outcome, call, lag);
 }
 
 /// A delivery's lag: from the notification's creation to the 2xx answer

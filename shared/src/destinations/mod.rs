@@ -248,8 +248,6 @@ pub struct DestinationMessage<'a> {
     pub signature: String,
     /// The notification as JSON, sent and signed as is.
     pub body: &'a str,
-    /// EventBridge's `detail-type`: the event's kind.
-    pub detail_type: &'a str,
     /// A FIFO queue's message group: the subscription id.
     pub group: &'a str,
     /// The subscription's organization (the role session's name).
@@ -373,22 +371,6 @@ pub fn partition_of(region: &str) -> &'static str {
         "aws-us-gov"
     } else {
         "aws"
-    }
-}
-
-/// EventBridge's `detail-type` of a notification whose `event` is the
-/// filter `event`: `message.inbound`, `message.outbound`, `contact`, or
-/// `subscription.<kind>` for a notice of one kind.
-pub fn detail_type(event: &str) -> String {
-    use crate::filter::{EventFilter, Topic};
-    match EventFilter::parse(event).map(|f| f.topic) {
-        Ok(Topic::Message(direction)) => format!("message.{}", direction.as_str()),
-        Ok(Topic::Contact) => "contact".to_owned(),
-        Ok(Topic::Subscription(_)) => match event.split_once("?type=") {
-            Some((_, kind)) if !kind.contains(',') => format!("subscription.{kind}"),
-            _ => "subscription".to_owned(),
-        },
-        Err(_) => "notification".to_owned(),
     }
 }
 
@@ -537,14 +519,5 @@ mod tests {
         let org = external_id("stack", &"org-1".into());
         let org_uuid: uuid::Uuid = org.strip_prefix("stack-").unwrap().parse().unwrap();
         assert_eq!(org_uuid.get_version_num(), 5);
-    }
-
-    #[test]
-    fn detail_types_name_the_event_kind() {
-        assert_eq!(
-            detail_type("/orgId/o/department/d/message?direction=inbound"),
-            "message.inbound"
-        );
-        assert_eq!(detail_type("/orgId/o/department/d/contact"), "contact");
     }
 }
