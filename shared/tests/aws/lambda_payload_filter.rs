@@ -10,7 +10,7 @@ use webhook_core::payload_filter::PayloadFilter;
 use webhook_core::queue::DeliveryJob;
 use webhook_core::store::{Store, Upsert};
 
-use crate::lambda_queue_events::{world, World};
+use crate::lambda_queue_events::{queued_jobs, world, World};
 use testkit::sample_events;
 
 /// A subscription of org-1 to its department dep-1's inbound messages, with `filter`.
@@ -60,29 +60,11 @@ fn batch(events: &[(&str, &str)]) -> SqsEvent {
     serde_json::from_value(json!({ "Records": records })).unwrap()
 }
 
-/// The jobs on the delivery queue as (subscription, notification), each received once
-/// (and kept invisible), until a receive finds none.
+/// The jobs on the delivery queue as (subscription, notification).
 async fn queued(w: &World) -> Vec<(String, String)> {
-    let mut jobs = Vec::new();
-    loop {
-        let out = w
-            .sqs
-            .receive_message()
-            .queue_url(&w.queue_url)
-            .max_number_of_messages(10)
-            .visibility_timeout(300)
-            .wait_time_seconds(1)
-            .send()
-            .await
-            .unwrap();
-        if out.messages().is_empty() {
-            return jobs;
-        }
-        for m in out.messages() {
-            let job: DeliveryJob = serde_json::from_str(m.body().unwrap()).unwrap();
-            jobs.push((job.subscription_id.to_string(), job.id.to_string()));
-        }
-    }
+    let jobs = queued_jobs(w).await;
+    let pair = |job: DeliveryJob| (job.subscription_id.to_string(), job.id.to_string());
+    jobs.into_iter().map(pair).collect()
 }
 
 /// The history items of `sub_id` (org-1).

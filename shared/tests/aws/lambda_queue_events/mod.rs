@@ -273,10 +273,10 @@ fn sent_now(sample: String) -> SqsEvent {
     event
 }
 
-/// The notification ids on the delivery queue, each received once (and
-/// kept invisible), until a receive finds none.
-async fn queued_ids(w: &World) -> Vec<String> {
-    let mut ids = Vec::new();
+/// The jobs on the delivery queue, each received once (and kept
+/// invisible), until a receive finds none.
+pub(crate) async fn queued_jobs(w: &World) -> Vec<DeliveryJob> {
+    let mut jobs = Vec::new();
     loop {
         let out = w
             .sqs
@@ -289,13 +289,18 @@ async fn queued_ids(w: &World) -> Vec<String> {
             .await
             .unwrap();
         if out.messages().is_empty() {
-            return ids;
+            return jobs;
         }
         for m in out.messages() {
-            let job: DeliveryJob = serde_json::from_str(m.body().unwrap()).unwrap();
-            ids.push(job.id.to_string());
+            jobs.push(serde_json::from_str(m.body().unwrap()).unwrap());
         }
     }
+}
+
+/// The notification ids on the delivery queue ([`queued_jobs`]).
+async fn queued_ids(w: &World) -> Vec<String> {
+    let jobs = queued_jobs(w).await;
+    jobs.into_iter().map(|job| job.id.to_string()).collect()
 }
 
 fn failed_ids(response: &aws_lambda_events::event::sqs::SqsBatchResponse) -> Vec<&str> {
