@@ -350,22 +350,33 @@ class Watch:
 
     def __init__(self, cargo_lambda, bin_dir, env, work):
         self.cargo_lambda, self.bin_dir, self.env, self.work = cargo_lambda, Path(bin_dir), env, Path(work)
-        self.port = free_port()
         self.functions = {}
-        self.log = open(self.work / "cargo-lambda-watch.log", "wb")
+        # A port picked free can be taken before the watch binds it (any outbound connection
+        # may get it as its own): a lost race is tried again on another port.
+        for attempt in range(3):
+            self.port = free_port()
+            if self._listen() or attempt == 2:
+                break
+        if self.process.poll() is not None:
+            raise Failure(f"cargo lambda watch exited ({self.process.returncode}): "
+                          f"{(self.work / 'cargo-lambda-watch.log').read_text()[-1500:]}")
+
+    def _listen(self):
+        """Starts the watch on self.port; False if it lost the port to another process."""
+        log_path = self.work / "cargo-lambda-watch.log"
+        self.log = open(log_path, "wb")
         self.process = subprocess.Popen(
-            [cargo_lambda, "lambda", "watch", "--only-lambda-apis", "--invoke-address", "127.0.0.1",
+            [self.cargo_lambda, "lambda", "watch", "--only-lambda-apis", "--invoke-address", "127.0.0.1",
              "--invoke-port", str(self.port), "--manifest-path", str(function_manifest(self.work))],
             cwd=ROOT, env=dict(os.environ, NO_COLOR="1"), stdout=self.log, stderr=subprocess.STDOUT,
             start_new_session=True)
         deadline = time.time() + 30
         while True:
             if self.process.poll() is not None:
-                raise Failure(f"cargo lambda watch exited ({self.process.returncode}): "
-                              f"{(self.work / 'cargo-lambda-watch.log').read_text()[-1500:]}")
+                return "address already in use" not in log_path.read_text(errors="replace").lower()
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                break
+                return True
             except OSError:
                 if time.time() > deadline:
                     raise Failure(f"cargo lambda watch did not listen on 127.0.0.1:{self.port} within 30 s")

@@ -44,27 +44,43 @@ cleanup() {
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-api_port=$(free_port); metrics_port=$(free_port); hook_port=$(free_port); prom_port=$(free_port)
 
-wait_for() { # log, pid, text
-  for _ in $(seq 1 120); do
-    grep -qF "$3" "$1" 2>/dev/null && return 0
-    kill -0 "$2" 2>/dev/null || break
-    sleep 0.5
+# Starts NAME on ports picked free (pick_NAME, in this shell), and again on new ones if it lost
+# the race for one: between the pick and the bind, any outbound connection may take the port.
+launch() { # name
+  local name=$1 log="$work/$1.log" ready attempt
+  for attempt in 1 2 3; do
+    "pick_$name"
+    ready=$("ready_$name")
+    "start_$name" >"$log" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 1 120); do
+      grep -qF "$ready" "$log" 2>/dev/null && return 0
+      kill -0 "${pids[-1]}" 2>/dev/null || break
+      sleep 0.5
+    done
+    kill "${pids[-1]}" 2>/dev/null || true
+    wait "${pids[-1]}" 2>/dev/null || true
+    { grep -qi 'address already in use' "$log" && [ "$attempt" -lt 3 ]; } || break
+    info "$name lost a port race; again on other ports"
   done
-  cat "$1" >&2
-  fail "never saw '$3' in $1"
+  cat "$log" >&2
+  fail "never saw '$ready' in $log"
 }
 
-WEBHOOKS_ADDR="127.0.0.1:$api_port" WEBHOOKS_DATA_DIR="$work/data" \
-  WEBHOOKS_METRICS_ADDR="127.0.0.1:$metrics_port" "$bin" >"$work/server.log" 2>&1 &
-pids+=($!)
-wait_for "$work/server.log" "${pids[-1]}" "Metrics (Prometheus):     http://127.0.0.1:$metrics_port/metrics"
-"$bin" listen --port "$hook_port" >"$work/listen.log" 2>&1 &
-pids+=($!)
-wait_for "$work/listen.log" "${pids[-1]}" "receiving callbacks on"
-
-cat >"$work/prometheus.yml" <<YAML
+pick_server() { api_port=$(free_port); metrics_port=$(free_port); }
+ready_server() { echo "Metrics (Prometheus):     http://127.0.0.1:$metrics_port/metrics"; }
+start_server() {
+  WEBHOOKS_ADDR="127.0.0.1:$api_port" WEBHOOKS_DATA_DIR="$work/data" \
+    WEBHOOKS_METRICS_ADDR="127.0.0.1:$metrics_port" exec "$bin"
+}
+pick_listen() { hook_port=$(free_port); }
+ready_listen() { echo "receiving callbacks on"; }
+start_listen() { exec "$bin" listen --port "$hook_port"; }
+pick_prometheus() { prom_port=$(free_port); }
+ready_prometheus() { echo "Server is ready to receive web requests"; }
+start_prometheus() {
+  cat >"$work/prometheus.yml" <<YAML
 global:
   scrape_interval: 1s
   evaluation_interval: 1s
@@ -73,10 +89,13 @@ scrape_configs:
     static_configs:
       - targets: ["127.0.0.1:$metrics_port"]
 YAML
-prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/tsdb" \
-  --web.listen-address="127.0.0.1:$prom_port" >"$work/prometheus.log" 2>&1 &
-pids+=($!)
-wait_for "$work/prometheus.log" "${pids[-1]}" "Server is ready to receive web requests"
+  exec prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/tsdb" \
+    --web.listen-address="127.0.0.1:$prom_port"
+}
+
+launch server
+launch listen
+launch prometheus
 
 API="http://127.0.0.1:$api_port/prod"
 KEY=$(cat "$work/data/api-key")
