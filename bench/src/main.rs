@@ -6,7 +6,8 @@
 //! - `e2e`: event → notification received, throughput and latency
 //! - `lambda`: init and invoke of every function under a fake Runtime API,
 //!   vs a no-op `lambda_runtime` function
-//! - `fanout`: dispatch cost with 0 vs 100,000 unrelated subscriptions
+//! - `fanout`: dispatch cost with 0 vs 100,000 unrelated subscriptions, and
+//!   with vs without a payload filter on each matching subscription
 //!   (SQLite, DynamoDB Local)
 //! - `sizes`: function binaries and arm64 zips
 //! - `noisy`: tenant isolation: one organization's latency while another's
@@ -360,10 +361,16 @@ async fn run(s: Settings) -> Result<(), String> {
         }
     }
     if has(Suite::Fanout) {
-        println!("\n== Fan-out: 10 matching subscriptions, 0 vs many unrelated");
+        println!("\n== Fan-out: 10 matching subscriptions, 0 vs many unrelated, without vs with payload filters");
         match fanout::sqlite(&s).await {
             Ok(r) => results.fanout.extend(r),
             Err(e) => results.problems.push(format!("fan-out (SQLite): {e}")),
+        }
+        match fanout::filtered(&s).await {
+            Ok(r) => results.fanout.extend(r),
+            Err(e) => results
+                .problems
+                .push(format!("fan-out (payload filters): {e}")),
         }
         match fanout::dynamodb(&s).await {
             Ok(r) => results.fanout.extend(r),
