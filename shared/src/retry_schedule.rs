@@ -115,7 +115,11 @@ fn wait(item: &serde_json::Value) -> Result<Duration, String> {
             .map(Duration::from_secs)
             .ok_or_else(|| format!("{n} is not a whole number of seconds"))?,
         serde_json::Value::String(s) => parse_duration(s)?,
-        other => return Err(format!("{other} is not a wait such as \"5s\", \"2m\" or 30")),
+        other => {
+            return Err(format!(
+                "{other} is not a wait such as \"5s\", \"2m\" or 30"
+            ))
+        }
     };
     check_wait(d).map(|()| d)
 }
@@ -168,7 +172,10 @@ mod tests {
         let at = |v| RetrySchedule::parse(&v);
         assert!(at(json!(["1s", "12h"])).is_ok());
         assert!(at(json!(vec!["1s"; MAX_WAITS])).is_ok());
-        assert!(at(json!(["12h", "12h", "12h", "12h"])).is_ok(), "48 h in all");
+        assert!(
+            at(json!(["12h", "12h", "12h", "12h"])).is_ok(),
+            "48 h in all"
+        );
         let item = |v, i| assert_eq!(at(v).unwrap_err().item, Some(i));
         item(json!(["5s", 0]), 1);
         item(json!(["5s", "43201s"]), 1);

@@ -84,7 +84,10 @@ impl StoredSubscription {
 
     /// The waits after its failed attempts: its own schedule, or else the
     /// deployment's (`WEBHOOKS_RETRY_SCHEDULE`).
-    pub fn retry_waits<'a>(&'a self, deployment: &'a [std::time::Duration]) -> &'a [std::time::Duration] {
+    pub fn retry_waits<'a>(
+        &'a self,
+        deployment: &'a [std::time::Duration],
+    ) -> &'a [std::time::Duration] {
         self.retry_schedule
             .as_ref()
             .map_or(deployment, RetrySchedule::waits)
