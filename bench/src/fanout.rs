@@ -124,6 +124,7 @@ fn upsert_filtered(
         role_arn: None,
         external_id: None,
         payload_filter: payload_filter.map(|f| Some(f.clone())),
+        retry_schedule: None,
     }
 }
 

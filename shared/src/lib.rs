@@ -10,7 +10,7 @@
 //!   [`notification`] (the payloads), [`telemetry`] (metrics and traces,
 //!   handed labels);
 //! - domain: [`health`] (breaker, failure streak, calls in flight),
-//!   [`config`], [`auth`];
+//!   [`config`], [`auth`], [`retry_schedule`] (a subscription's own);
 //! - ports: [`store`] (with its orders and business rules, `store::rules`),
 //!   [`queue`] (delivery queue and outbox), [`history`], [`callback`]
 //!   (the outbound calls under the SSRF policy);
@@ -57,6 +57,7 @@ pub mod payload_filter;
 pub mod queue;
 pub mod reminders;
 pub mod retention;
+pub mod retry_schedule;
 pub mod routes;
 pub mod secret;
 pub mod services;

@@ -158,6 +158,10 @@ impl Writer {
             let json = serde_json::to_vec(filter).expect("a JSON value serialises");
             self.raw(&json);
         }
+        if let Some(schedule) = &s.retry_schedule {
+            self.raw(b",\"retrySchedule\":");
+            self.list(schedule, |w, wait| w.str(wait));
+        }
         self.raw(b"}");
     }
 
@@ -290,6 +294,7 @@ mod tests {
             (
                 proptest::option::of((text(), text(), text(), text())),
                 proptest::option::of((text(), text(), any::<i64>())),
+                proptest::option::of(proptest::collection::vec(text(), 1..3)),
             ),
         )
             .prop_map(
@@ -299,7 +304,7 @@ mod tests {
                     rest,
                     (health, rate_limit),
                     ordered,
-                    (destination, payload_filter),
+                    (destination, payload_filter, retry_schedule),
                 )| {
                     let (expiration_time, expires_in, status, created, updated, org_id) = rest;
                     Subscription {
@@ -327,6 +332,7 @@ mod tests {
                         payload_filter: payload_filter.map(|(path, value, bound)| {
                             serde_json::json!({ "$or": [{ path: value }, { "n": { "$gte": bound } }] })
                         }),
+                        retry_schedule,
                     }
                 },
             )

@@ -39,6 +39,12 @@ pub struct SubscriptionRequest {
     /// new subscription); `null` removes it; a filter replaces it.
     #[serde(rename = "payloadFilter", default, deserialize_with = "present")]
     pub payload_filter: Option<Option<serde_json::Value>>,
+    /// `retrySchedule` (an addition): the waits after its failed attempts
+    /// ([`crate::retry_schedule`]), in place of the deployment's. Absent
+    /// keeps what is stored (none for a new subscription); `null` removes
+    /// it; a list replaces it.
+    #[serde(rename = "retrySchedule", default, deserialize_with = "present")]
+    pub retry_schedule: Option<Option<serde_json::Value>>,
 }
 
 /// A member that may be `null`: `Some(None)` for `null`, `None` (by
@@ -222,6 +228,15 @@ pub struct Subscription {
         default
     )]
     pub payload_filter: Option<serde_json::Value>,
+    /// `retrySchedule` (an addition): its own waits after a failed attempt,
+    /// each in its shortest form (`"90s"`, `"2m"`); absent when it follows
+    /// the deployment's schedule.
+    #[serde(
+        rename = "retrySchedule",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub retry_schedule: Option<Vec<String>>,
 }
 
 /// A subscription's delivery health: its circuit breaker and the failures

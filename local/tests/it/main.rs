@@ -22,6 +22,7 @@ mod ordering;
 mod otlp_tracing;
 mod payload_filter;
 mod rate_limit;
+mod retry_schedule;
 mod scheduling;
 mod secret_rotation;
 mod security_limits;

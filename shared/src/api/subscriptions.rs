@@ -24,6 +24,7 @@ use crate::model::{
 };
 use crate::page::PageRequest;
 use crate::payload_filter::PayloadFilter;
+use crate::retry_schedule::RetrySchedule;
 use crate::secret;
 use crate::store::{DisabledEntry, StoredSubscription, Upsert};
 
@@ -121,6 +122,7 @@ pub async fn create_subscription(
         ordered: valid.ordered,
         rate_limit: valid.rate_limit,
         payload_filter: valid.payload_filter,
+        retry_schedule: valid.retry_schedule,
         external_id: match valid.target {
             Target::Callback => None,
             Target::Destination(_) => {
@@ -317,6 +319,7 @@ struct Valid {
     ordered: Option<bool>,
     rate_limit: Option<Option<u32>>,
     payload_filter: Option<Option<PayloadFilter>>,
+    retry_schedule: Option<Option<RetrySchedule>>,
 }
 
 fn validate(
@@ -416,6 +419,7 @@ fn validate(
     }
     let rate_limit = rate_limit(request.rate_limit, &mut errors);
     let payload_filter = payload_filter(request.payload_filter, &mut errors);
+    let retry_schedule = retry_schedule(request.retry_schedule, &mut errors);
     if !errors.is_empty() {
         return Err(ApiError::validation(errors));
     }
@@ -428,6 +432,7 @@ fn validate(
         ordered: request.ordered,
         rate_limit,
         payload_filter,
+        retry_schedule,
     })
 }
 
@@ -443,6 +448,30 @@ fn payload_filter(
             Ok(filter) => Some(Some(filter)),
             Err(e) => {
                 errors.push(FieldError::new("payloadFilter", e.to_string()));
+                None
+            }
+        },
+    }
+}
+
+/// `retrySchedule`: absent keeps the stored one (`None`), `null` removes it
+/// (the deployment's again), a list within the limits sets it; anything
+/// else is a field error, on the wait at fault (`retrySchedule[2]`) or on
+/// the list.
+fn retry_schedule(
+    value: Option<Option<serde_json::Value>>,
+    errors: &mut Vec<FieldError>,
+) -> Option<Option<RetrySchedule>> {
+    match value? {
+        None => Some(None),
+        Some(value) => match RetrySchedule::parse(&value) {
+            Ok(schedule) => Some(Some(schedule)),
+            Err(e) => {
+                let field = match e.item {
+                    Some(i) => format!("retrySchedule[{i}]"),
+                    None => "retrySchedule".to_owned(),
+                };
+                errors.push(FieldError::new(field, e.message));
                 None
             }
         },
@@ -676,6 +705,7 @@ fn render_owned(s: StoredSubscription, now: i64, prefix: &str) -> Subscription {
         rate_limit: s.rate_limit,
         destination,
         payload_filter: s.payload_filter.as_ref().map(PayloadFilter::to_value),
+        retry_schedule: s.retry_schedule.as_ref().map(RetrySchedule::texts),
     }
 }
 
@@ -731,6 +761,7 @@ mod tests {
             role_arn: None,
             external_id: None,
             payload_filter: None,
+            retry_schedule: None,
         };
         for now in [0, 5_000] {
             assert_eq!(render_owned(s.clone(), now, "w"), render(&s, now, "w"));

@@ -1,7 +1,7 @@
 //! Step 6 of [`deliver`](super): what happens to a notification, a pure
 //! function of what the steps found, the attempt number, the time and the
-//! retry schedule. Every runtime's fate of a notification is decided here
-//! and nowhere else.
+//! retry schedule (the subscription's own, or the deployment's). Every
+//! runtime's fate of a notification is decided here and nowhere else.
 
 use std::time::Duration;
 
@@ -15,7 +15,9 @@ use crate::clock::millis;
 /// be parked ([`parking`](super::parking) says how); the service's own
 /// fault defers it by the retry schedule's first delay, spread by up to
 /// +20 % as retries are, so a fixed fault is not met by every deferred job
-/// at once.
+/// at once. An attempt on a subscription read before it follows that
+/// subscription's own schedule, when it has one; the service's own faults
+/// and unread subscriptions, the deployment's.
 pub fn verdict(run: &Run<'_>, found: &Found) -> Verdict {
     let schedule = &run.app.config.retry_schedule;
     match found {
@@ -37,7 +39,10 @@ pub fn verdict(run: &Run<'_>, found: &Found) -> Verdict {
             &attempted.attempt,
             run.lease.attempt,
             run.now,
-            schedule,
+            match &attempted.sent {
+                Some((subscription, _)) => subscription.retry_waits(schedule),
+                None => schedule,
+            },
             run.random,
         ),
     }

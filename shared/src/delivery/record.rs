@@ -194,7 +194,7 @@ async fn remember_health(
             *status,
             retry_after.as_deref(),
             run.now,
-            &app.config.retry_schedule,
+            subscription.retry_waits(&app.config.retry_schedule),
         ),
         Posted::Failed { .. } | Posted::Accepted { .. } => None,
     };

@@ -207,6 +207,11 @@ ALTER TABLE subscriptions ADD COLUMN external_id TEXT;
 -- Fan-out reads it with the subscription (docs/decisions/payload-filter.md).
 ALTER TABLE subscriptions ADD COLUMN payload_filter TEXT;
 "#,
+    r#"
+-- A subscription's own retry schedule (issue 46), as WEBHOOKS_RETRY_SCHEDULE
+-- writes one ("5s,2m,1h"); NULL: the deployment's.
+ALTER TABLE subscriptions ADD COLUMN retry_schedule TEXT;
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

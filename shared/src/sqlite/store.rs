@@ -10,13 +10,14 @@ use crate::ids::{OrgId, SubscriptionId};
 use crate::model::{Message, Page, SubscriptionStatus};
 use crate::page::PageRequest;
 use crate::payload_filter::PayloadFilter;
+use crate::retry_schedule::RetrySchedule;
 use crate::store::{
     order, rules, DeliveryRecord, DisabledEntry, PreviousSecret, SecretRotation, Store, StoreError,
     StoredSubscription, Upsert,
 };
 
 pub(super) const COLUMNS: &str =
-    "id, org_id, uri, event_filters, disabled_filters, expires_at, status, created_at, updated_at, secret, failing_since, previous_secrets, health, health_rev, ordered, rate_limit, role_arn, external_id, payload_filter";
+    "id, org_id, uri, event_filters, disabled_filters, expires_at, status, created_at, updated_at, secret, failing_since, previous_secrets, health, health_rev, ordered, rate_limit, role_arn, external_id, payload_filter, retry_schedule";
 
 pub(super) fn row_to_subscription(row: &Row<'_>) -> rusqlite::Result<StoredSubscription> {
     let id: SubscriptionId = row.get(0)?;
@@ -59,6 +60,10 @@ pub(super) fn row_to_subscription(row: &Row<'_>) -> rusqlite::Result<StoredSubsc
             Some(json) => Some(PayloadFilter::from_stored(json).map_err(|e| bad(18, &e))?),
             None => None,
         },
+        retry_schedule: match row.get_ref(19)?.as_str_or_null().map_err(|e| bad(19, &e))? {
+            Some(text) => Some(RetrySchedule::from_stored(text).map_err(|e| bad(19, &e))?),
+            None => None,
+        },
         id,
     })
 }
@@ -85,6 +90,7 @@ impl Store for SqliteDb {
             let disabled = serde_json::to_string(&u.disabled_filters).map_err(failure)?;
             let created = existing.is_none();
             let payload_filter = u.payload_filter.as_ref().map(|f| f.as_ref().map(PayloadFilter::json));
+            let retry_schedule = u.retry_schedule.as_ref().map(|r| r.as_ref().map(RetrySchedule::stored));
             let id = match existing {
                 Some(id) => {
                     tx.execute(
@@ -96,9 +102,10 @@ impl Store for SqliteDb {
                          expiry_reminded_for = CASE WHEN expires_at = ?4 THEN expiry_reminded_for END, \
                          rate_limit = CASE WHEN ?6 THEN ?7 ELSE rate_limit END, \
                          ordered = COALESCE(?8, ordered), role_arn = ?9, external_id = ?10, \
-                         payload_filter = CASE WHEN ?11 THEN ?12 ELSE payload_filter END \
+                         payload_filter = CASE WHEN ?11 THEN ?12 ELSE payload_filter END, \
+                         retry_schedule = CASE WHEN ?13 THEN ?14 ELSE retry_schedule END \
                          WHERE id = ?1",
-                        params![id, filters, disabled, u.expires_at, u.now, u.rate_limit.is_some(), u.rate_limit.flatten(), u.ordered, u.role_arn, u.external_id, payload_filter.is_some(), payload_filter.flatten()],
+                        params![id, filters, disabled, u.expires_at, u.now, u.rate_limit.is_some(), u.rate_limit.flatten(), u.ordered, u.role_arn, u.external_id, payload_filter.is_some(), payload_filter.flatten(), retry_schedule.is_some(), retry_schedule.flatten()],
                     )
                     .map_err(failure)?;
                     tx.execute("DELETE FROM subscription_filters WHERE subscription_id = ?1", [&id])
@@ -116,9 +123,9 @@ impl Store for SqliteDb {
                     }
                     tx.execute(
                         "INSERT INTO subscriptions (id, org_id, uri, event_filters, disabled_filters, \
-                         expires_at, status, created_at, updated_at, secret, rate_limit, ordered, role_arn, external_id, payload_filter) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'ACTIVE', ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-                        params![u.new_id, u.org_id, u.uri, filters, disabled, u.expires_at, u.now, u.new_secret, u.rate_limit.flatten(), u.ordered.unwrap_or(false), u.role_arn, u.external_id, payload_filter.flatten()],
+                         expires_at, status, created_at, updated_at, secret, rate_limit, ordered, role_arn, external_id, payload_filter, retry_schedule) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'ACTIVE', ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                        params![u.new_id, u.org_id, u.uri, filters, disabled, u.expires_at, u.now, u.new_secret, u.rate_limit.flatten(), u.ordered.unwrap_or(false), u.role_arn, u.external_id, payload_filter.flatten(), retry_schedule.flatten()],
                     )
                     .map_err(failure)?;
                     u.new_id.to_string()

@@ -15,6 +15,7 @@ use crate::ids::{OrgId, SubscriptionId};
 use crate::model::{Message, Page, SubscriptionStatus};
 use crate::page::PageRequest;
 use crate::payload_filter::PayloadFilter;
+use crate::retry_schedule::RetrySchedule;
 
 /// A subscription as stored, including its signing secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +65,9 @@ pub struct StoredSubscription {
     /// refuses. Kept on the filter index's copies too (DynamoDB), so
     /// fan-out reads nothing more.
     pub payload_filter: Option<PayloadFilter>,
+    /// Its own retry schedule (`retrySchedule`), in place of the
+    /// deployment's; none: the deployment's.
+    pub retry_schedule: Option<RetrySchedule>,
 }
 
 impl StoredSubscription {
@@ -76,6 +80,17 @@ impl StoredSubscription {
                 .filter(move |p| p.expires_at > now)
                 .map(|p| p.secret.as_str()),
         )
+    }
+
+    /// The waits after its failed attempts: its own schedule, or else the
+    /// deployment's (`WEBHOOKS_RETRY_SCHEDULE`).
+    pub fn retry_waits<'a>(
+        &'a self,
+        deployment: &'a [std::time::Duration],
+    ) -> &'a [std::time::Duration] {
+        self.retry_schedule
+            .as_ref()
+            .map_or(deployment, RetrySchedule::waits)
     }
 }
 
@@ -212,6 +227,9 @@ pub struct Upsert {
     /// The payload filter: `Some(filter)` sets it (`Some(None)`: none),
     /// `None` keeps an existing subscription's (a new one has none).
     pub payload_filter: Option<Option<PayloadFilter>>,
+    /// The retry schedule: `Some(schedule)` sets it (`Some(None)`: the
+    /// deployment's), `None` keeps an existing subscription's.
+    pub retry_schedule: Option<Option<RetrySchedule>>,
 }
 
 /// The cause a store or queue failure keeps: the adapter's own error

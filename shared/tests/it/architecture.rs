@@ -63,8 +63,9 @@ const LAYERS: &[Layer] = &[
     Layer {
         name: "domain",
         holds: "state and rules with no port: a subscription's health (breaker, failure streak, \
-                calls in flight), the typed configuration, callers and their credentials",
-        modules: &["health", "config", "auth"],
+                calls in flight), the typed configuration, callers and their credentials, a \
+                subscription's retry schedule",
+        modules: &["health", "config", "auth", "retry_schedule"],
     },
     Layer {
         name: "ports",

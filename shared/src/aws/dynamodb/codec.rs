@@ -10,6 +10,7 @@ use crate::health::Health;
 use crate::ids::{OrgId, SubscriptionId};
 use crate::model::SubscriptionStatus;
 use crate::payload_filter::PayloadFilter;
+use crate::retry_schedule::RetrySchedule;
 use crate::store::{DisabledEntry, PreviousSecret, StoreError, StoredSubscription};
 
 pub(super) fn subscription_attributes(sub: &StoredSubscription) -> Item {
@@ -61,8 +62,15 @@ pub(super) fn subscription_attributes(sub: &StoredSubscription) -> Item {
     if let Some(filter) = &sub.payload_filter {
         item.insert(PAYLOAD_FILTER.into(), s(filter.json().to_owned()));
     }
+    if let Some(schedule) = &sub.retry_schedule {
+        item.insert(RETRY_SCHEDULE.into(), s(schedule.stored()));
+    }
     item
 }
+
+/// The subscription's own retry schedule, as `WEBHOOKS_RETRY_SCHEDULE`
+/// writes one (`5s,2m,1h`), when it has one.
+pub(super) const RETRY_SCHEDULE: &str = "retrySchedule";
 
 /// The subscription's payload filter, its compact JSON, when it has one.
 pub(super) const PAYLOAD_FILTER: &str = "payloadFilter";
@@ -235,6 +243,14 @@ fn subscription_of(item: &Item) -> Result<StoredSubscription, StoreError> {
                 })
             })
             .transpose()?,
+        retry_schedule: item
+            .contains_key(RETRY_SCHEDULE)
+            .then(|| {
+                text(item, RETRY_SCHEDULE).and_then(|stored| {
+                    RetrySchedule::from_stored(&stored).map_err(|_| corrupt(RETRY_SCHEDULE))
+                })
+            })
+            .transpose()?,
     })
 }
 
@@ -347,6 +363,9 @@ mod tests {
             external_id: None,
             payload_filter: Some(
                 PayloadFilter::parse(&serde_json::json!({"message.to": {"$in": ["+1"]}})).unwrap(),
+            ),
+            retry_schedule: Some(
+                RetrySchedule::parse(&serde_json::json!(["5s", 90, "12h"])).unwrap(),
             ),
         };
         let item = subscription_item(&sub, 7);

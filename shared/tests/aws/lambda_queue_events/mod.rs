@@ -140,6 +140,7 @@ async fn subscribe_to(
             role_arn: None,
             external_id: None,
             payload_filter: None,
+            retry_schedule: None,
         })
         .await
         .unwrap();
@@ -208,7 +209,7 @@ pub(crate) async fn dead_letters(w: &World) -> Vec<aws_sdk_sqs::types::Message> 
 
 /// An events-queue batch: one record per `(record id, event id, carrier
 /// message id)`, message events of org-1's department dep-1.
-fn events_batch(events: &[(&str, &str, &str)]) -> SqsEvent {
+pub(crate) fn events_batch(events: &[(&str, &str, &str)]) -> SqsEvent {
     let sample: Value = serde_json::from_str(&sample_events::text("ingest-events-sqs")).unwrap();
     let records: Vec<Value> = events
         .iter()
