@@ -158,6 +158,10 @@ impl Writer {
             let json = serde_json::to_vec(filter).expect("a JSON value serialises");
             self.raw(&json);
         }
+        if let Some(scheme) = &s.signature_scheme {
+            self.raw(b",\"signatureScheme\":");
+            self.str(scheme);
+        }
         self.raw(b"}");
     }
 
@@ -327,6 +331,7 @@ mod tests {
                         payload_filter: payload_filter.map(|(path, value, bound)| {
                             serde_json::json!({ "$or": [{ path: value }, { "n": { "$gte": bound } }] })
                         }),
+                        signature_scheme: ordered.then(|| "v1a".to_owned()),
                     }
                 },
             )

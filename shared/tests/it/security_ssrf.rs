@@ -103,6 +103,7 @@ mod isolated {
             rate_limit: None,
             destination: None,
             payload_filter: None,
+            signature_scheme: None,
         };
         subscriptions::create_subscription(app, &caller(), request)
             .await
