@@ -82,6 +82,10 @@ export function form({ created, cancel }) {
   // Optional: a JSON filter over what an event says (docs/api.md, "Payload filters").
   const payloadFilter = h('textarea', { id: 'new-payload-filter', name: 'payloadFilter', rows: 3, spellcheck: 'false',
     placeholder: '{"message.to": {"$in": ["+15550001"]}}' });
+  // `v1a`: ed25519, receivers verify with a public key (docs/api.md, "ed25519 signatures").
+  const scheme = h('select', { id: 'new-signature-scheme', name: 'signatureScheme' },
+    h('option', { value: 'v1' }, 'v1: HMAC-SHA256, a shared secret'),
+    h('option', { value: 'v1a' }, 'v1a: ed25519, receivers verify with a public key'));
   const expires = h('input', { id: 'new-expires', name: 'expires', type: 'datetime-local' });
   const error = h('div', { class: 'error', role: 'alert', hidden: true });
   const submit = h('button', { type: 'submit', class: 'primary' }, 'Create subscription');
@@ -101,6 +105,8 @@ export function form({ created, cancel }) {
     payloadFilter,
     h('p', { class: 'hint' }, 'Only events whose content matches are sent, e.g. {"message.text": {"$prefix": "STOP"}}; '
       + 'operators $eq, $in, $prefix, $exists, $gt, $gte, $lt, $lte, $and, $or, $not.'),
+    h('label', { for: 'new-signature-scheme' }, 'Signatures'),
+    scheme,
     h('label', { for: 'new-expires' }, 'Expires (optional)'),
     expires,
     h('p', { class: 'hint' }, 'Empty: the default lifetime (90 days unless the service is configured otherwise).'),
@@ -114,6 +120,7 @@ export function form({ created, cancel }) {
       eventFilters: filters.value.split('\n').map((l) => l.trim()).filter(Boolean),
       expiresDateInMillies: expires.value ? new Date(expires.value).getTime() : 0,
     };
+    if (scheme.value === 'v1a') body.signatureScheme = 'v1a';
     const missing = aws()
       ? [[arn, 'Enter the queue\'s or bus\'s ARN.'], [role, 'Enter the role\'s ARN.']].find(([input]) => !input.value.trim())
       : (!uri.value.trim() ? [uri, 'Enter the callback URI.'] : null);

@@ -132,6 +132,7 @@ export function render(main, ctx) {
         ] : []),
         h('dt', {}, 'Filters'), h('dd', {}, filters),
         ...(sub.payloadFilter ? [h('dt', {}, 'Payload filter'), h('dd', {}, h('code', { class: 'payload-filter' }, JSON.stringify(sub.payloadFilter)))] : []),
+        h('dt', {}, 'Signatures'), h('dd', { class: 'signature-scheme' }, sub.signatureScheme === 'v1a' ? 'v1a (ed25519, public key)' : 'v1 (HMAC-SHA256)'),
         h('dt', {}, 'Delivery'), h('dd', { class: healthClass(sub.health) }, healthWords(sub.health)),
         ...(sub.ordered ? [h('dt', {}, 'Order'), h('dd', { class: 'ordered' }, 'in the order events were accepted, one at a time')] : []),
         h('dt', {}, 'Rate limit'), h('dd', {}, sub.rateLimit ? `${sub.rateLimit} notifications a second` : 'none'),
@@ -150,17 +151,20 @@ export function render(main, ctx) {
     }
     button.disabled = true;
     try {
-      const { key } = await api.get(`webhooksubscription/${api.enc(sub.id)}/secret`, undefined, { signal: ctx.signal });
+      // A v1a subscription answers its public key only: the private key never leaves the service.
+      const { key, publicKey } = await api.get(`webhooksubscription/${api.enc(sub.id)}/secret`, undefined, { signal: ctx.signal });
+      const value = publicKey || key;
+      const what = publicKey ? 'Public key' : 'Signing secret';
       const copy = h('button', { type: 'button' }, 'Copy');
       copy.addEventListener('click', async () => {
         try {
-          await navigator.clipboard.writeText(key);
-          toast('Signing secret copied');
+          await navigator.clipboard.writeText(value);
+          toast(`${what} copied`);
         } catch {
-          toast('Copying was refused by the browser: select the secret and copy it');
+          toast(`Copying was refused by the browser: select the ${what.toLowerCase()} and copy it`);
         }
       });
-      show(slot, h('label', {}, 'Signing secret'), h('div', { class: 'inline' }, h('code', { class: 'secret-value' }, key), copy));
+      show(slot, h('label', {}, what), h('div', { class: 'inline' }, h('code', { class: publicKey ? 'public-key' : 'secret-value' }, value), copy));
       button.textContent = 'Hide secret';
     } catch (e) {
       show(slot, h('p', { class: 'error', role: 'alert' }, `Could not read the secret: ${e.message}`));

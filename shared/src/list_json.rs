@@ -161,6 +161,9 @@ impl Writer {
         if let Some(schedule) = &s.retry_schedule {
             self.raw(b",\"retrySchedule\":");
             self.list(schedule, |w, wait| w.str(wait));
+        if let Some(scheme) = &s.signature_scheme {
+            self.raw(b",\"signatureScheme\":");
+            self.str(scheme);
         }
         self.raw(b"}");
     }
@@ -333,6 +336,7 @@ mod tests {
                             serde_json::json!({ "$or": [{ path: value }, { "n": { "$gte": bound } }] })
                         }),
                         retry_schedule,
+                        signature_scheme: ordered.then(|| "v1a".to_owned()),
                     }
                 },
             )

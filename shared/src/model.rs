@@ -45,6 +45,11 @@ pub struct SubscriptionRequest {
     /// it; a list replaces it.
     #[serde(rename = "retrySchedule", default, deserialize_with = "present")]
     pub retry_schedule: Option<Option<serde_json::Value>>,
+    /// `signatureScheme` (an addition): `v1` (HMAC, the default) or `v1a`
+    /// (ed25519). Absent keeps the current key's; another than the current
+    /// one's rotates the key to it (as `POST .../secret/rotate` does).
+    #[serde(rename = "signatureScheme", default)]
+    pub signature_scheme: Option<String>,
 }
 
 /// A member that may be `null`: `Some(None)` for `null`, `None` (by
@@ -237,6 +242,14 @@ pub struct Subscription {
         default
     )]
     pub retry_schedule: Option<Vec<String>>,
+    /// `signatureScheme` (an addition): `v1a` when its current key is an
+    /// ed25519 key; absent for `v1` (HMAC).
+    #[serde(
+        rename = "signatureScheme",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub signature_scheme: Option<String>,
 }
 
 /// A subscription's delivery health: its circuit breaker and the failures
@@ -305,8 +318,33 @@ pub struct DestinationIdentity {
 /// `GET /webhooksubscription/{id}/secret`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SigningSecret {
-    /// `key`: the current signing secret, `whsec_` + standard base64.
-    pub key: String,
+    /// `key`: the current signing secret, `whsec_` + standard base64; absent
+    /// for a `v1a` subscription, whose private key never leaves the service.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub key: Option<String>,
+    /// `publicKey` (an addition): a `v1a` subscription's current public key,
+    /// `whpk_` + standard base64, what receivers verify with.
+    #[serde(rename = "publicKey", skip_serializing_if = "Option::is_none", default)]
+    pub public_key: Option<String>,
+}
+
+impl SigningSecret {
+    /// What the API shows of a stored key: a `whsec_` secret itself, or a
+    /// `whsk_` private key's public key.
+    pub fn of_key(key: String) -> Self {
+        use crate::signature::{public_key, SignatureScheme};
+        match SignatureScheme::of_key(&key) {
+            // Never the private key, even one that does not decode.
+            SignatureScheme::V1a => SigningSecret {
+                key: None,
+                public_key: public_key(&key),
+            },
+            SignatureScheme::V1 => SigningSecret {
+                key: Some(key),
+                public_key: None,
+            },
+        }
+    }
 }
 
 /// Body of `POST /webhooksubscription/{id}/secret/rotate` (optional).
@@ -322,6 +360,10 @@ pub struct RotateSecretRequest {
     /// The new secret (`whsec_...`); generated when absent.
     #[serde(default)]
     pub key: Option<String>,
+    /// `signatureScheme` (an addition): the new key's scheme, `v1` or `v1a`;
+    /// absent: the current key's (or `key`'s, when given).
+    #[serde(rename = "signatureScheme", default)]
+    pub signature_scheme: Option<String>,
 }
 
 /// A stored SMS message, as returned by `getmessagebyid`.

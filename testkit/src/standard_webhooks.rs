@@ -5,6 +5,10 @@
 //! PyPI), which must agree. `./scripts/test.sh` installs the Python library
 //! (`scripts/emulators.sh`'s `install_verify_tools`) and sets the variable; a
 //! plain `cargo test`, which needs no network, checks with the Rust crate.
+//!
+//! A `v1a` (ed25519) check, whose `secret` is a `whpk_` public key, is made
+//! with `ed25519-dalek` (neither reference library has `v1a`): an ed25519
+//! of its own, not the service's aws-lc-rs.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -38,6 +42,7 @@ print(json.dumps(results))
 /// One verification to run: a secret, and optionally a replacement
 /// `webhook-signature` header (to check one signature of several alone).
 pub struct Check<'a> {
+    /// A `whsec_` secret (`v1`) or a `whpk_` public key (`v1a`).
     pub secret: &'a str,
     pub signature: Option<&'a str>,
 }
@@ -45,18 +50,72 @@ pub struct Check<'a> {
 /// Runs every check on the notification with the reference libraries: one
 /// verdict per check, the same from each library.
 pub fn verify(notification: &Received, checks: &[Check<'_>]) -> Vec<bool> {
-    let rust: Vec<bool> = checks
+    let (v1a, v1): (Vec<_>, Vec<_>) = checks
         .iter()
-        .map(|c| verify_rust(notification, c))
-        .collect();
+        .enumerate()
+        .partition(|(_, c)| c.secret.starts_with(PUBLIC_KEY_PREFIX));
+    let mut verdicts = vec![false; checks.len()];
+    for (i, check) in &v1a {
+        verdicts[*i] = verify_v1a(notification, check);
+    }
+    for (i, check) in &v1 {
+        verdicts[*i] = verify_rust(notification, check);
+    }
     if let Some(python) = std::env::var(PYTHON).ok().filter(|p| !p.trim().is_empty()) {
-        let python = verify_python(&python, notification, checks);
+        let ours: Vec<Check<'_>> = v1
+            .iter()
+            .map(|(_, c)| Check {
+                secret: c.secret,
+                signature: c.signature,
+            })
+            .collect();
+        let python = verify_python(&python, notification, &ours);
+        let rust: Vec<bool> = v1.iter().map(|(i, _)| verdicts[*i]).collect();
         assert_eq!(
             rust, python,
             "the Rust and Python Standard Webhooks libraries disagree"
         );
     }
-    rust
+    verdicts
+}
+
+/// The prefix of a `v1a` public key.
+pub const PUBLIC_KEY_PREFIX: &str = "whpk_";
+
+/// How far a `webhook-timestamp` may be from now, in seconds (the
+/// reference libraries' tolerance).
+const TOLERANCE_SECONDS: i64 = 300;
+
+/// One `v1a` check with `ed25519-dalek`: a recent timestamp, and one of
+/// the header's `v1a,` signatures verifying over `id.timestamp.body`.
+fn verify_v1a(notification: &Received, check: &Check<'_>) -> bool {
+    use base64::engine::general_purpose::STANDARD;
+    use base64::Engine;
+    use ed25519_dalek::{Signature, VerifyingKey};
+
+    let raw = STANDARD
+        .decode(&check.secret[PUBLIC_KEY_PREFIX.len()..])
+        .expect("a whpk_ key is base64");
+    let key = VerifyingKey::from_bytes(&raw.try_into().expect("a whpk_ key is 32 bytes"))
+        .expect("a whpk_ key is a curve point");
+    let timestamp = notification.header("webhook-timestamp");
+    let Ok(seconds) = timestamp.parse::<i64>() else {
+        return false;
+    };
+    if (seconds - chrono::Utc::now().timestamp()).abs() > TOLERANCE_SECONDS {
+        return false;
+    }
+    let mut message = format!("{}.{timestamp}.", notification.header("webhook-id")).into_bytes();
+    message.extend_from_slice(&notification.body);
+    let header = check
+        .signature
+        .unwrap_or_else(|| notification.header("webhook-signature"));
+    header
+        .split(' ')
+        .filter_map(|s| s.strip_prefix("v1a,"))
+        .filter_map(|b64| STANDARD.decode(b64).ok())
+        .filter_map(|bytes| Signature::from_slice(&bytes).ok())
+        .any(|signature| key.verify_strict(&message, &signature).is_ok())
 }
 
 /// One check with the Rust crate.

@@ -509,6 +509,26 @@ test('a payload filter: typed in the form, refused past its limits naming the fi
   await shot('payload-filter');
 });
 
+test('a v1a (ed25519) subscription: chosen in the form, said on its card, its public key revealed, never a private key', async () => {
+  await page.evaluate(() => { window.location.hash = '#/subscriptions'; });
+  await page.getByRole('button', { name: 'New subscription' }).click();
+  await page.getByLabel('Callback URI').fill(`${receiverUri}/ed25519`);
+  await page.getByLabel('Signatures').selectOption('v1a');
+  await page.getByRole('button', { name: 'Create subscription' }).click();
+  const card = page.locator('li.subscription').filter({ hasText: `${receiverUri}/ed25519` });
+  await card.waitFor();
+  assert.equal(await card.locator('dd.signature-scheme').innerText(), 'v1a (ed25519, public key)');
+  await card.getByRole('button', { name: 'Reveal secret' }).click();
+  const key = card.locator('code.public-key');
+  await key.filter({ hasText: /^whpk_[A-Za-z0-9+/]{43}=$/ }).waitFor();
+  assert.equal(await card.locator('.secret-value').count(), 0, 'no private key or secret shown');
+  assert.ok(!(await card.innerText()).includes('whsk_'));
+  const plain = page.locator(`li.subscription[data-id="${subscriptionId}"]`);
+  assert.equal(await plain.locator('dd.signature-scheme').innerText(), 'v1 (HMAC-SHA256)');
+  await card.scrollIntoViewIfNeeded();
+  await shot('v1a-subscription');
+});
+
 test('a receiver\'s pause (429 with Retry-After) is said on the card and on the deliveries page', async () => {
   // A server of its own: the first one's retry schedule (300 ms) would cut a pause that short.
   const other = await serve('paused-data', { WEBHOOKS_RETRY_SCHEDULE: '1s,1h' });

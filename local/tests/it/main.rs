@@ -28,5 +28,6 @@ mod secret_rotation;
 mod security_limits;
 mod security_tenancy;
 mod shutdown;
+mod signatures_v1a;
 mod sqlite_busy;
 mod subscriptions_api;

@@ -26,6 +26,7 @@ use crate::page::PageRequest;
 use crate::payload_filter::PayloadFilter;
 use crate::retry_schedule::RetrySchedule;
 use crate::secret;
+use crate::signature::SignatureScheme;
 use crate::store::{DisabledEntry, StoredSubscription, Upsert};
 
 /// At most this many event filters in one subscription request.
@@ -117,7 +118,10 @@ pub async fn create_subscription(
         now,
         // Time-ordered ids: creation order is the id order, even within a millisecond.
         new_id: uuid::Uuid::now_v7().to_string().into(),
-        new_secret: secret::new_signing_secret(),
+        new_secret: valid
+            .signature_scheme
+            .unwrap_or(SignatureScheme::V1)
+            .new_key(),
         max_per_org: app.config.max_subscriptions_per_org,
         ordered: valid.ordered,
         rate_limit: valid.rate_limit,
@@ -140,6 +144,21 @@ pub async fn create_subscription(
         .await
         .map_err(store_problem)?;
     tracing::info!(org_id = %caller.org_id, subscription_id = %stored.id, created, "subscription saved");
+    // Another scheme than the current key's: a rotation to a key of it,
+    // the old key signing beside it for the default grace period.
+    let stored = match valid.signature_scheme {
+        Some(scheme) if !created && scheme != SignatureScheme::of_key(&stored.secret) => {
+            super::rotation::rotate(
+                app,
+                caller,
+                &stored.id,
+                scheme.new_key(),
+                super::rotation::DEFAULT_GRACE_SECONDS,
+            )
+            .await?
+        }
+        _ => stored,
+    };
     Ok(render(
         &stored,
         app.now_ms(),
@@ -320,6 +339,7 @@ struct Valid {
     rate_limit: Option<Option<u32>>,
     payload_filter: Option<Option<PayloadFilter>>,
     retry_schedule: Option<Option<RetrySchedule>>,
+    signature_scheme: Option<SignatureScheme>,
 }
 
 fn validate(
@@ -420,6 +440,7 @@ fn validate(
     let rate_limit = rate_limit(request.rate_limit, &mut errors);
     let payload_filter = payload_filter(request.payload_filter, &mut errors);
     let retry_schedule = retry_schedule(request.retry_schedule, &mut errors);
+    let signature_scheme = signature_scheme(request.signature_scheme.as_deref(), &mut errors);
     if !errors.is_empty() {
         return Err(ApiError::validation(errors));
     }
@@ -433,7 +454,25 @@ fn validate(
         rate_limit,
         payload_filter,
         retry_schedule,
+        signature_scheme,
     })
+}
+
+/// `signatureScheme` (of a subscription or a rotation): `v1` or `v1a`, or
+/// absent; anything else is a field error.
+pub(super) fn signature_scheme(
+    value: Option<&str>,
+    errors: &mut Vec<FieldError>,
+) -> Option<SignatureScheme> {
+    let name = value?;
+    let scheme = SignatureScheme::parse(name);
+    if scheme.is_none() {
+        errors.push(FieldError::new(
+            "signatureScheme",
+            "must be \"v1\" (HMAC-SHA256) or \"v1a\" (ed25519)",
+        ));
+    }
+    scheme
 }
 
 /// `payloadFilter`: absent keeps the stored one (`None`), `null` removes
@@ -644,7 +683,7 @@ pub async fn get_subscription_secret(
     id: &SubscriptionId,
 ) -> Result<SigningSecret, ApiError> {
     let stored = find(app, caller, id).await?;
-    Ok(SigningSecret { key: stored.secret })
+    Ok(SigningSecret::of_key(stored.secret))
 }
 
 pub(crate) async fn find(
@@ -706,6 +745,10 @@ fn render_owned(s: StoredSubscription, now: i64, prefix: &str) -> Subscription {
         destination,
         payload_filter: s.payload_filter.as_ref().map(PayloadFilter::to_value),
         retry_schedule: s.retry_schedule.as_ref().map(RetrySchedule::texts),
+        signature_scheme: match SignatureScheme::of_key(&s.secret) {
+            SignatureScheme::V1a => Some(SignatureScheme::V1a.as_str().to_owned()),
+            SignatureScheme::V1 => None,
+        },
     }
 }
 

@@ -14,6 +14,7 @@ mod lambda_http_api;
 mod lambda_payload_filter;
 mod lambda_queue_events;
 mod lambda_retry_schedule;
+mod lambda_v1a;
 mod list_dynamodb;
 mod queue_sqs;
 mod store_dynamodb;

@@ -104,6 +104,7 @@ mod isolated {
             destination: None,
             payload_filter: None,
             retry_schedule: None,
+            signature_scheme: None,
         };
         subscriptions::create_subscription(app, &caller(), request)
             .await
