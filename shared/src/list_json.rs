@@ -161,6 +161,7 @@ impl Writer {
         if let Some(schedule) = &s.retry_schedule {
             self.raw(b",\"retrySchedule\":");
             self.list(schedule, |w, wait| w.str(wait));
+        }
         if let Some(scheme) = &s.signature_scheme {
             self.raw(b",\"signatureScheme\":");
             self.str(scheme);
