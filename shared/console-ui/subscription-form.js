@@ -82,7 +82,7 @@ export function form({ created, cancel }) {
   // Optional: a JSON filter over what an event says (docs/api.md, "Payload filters").
   const payloadFilter = h('textarea', { id: 'new-payload-filter', name: 'payloadFilter', rows: 3, spellcheck: 'false',
     placeholder: '{"message.to": {"$in": ["+15550001"]}}' });
-  // `v1a`: ed25519, receivers verify with a public key (docs/api.md, "ed25519 signatures").
+  // `v1a`: ed25519, receivers verify with a public key (docs/api.md, "ed25519 signatures (`v1a`)").
   const scheme = h('select', { id: 'new-signature-scheme', name: 'signatureScheme' },
     h('option', { value: 'v1' }, 'v1: HMAC-SHA256, a shared secret'),
     h('option', { value: 'v1a' }, 'v1a: ed25519, receivers verify with a public key'));

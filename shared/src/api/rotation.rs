@@ -3,8 +3,7 @@
 //! without missing a notification (Standard Webhooks multi-signature: every
 //! notification is signed with the new secret and each unexpired old one).
 
-use super::problem::store_problem;
-use super::subscriptions::{find, not_found, signature_scheme};
+use super::subscriptions::{find, rotate_key, signature_scheme};
 use crate::app::App;
 use crate::auth::Caller;
 use crate::error::{ApiError, FieldError};
@@ -12,10 +11,9 @@ use crate::ids::SubscriptionId;
 use crate::model::{RotateSecretRequest, SigningSecret};
 use crate::secret;
 use crate::signature::SignatureScheme;
-use crate::store::{SecretRotation, StoredSubscription};
 
 /// The default grace period of the replaced secret: a day.
-pub const DEFAULT_GRACE_SECONDS: i64 = 86_400;
+pub use crate::store::DEFAULT_GRACE_SECONDS;
 /// The longest grace period: a week.
 pub const MAX_GRACE_SECONDS: i64 = 604_800;
 
@@ -36,40 +34,8 @@ pub async fn rotate_subscription_secret(
             SignatureScheme::of_key(&current.secret).new_key()
         }
     };
-    let rotated = rotate(app, caller, id, new_secret, grace_seconds).await?;
+    let rotated = rotate_key(app, caller, id, new_secret, grace_seconds).await?;
     Ok(SigningSecret::of_key(rotated.secret))
-}
-
-/// Makes `new_secret` the subscription's current key, the replaced one
-/// valid for `grace_seconds` more.
-pub(super) async fn rotate(
-    app: &App,
-    caller: &Caller,
-    id: &SubscriptionId,
-    new_secret: String,
-    grace_seconds: i64,
-) -> Result<StoredSubscription, ApiError> {
-    let rotation = SecretRotation {
-        new_secret,
-        grace_ms: grace_seconds * 1000,
-        now: app.now_ms(),
-    };
-    let rotated = app
-        .store
-        .rotate_secret(&caller.org_id, id, rotation)
-        .await
-        .map_err(store_problem)?
-        .ok_or_else(|| not_found(id.as_str()))?;
-    // Never the secret itself: ids and counts only.
-    tracing::info!(
-        org_id = %caller.org_id,
-        subscription_id = %rotated.id,
-        grace_seconds,
-        scheme = SignatureScheme::of_key(&rotated.secret).as_str(),
-        valid_previous = rotated.previous_secrets.len(),
-        "signing secret rotated"
-    );
-    Ok(rotated)
 }
 
 /// The new key a rotation asks for.

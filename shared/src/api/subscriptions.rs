@@ -27,7 +27,9 @@ use crate::payload_filter::PayloadFilter;
 use crate::retry_schedule::RetrySchedule;
 use crate::secret;
 use crate::signature::SignatureScheme;
-use crate::store::{DisabledEntry, StoredSubscription, Upsert};
+use crate::store::{
+    DisabledEntry, SecretRotation, StoredSubscription, Upsert, DEFAULT_GRACE_SECONDS,
+};
 
 /// At most this many event filters in one subscription request.
 pub const MAX_FILTERS: usize = 20;
@@ -148,12 +150,12 @@ pub async fn create_subscription(
     // the old key signing beside it for the default grace period.
     let stored = match valid.signature_scheme {
         Some(scheme) if !created && scheme != SignatureScheme::of_key(&stored.secret) => {
-            super::rotation::rotate(
+            rotate_key(
                 app,
                 caller,
                 &stored.id,
                 scheme.new_key(),
-                super::rotation::DEFAULT_GRACE_SECONDS,
+                DEFAULT_GRACE_SECONDS,
             )
             .await?
         }
@@ -456,6 +458,38 @@ fn validate(
         retry_schedule,
         signature_scheme,
     })
+}
+
+/// Makes `new_secret` the subscription's current key, the replaced one
+/// valid for `grace_seconds` more.
+pub(super) async fn rotate_key(
+    app: &App,
+    caller: &Caller,
+    id: &SubscriptionId,
+    new_secret: String,
+    grace_seconds: i64,
+) -> Result<StoredSubscription, ApiError> {
+    let rotation = SecretRotation {
+        new_secret,
+        grace_ms: grace_seconds * 1000,
+        now: app.now_ms(),
+    };
+    let rotated = app
+        .store
+        .rotate_secret(&caller.org_id, id, rotation)
+        .await
+        .map_err(store_problem)?
+        .ok_or_else(|| not_found(id.as_str()))?;
+    // Never the secret itself: ids and counts only.
+    tracing::info!(
+        org_id = %caller.org_id,
+        subscription_id = %rotated.id,
+        grace_seconds,
+        scheme = SignatureScheme::of_key(&rotated.secret).as_str(),
+        valid_previous = rotated.previous_secrets.len(),
+        "signing secret rotated"
+    );
+    Ok(rotated)
 }
 
 /// `signatureScheme` (of a subscription or a rotation): `v1` or `v1a`, or

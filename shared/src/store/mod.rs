@@ -107,6 +107,10 @@ pub struct PreviousSecret {
 /// At most this many replaced secrets are valid at once.
 pub const MAX_PREVIOUS_SECRETS: usize = 10;
 
+/// The default grace period of a replaced secret, in seconds: a day (a
+/// rotation's, and a signature scheme switch's).
+pub const DEFAULT_GRACE_SECONDS: i64 = 86_400;
+
 /// A signing-secret rotation: `new_secret` becomes the current secret; the
 /// current one stays valid for `grace_ms` more (not at all when 0).
 #[derive(Debug, Clone)]

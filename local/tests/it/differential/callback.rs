@@ -25,6 +25,8 @@ pub struct Arrived {
     pub uuid: String,
     /// The receiver's wall clock, epoch ms.
     pub at_ms: i64,
+    /// The schemes of its `webhook-signature`, in order (`v1a v1`).
+    pub signatures: String,
 }
 
 #[derive(Default)]
@@ -98,6 +100,12 @@ impl Callback for Inner {
                 event,
                 uuid: arrival.header("webhook-id").to_owned(),
                 at_ms,
+                signatures: arrival
+                    .header("webhook-signature")
+                    .split(' ')
+                    .map(|s| s.split(',').next().unwrap_or(""))
+                    .collect::<Vec<_>>()
+                    .join(" "),
             });
             attempt
         };

@@ -40,6 +40,10 @@ const REPLAY: &str = "WEBHOOKS_DIFFERENTIAL_REPLAY";
 /// epoch-second windows).
 const FOUND_A_DIFFERENCE: [u64; 1] = [1_592_590_371];
 
+/// A seed every commit runs for `v1a`: a plain subscription switched to `v1a`
+/// (`signatureScheme`), its notifications signed `v1` before and `v1a v1` after.
+const SIGNS_WITH_V1A: u64 = 1_592_594_689;
+
 /// The sequences every commit runs refuse an event by a payload filter: a subscription with a
 /// filter on one recipient, then an inbound event of its department to the other.
 #[test]
@@ -72,6 +76,38 @@ fn the_sequences_of_every_commit_refuse_an_event_by_its_payload() {
     );
 }
 
+/// The sequences every commit runs deliver to a `v1a` subscription: one created (or switched)
+/// with `signatureScheme: v1a`, then an inbound event of its department; the runtimes' headers
+/// must then show the model's schemes (`v1a`, or `v1a v1` during a switch's overlap).
+#[test]
+fn the_sequences_of_every_commit_sign_with_v1a() {
+    let signed = (0..testkit::size::scaled(4, 40) as u64)
+        .map(|i| 0x5eed_0000 + i)
+        .chain(FOUND_A_DIFFERENCE)
+        .chain([SIGNS_WITH_V1A])
+        .any(|seed| {
+            let ops = plan::sequence(seed, testkit::size::scaled(10, 15));
+            ops.iter().enumerate().any(|(i, op)| {
+                let Op::Create {
+                    kind: plan::Kind::V1a,
+                    dep,
+                    ..
+                } = op
+                else {
+                    return false;
+                };
+                ops[i + 1..].iter().any(|later| match later {
+                    Op::Events(events) => events.iter().any(|e| e.inbound && e.dep == *dep),
+                    _ => false,
+                })
+            })
+        });
+    assert!(
+        signed,
+        "no sequence of every commit delivers to a v1a subscription"
+    );
+}
+
 /// How long one operation may take to settle (its retries, a pause).
 const SETTLE: Duration = Duration::from_secs(60);
 
@@ -87,6 +123,7 @@ async fn every_runtime_agrees_with_the_model() {
         Err(_) => (0..testkit::size::scaled(4, 40) as u64)
             .map(|i| 0x5eed_0000 + i)
             .chain(FOUND_A_DIFFERENCE)
+            .chain([SIGNS_WITH_V1A])
             .map(|seed| Replay {
                 seed,
                 len,
@@ -312,6 +349,7 @@ impl Run {
                         body["payloadFilter"] = json!({"message.to": plan::recipient(*k)})
                     }
                     plan::Kind::NoFilter => body["payloadFilter"] = Value::Null,
+                    plan::Kind::V1a => body["signatureScheme"] = json!("v1a"),
                     plan::Kind::Foreign => {
                         body["eventFilters"] =
                             json!(["/orgId/org-2/department/dep-0/message?direction=inbound"])
@@ -594,13 +632,20 @@ impl Run {
             }));
         }
         let arrived = self.callbacks.arrived();
+        let mut signatures: BTreeMap<String, std::collections::BTreeSet<&str>> = BTreeMap::new();
+        for a in &arrived {
+            signatures
+                .entry(format!("s{}/e{}", a.slot, a.event))
+                .or_default()
+                .insert(&a.signatures);
+        }
         let (order_kept, rate_kept) = (self.order_kept, self.rate_kept);
         // Every attempt of a notification carries its one uuid (`webhook-id`).
         let mut uuids: BTreeMap<(usize, u32), &str> = BTreeMap::new();
         let one_uuid_each = arrived
             .iter()
             .all(|a| *uuids.entry((a.slot, a.event)).or_insert(&a.uuid) == a.uuid);
-        json!({"arrivals": arrivals, "subscriptions": subs, "orderKept": order_kept,
+        json!({"arrivals": arrivals, "signatures": signatures, "subscriptions": subs, "orderKept": order_kept,
                "rateKept": rate_kept, "oneUuidEach": one_uuid_each})
     }
 }

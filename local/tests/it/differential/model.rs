@@ -3,7 +3,7 @@
 //! next (docs/api.md). Its observations have the runtimes' normalized shape
 //! (`observe.rs`), so a difference is a plain inequality of JSON values.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Value};
 
@@ -26,6 +26,9 @@ struct Sub {
     rate_limit: Option<u32>,
     /// Its payload filter: only events to this recipient.
     filter: Option<u8>,
+    /// The schemes of its `webhook-signature`, in order: `v1`, `v1a`, or `v1a v1` once
+    /// switched from `v1` (the old secret signs for the grace period, a day: the whole run).
+    signatures: &'static str,
     dep: u8,
     streak: u32,
     last_failure: Option<(&'static str, Option<u16>)>,
@@ -58,6 +61,8 @@ pub struct Model {
     created: usize,
     /// Arrivals at the receiver by (slot, event id).
     arrivals: BTreeMap<(usize, u32), u32>,
+    /// The signature schemes each notification arrived with, by (slot, event id).
+    signatures: BTreeMap<(usize, u32), BTreeSet<&'static str>>,
     script: Script,
 }
 
@@ -93,7 +98,7 @@ impl Model {
                     _ => None,
                 };
                 let (ordered, rate_limit) = match kind {
-                    Kind::Plain | Kind::Filter(_) | Kind::NoFilter => (None, None),
+                    Kind::Plain | Kind::Filter(_) | Kind::NoFilter | Kind::V1a => (None, None),
                     Kind::Ordered => (Some(true), None),
                     Kind::Unordered => (Some(false), None),
                     Kind::Rate(n) => (None, Some(Some(*n))),
@@ -115,6 +120,9 @@ impl Model {
                         sub.ordered = ordered.unwrap_or(sub.ordered);
                         sub.rate_limit = rate_limit.unwrap_or(sub.rate_limit);
                         sub.filter = filter.unwrap_or(sub.filter);
+                        if *kind == Kind::V1a && sub.signatures == "v1" {
+                            sub.signatures = "v1a v1";
+                        }
                         sub
                     }
                     none => {
@@ -125,6 +133,7 @@ impl Model {
                             ordered: ordered.unwrap_or(false),
                             rate_limit: rate_limit.flatten(),
                             filter: filter.flatten(),
+                            signatures: if *kind == Kind::V1a { "v1a" } else { "v1" },
                             dep: *dep,
                             streak: 0,
                             last_failure: None,
@@ -282,6 +291,10 @@ impl Model {
                 .copied()
                 .unwrap_or(Answer::Ok);
             *arrived += 1;
+            self.signatures
+                .entry((slot, event))
+                .or_default()
+                .insert(sub.signatures);
             let note = sub.notes.get_mut(&event).unwrap();
             note.unsent = None;
             // The health counts outage-like failures (no answer in time, a
@@ -344,7 +357,12 @@ impl Model {
                 Some(json!({"slot": slot, "subscription": view(sub), "notifications": notes}))
             })
             .collect();
-        json!({"arrivals": arrivals, "subscriptions": subs, "orderKept": true,
+        let signatures: BTreeMap<String, &BTreeSet<&str>> = self
+            .signatures
+            .iter()
+            .map(|((slot, event), schemes)| (format!("s{slot}/e{event}"), schemes))
+            .collect();
+        json!({"arrivals": arrivals, "signatures": signatures, "subscriptions": subs, "orderKept": true,
                "rateKept": true, "oneUuidEach": true})
     }
 }
@@ -375,6 +393,7 @@ fn view(sub: &Sub) -> Value {
         "ordered": sub.ordered,
         "rateLimit": sub.rate_limit,
         "payloadFilter": sub.filter.map(|k| json!({"message.to": super::plan::recipient(k)})),
+        "signatureScheme": sub.signatures.starts_with("v1a").then_some("v1a"),
         "health": {
             "state": "closed",
             "consecutiveFailures": sub.streak,

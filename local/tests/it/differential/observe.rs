@@ -28,6 +28,7 @@ pub fn subscription(labels: &mut Labels, body: &Value) -> Value {
         "ordered": body["ordered"],
         "rateLimit": body["rateLimit"],
         "payloadFilter": body["payloadFilter"],
+        "signatureScheme": body["signatureScheme"],
         "health": health(&body["health"]),
     })
 }

@@ -54,6 +54,9 @@ pub enum Kind {
     Filter(u8),
     /// `"payloadFilter": null`: removes it on a re-post.
     NoFilter,
+    /// `"signatureScheme": "v1a"`: ed25519 signatures; on a re-post of a `v1` subscription, a
+    /// rotation to an ed25519 key, the old secret signing beside it (the default grace, a day).
+    V1a,
 }
 
 /// Recipients an event may be to, and a payload filter may ask for.
@@ -140,6 +143,7 @@ impl fmt::Display for Op {
                     Kind::Foreign => write!(f, " filter-of-org-2"),
                     Kind::Filter(k) => write!(f, " payloadFilter=to:{}", recipient(*k)),
                     Kind::NoFilter => write!(f, " payloadFilter=null"),
+                    Kind::V1a => write!(f, " signatureScheme=v1a"),
                 }
             }
             Op::Events(events) => {
@@ -270,9 +274,11 @@ fn create(rng: &mut Rng, extra: &mut Rng, slot: usize) -> Op {
         8 => Kind::Foreign,
         // Payload filters come from their own stream: a seed's sequence is otherwise the one
         // it was before they existed (FOUND_A_DIFFERENCE replays what it found).
+        // `v1a` subscriptions take half of the plain ones' share (the stream is unchanged).
         _ => match extra.below(5) {
             0 | 1 => Kind::Filter(extra.below(RECIPIENTS as usize) as u8),
             2 => Kind::NoFilter,
+            3 => Kind::V1a,
             _ => Kind::Plain,
         },
     };
