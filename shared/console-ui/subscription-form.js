@@ -82,6 +82,9 @@ export function form({ created, cancel }) {
   // Optional: a JSON filter over what an event says (docs/api.md, "Payload filters").
   const payloadFilter = h('textarea', { id: 'new-payload-filter', name: 'payloadFilter', rows: 3, spellcheck: 'false',
     placeholder: '{"message.to": {"$in": ["+15550001"]}}' });
+  // Optional: its own waits after a failed attempt (docs/api.md, "Retry schedules").
+  const retrySchedule = h('input', { id: 'new-retry-schedule', name: 'retrySchedule', type: 'text',
+    placeholder: '1m, 10m, 1h, 6h, 12h', autocomplete: 'off', spellcheck: 'false' });
   const expires = h('input', { id: 'new-expires', name: 'expires', type: 'datetime-local' });
   const error = h('div', { class: 'error', role: 'alert', hidden: true });
   const submit = h('button', { type: 'submit', class: 'primary' }, 'Create subscription');
@@ -101,6 +104,10 @@ export function form({ created, cancel }) {
     payloadFilter,
     h('p', { class: 'hint' }, 'Only events whose content matches are sent, e.g. {"message.text": {"$prefix": "STOP"}}; '
       + 'operators $eq, $in, $prefix, $exists, $gt, $gte, $lt, $lte, $and, $or, $not.'),
+    h('label', { for: 'new-retry-schedule' }, 'Retry schedule (optional)'),
+    retrySchedule,
+    h('p', { class: 'hint' }, 'The waits after a failed attempt, comma-separated (30s, 2m, 1h or seconds): '
+      + '1 to 20 waits of 1s to 12h, 48h in all; given up after the last. Empty: the service\'s schedule.'),
     h('label', { for: 'new-expires' }, 'Expires (optional)'),
     expires,
     h('p', { class: 'hint' }, 'Empty: the default lifetime (90 days unless the service is configured otherwise).'),
@@ -126,6 +133,11 @@ export function form({ created, cancel }) {
         payloadFilter.focus();
         return;
       }
+    }
+    if (retrySchedule.value.trim()) {
+      // A bare number is seconds; the service checks the rest and names the wait at fault.
+      body.retrySchedule = retrySchedule.value.split(',').map((w) => w.trim()).filter(Boolean)
+        .map((w) => (/^[0-9]+$/.test(w) ? Number(w) : w));
     }
     if (missing) {
       error.replaceChildren(missing[1]);
