@@ -86,6 +86,9 @@ export function form({ created, cancel }) {
   const scheme = h('select', { id: 'new-signature-scheme', name: 'signatureScheme' },
     h('option', { value: 'v1' }, 'v1: HMAC-SHA256, a shared secret'),
     h('option', { value: 'v1a' }, 'v1a: ed25519, receivers verify with a public key'));
+  // Optional: its own waits after a failed attempt (docs/api.md, "Retry schedules").
+  const retrySchedule = h('input', { id: 'new-retry-schedule', name: 'retrySchedule', type: 'text',
+    placeholder: '1m, 10m, 1h, 6h, 12h', autocomplete: 'off', spellcheck: 'false' });
   const expires = h('input', { id: 'new-expires', name: 'expires', type: 'datetime-local' });
   const error = h('div', { class: 'error', role: 'alert', hidden: true });
   const submit = h('button', { type: 'submit', class: 'primary' }, 'Create subscription');
@@ -107,6 +110,10 @@ export function form({ created, cancel }) {
       + 'operators $eq, $in, $prefix, $exists, $gt, $gte, $lt, $lte, $and, $or, $not.'),
     h('label', { for: 'new-signature-scheme' }, 'Signatures'),
     scheme,
+    h('label', { for: 'new-retry-schedule' }, 'Retry schedule (optional)'),
+    retrySchedule,
+    h('p', { class: 'hint' }, 'The waits after a failed attempt, comma-separated (30s, 2m, 1h or seconds): '
+      + '1 to 20 waits of 1s to 12h, 48h in all; given up after the last. Empty: the service\'s schedule.'),
     h('label', { for: 'new-expires' }, 'Expires (optional)'),
     expires,
     h('p', { class: 'hint' }, 'Empty: the default lifetime (90 days unless the service is configured otherwise).'),
@@ -133,6 +140,11 @@ export function form({ created, cancel }) {
         payloadFilter.focus();
         return;
       }
+    }
+    if (retrySchedule.value.trim()) {
+      // A bare number is seconds; the service checks the rest and names the wait at fault.
+      body.retrySchedule = retrySchedule.value.split(',').map((w) => w.trim()).filter(Boolean)
+        .map((w) => (/^[0-9]+$/.test(w) ? Number(w) : w));
     }
     if (missing) {
       error.replaceChildren(missing[1]);

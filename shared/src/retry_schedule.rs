@@ -192,4 +192,31 @@ mod tests {
         assert!(RetrySchedule::from_stored("5s,13h").is_err());
         assert!(RetrySchedule::from_stored("").is_err());
     }
+
+    proptest::proptest! {
+        /// Whatever it is given, a schedule is accepted exactly when it is within every
+        /// limit, and what is accepted survives its stored and returned forms unchanged.
+        #[test]
+        fn accepted_exactly_within_the_limits_and_kept_as_given(
+            // Mostly waits within the limits, so that lists are often accepted.
+            waits in proptest::collection::vec(
+                proptest::prop_oneof![1 => 0u64..50_000, 9 => 1u64..9_000],
+                0..24,
+            )
+        ) {
+            let within = !waits.is_empty()
+                && waits.len() <= MAX_WAITS
+                && waits.iter().all(|w| (1..=43_200).contains(w))
+                && waits.iter().sum::<u64>() <= 48 * 3600;
+            match RetrySchedule::parse(&json!(waits)) {
+                Ok(s) => {
+                    proptest::prop_assert!(within, "{waits:?} accepted");
+                    proptest::prop_assert_eq!(s.waits(), secs(&waits));
+                    proptest::prop_assert_eq!(&RetrySchedule::from_stored(&s.stored()).unwrap(), &s);
+                    proptest::prop_assert_eq!(&RetrySchedule::parse(&json!(s.texts())).unwrap(), &s);
+                }
+                Err(_) => proptest::prop_assert!(!within, "{waits:?} refused"),
+            }
+        }
+    }
 }

@@ -529,6 +529,27 @@ test('a v1a (ed25519) subscription: chosen in the form, said on its card, its pu
   await shot('v1a-subscription');
 });
 
+test('a retry schedule: typed in the form, refused past its limits naming the wait, shown on its card', async () => {
+  await page.evaluate(() => { window.location.hash = '#/subscriptions'; });
+  await page.getByRole('button', { name: 'New subscription' }).click();
+  await page.getByLabel('Callback URI').fill(`${receiverUri}/retries`);
+  const schedule = page.getByLabel('Retry schedule (optional)');
+  // 13h: one hour past the longest wait (12h), refused by the service naming the wait.
+  await schedule.fill('30s, 13h');
+  await page.getByRole('button', { name: 'Create subscription' }).click();
+  await page.getByText(/retrySchedule\[1\]: 13h is outside 1s to 12h/).waitFor();
+  await shot('retry-schedule-refused');
+  await schedule.fill('1m, 600, 1h, 12h');
+  await page.getByRole('button', { name: 'Create subscription' }).click();
+  const card = page.locator('li.subscription').filter({ hasText: `${receiverUri}/retries` });
+  await card.waitFor();
+  assert.equal(await card.locator('code.retry-schedule').innerText(), '1m, 10m, 1h, 12h');
+  const plain = page.locator(`li.subscription[data-id="${subscriptionId}"]`);
+  assert.equal(await plain.locator('code.retry-schedule').count(), 0);
+  await card.scrollIntoViewIfNeeded();
+  await shot('retry-schedule');
+});
+
 test('a receiver\'s pause (429 with Retry-After) is said on the card and on the deliveries page', async () => {
   // A server of its own: the first one's retry schedule (300 ms) would cut a pause that short.
   const other = await serve('paused-data', { WEBHOOKS_RETRY_SCHEDULE: '1s,1h' });

@@ -13,7 +13,8 @@
 //! - ordering: an ordered subscription's next notification waits for its head's own schedule
 //!   to end;
 //! - the blacklist clock: the failure streak still blacklists by its age
-//!   (`WEBHOOKS_BLACKLIST_AFTER`), not by the schedule.
+//!   (`WEBHOOKS_BLACKLIST_AFTER`), not by the schedule;
+//! - a receiver's pause: at most the subscription's longest wait.
 
 use crate::common;
 
@@ -306,4 +307,42 @@ async fn the_blacklist_clock_keeps_its_meaning_with_a_schedule() {
     );
     let (_, sub) = server.get(&format!("/webhooksubscription/{id}"), org).await;
     assert_eq!(sub["status"], "BLACKLISTED", "{sub}");
+}
+
+/// A receiver's pause is bounded by the subscription's longest wait, not the deployment's:
+/// a `429` asking for an hour pauses a subscription whose schedule is `["2s"]` for 2 s.
+#[tokio::test]
+async fn a_pause_lasts_at_most_the_subscriptions_longest_wait() {
+    let server = Server::start_with(&[DEPLOYMENT, NO_BREAKER]);
+    let inbox = Receiver::start(Handshake::Echo).await;
+    let org = "org-rs-pause";
+    let (status, sub) = post(
+        &server,
+        org,
+        &inbox.uri("/hook"),
+        json!({"retrySchedule": ["2s"]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{sub}");
+    let id = sub["id"].as_str().unwrap().to_owned();
+    inbox.script(&[(429, Some("3600"))]);
+    let asked = chrono::Utc::now().timestamp_millis();
+    assert_eq!(
+        produce(&server, org, &contact_event("paused", org)).await,
+        StatusCode::ACCEPTED
+    );
+    let path = format!("/webhooksubscription/{id}");
+    let paused = wait_until(&server, org, &path, |s| {
+        s["health"]["pausedUntil"].is_string()
+    })
+    .await;
+    let answered = chrono::Utc::now().timestamp_millis();
+    let until = epoch_ms(&paused["health"]["pausedUntil"]);
+    assert!(
+        (asked + 2_000..=answered + 2_000).contains(&until),
+        "paused for the subscription's longest wait (2 s), not the hour asked: {paused}"
+    );
+    // Its retry comes after that wait (the deployment's hour would not come in time).
+    let notification = format!("{path}/notifications/{}", notification_id("paused", &id));
+    wait_until(&server, org, &notification, |n| n["status"] == "DELIVERED").await;
 }

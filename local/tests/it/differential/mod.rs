@@ -108,6 +108,44 @@ fn the_sequences_of_every_commit_sign_with_v1a() {
     );
 }
 
+/// The sequences every commit runs give a subscription a retry schedule of its own, then
+/// fail one of its notifications: the runtimes are compared on when it is given up.
+#[test]
+fn the_sequences_of_every_commit_fail_a_notification_on_its_own_schedule() {
+    let exercised = (0..testkit::size::scaled(4, 40) as u64)
+        .map(|i| 0x5eed_0000 + i)
+        .chain(FOUND_A_DIFFERENCE)
+        .chain([SIGNS_WITH_V1A])
+        .any(|seed| {
+            let ops = plan::sequence(seed, testkit::size::scaled(10, 15));
+            ops.iter().enumerate().any(|(i, op)| {
+                let Op::Create {
+                    retries: plan::Retries::Own(_),
+                    slot,
+                    dep,
+                    ..
+                } = op
+                else {
+                    return false;
+                };
+                ops[i + 1..].iter().any(|later| match later {
+                    Op::Events(events) => events.iter().any(|e| {
+                        e.inbound
+                            && e.dep == *dep
+                            && e.answers.iter().any(|(s, answers)| {
+                                s == slot && answers.contains(&plan::Answer::Fail)
+                            })
+                    }),
+                    _ => false,
+                })
+            })
+        });
+    assert!(
+        exercised,
+        "no sequence of every commit fails a notification on its subscription's own schedule"
+    );
+}
+
 /// How long one operation may take to settle (its retries, a pause).
 const SETTLE: Duration = Duration::from_secs(60);
 
@@ -332,7 +370,12 @@ impl Run {
 
     async fn apply(&mut self, op: &Op) -> Value {
         match op {
-            Op::Create { slot, kind, dep } => {
+            Op::Create {
+                slot,
+                kind,
+                dep,
+                retries,
+            } => {
                 let mut body = json!({
                     "uri": self.callbacks.uri(*slot),
                     "eventFilters": [format!("/orgId/org-1/department/dep-{dep}/message?direction=inbound")],
@@ -354,6 +397,12 @@ impl Run {
                         body["eventFilters"] =
                             json!(["/orgId/org-2/department/dep-0/message?direction=inbound"])
                     }
+                }
+                match retries {
+                    plan::Retries::Absent => {}
+                    plan::Retries::Own(n) => body["retrySchedule"] = json!(vec!["1s"; *n as usize]),
+                    plan::Retries::Deployment => body["retrySchedule"] = Value::Null,
+                    plan::Retries::Refused => body["retrySchedule"] = json!(["13h"]),
                 }
                 let (status, answer) = self
                     .runtime

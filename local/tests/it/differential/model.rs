@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Value};
 
-use super::plan::{Answer, Event, Kind, Op, SLOTS};
+use super::plan::{Answer, Event, Kind, Op, Retries, SLOTS};
 
 /// Attempts in one run of the retry schedule: the first and the
 /// schedule's two retries (`WEBHOOKS_RETRY_SCHEDULE`, `runtimes.rs`).
@@ -29,6 +29,8 @@ struct Sub {
     /// The schemes of its `webhook-signature`, in order: `v1`, `v1a`, or `v1a v1` once
     /// switched from `v1` (the old secret signs for the grace period, a day: the whole run).
     signatures: &'static str,
+    /// Its own retry schedule: this many waits of 1 s.
+    retries: Option<u8>,
     dep: u8,
     streak: u32,
     last_failure: Option<(&'static str, Option<u16>)>,
@@ -90,7 +92,22 @@ pub fn observe(ops: &[Op]) -> Vec<Value> {
 impl Model {
     fn apply(&mut self, op: &Op) -> Value {
         match op {
-            Op::Create { slot, kind, dep } => {
+            Op::Create {
+                slot,
+                kind,
+                dep,
+                retries,
+            } => {
+                // (`retrySchedule` asked: its own or the deployment's; a refused one refuses
+                // the create before anything else is looked at)
+                let retries = match retries {
+                    Retries::Absent => None,
+                    Retries::Own(n) => Some(Some(*n)),
+                    Retries::Deployment => Some(None),
+                    Retries::Refused => {
+                        return json!({"status": 400, "code": "VALIDATION_FAILED"});
+                    }
+                };
                 // (`ordered` asked, `rateLimit` asked: a limit or none)
                 let filter = match kind {
                     Kind::Filter(k) => Some(Some(*k)),
@@ -123,6 +140,7 @@ impl Model {
                         if *kind == Kind::V1a && sub.signatures == "v1" {
                             sub.signatures = "v1a v1";
                         }
+                        sub.retries = retries.unwrap_or(sub.retries);
                         sub
                     }
                     none => {
@@ -134,6 +152,7 @@ impl Model {
                             rate_limit: rate_limit.flatten(),
                             filter: filter.flatten(),
                             signatures: if *kind == Kind::V1a { "v1a" } else { "v1" },
+                            retries: retries.flatten(),
                             dep: *dep,
                             streak: 0,
                             last_failure: None,
@@ -281,7 +300,9 @@ impl Model {
             note.unsent = Some("SUBSCRIPTION_NOT_ACTIVE");
             return;
         }
-        for n in 0..ATTEMPTS_PER_RUN {
+        // The subscription's own schedule when it has one (read at each attempt).
+        let attempts = sub.retries.map_or(ATTEMPTS_PER_RUN, |n| u32::from(n) + 1);
+        for n in 0..attempts {
             let trigger = if n == 0 { trigger } else { "SCHEDULED" };
             let arrived = self.arrivals.entry((slot, event)).or_default();
             let answer = self
@@ -394,6 +415,7 @@ fn view(sub: &Sub) -> Value {
         "rateLimit": sub.rate_limit,
         "payloadFilter": sub.filter.map(|k| json!({"message.to": super::plan::recipient(k)})),
         "signatureScheme": sub.signatures.starts_with("v1a").then_some("v1a"),
+        "retrySchedule": sub.retries.map(|n| vec!["1s"; n as usize]),
         "health": {
             "state": "closed",
             "consecutiveFailures": sub.streak,

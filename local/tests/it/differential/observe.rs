@@ -29,6 +29,7 @@ pub fn subscription(labels: &mut Labels, body: &Value) -> Value {
         "rateLimit": body["rateLimit"],
         "payloadFilter": body["payloadFilter"],
         "signatureScheme": body["signatureScheme"],
+        "retrySchedule": body["retrySchedule"],
         "health": health(&body["health"]),
     })
 }

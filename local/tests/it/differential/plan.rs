@@ -59,6 +59,19 @@ pub enum Kind {
     V1a,
 }
 
+/// What a create asks of `retrySchedule`, beside its [`Kind`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retries {
+    /// Absent: a new subscription follows the deployment's schedule, a re-post keeps its own.
+    Absent,
+    /// `n` waits of 1 s: `n + 1` attempts a run.
+    Own(u8),
+    /// `null`: the deployment's schedule again.
+    Deployment,
+    /// `["13h"]`: refused (a wait past 12 h).
+    Refused,
+}
+
 /// Recipients an event may be to, and a payload filter may ask for.
 pub const RECIPIENTS: u8 = 2;
 
@@ -96,6 +109,7 @@ pub enum Op {
         slot: usize,
         kind: Kind,
         dep: u8,
+        retries: Retries,
     },
     /// Events, accepted in this order: one alone, or a burst (posted one
     /// after another without waiting for their deliveries).
@@ -131,8 +145,19 @@ pub enum Op {
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Op::Create { slot, kind, dep } => {
+            Op::Create {
+                slot,
+                kind,
+                dep,
+                retries,
+            } => {
                 write!(f, "create s{slot} dep-{dep}")?;
+                match retries {
+                    Retries::Absent => {}
+                    Retries::Own(n) => write!(f, " retrySchedule=1s*{n}")?,
+                    Retries::Deployment => write!(f, " retrySchedule=null")?,
+                    Retries::Refused => write!(f, " retrySchedule=13h")?,
+                }
                 match kind {
                     Kind::Plain => Ok(()),
                     Kind::Ordered => write!(f, " ordered"),
@@ -216,14 +241,16 @@ pub fn sequence(seed: u64, len: usize) -> Vec<Op> {
     let mut rng = Rng::new(seed);
     // Recipients and payload filters, drawn apart from the rest.
     let mut extra = Rng::new(!seed);
+    // Retry schedules, from a stream of their own for the same reason.
+    let mut retries = Rng::new(seed ^ 0x7265_7472_7973);
     let mut next_event = 0;
     let mut ops = Vec::with_capacity(len);
     while ops.len() < len {
         let slot = rng.below(SLOTS);
         let op = match rng.below(100) {
             // The first operations create, so later ones have something to work on.
-            _ if ops.len() < 2 => create(&mut rng, &mut extra, slot),
-            0..=19 => create(&mut rng, &mut extra, slot),
+            _ if ops.len() < 2 => create(&mut rng, &mut extra, &mut retries, slot),
+            0..=19 => create(&mut rng, &mut extra, &mut retries, slot),
             20..=49 => {
                 let event = event(&mut rng, &mut extra, &mut next_event, true);
                 Op::Events(vec![event])
@@ -264,7 +291,7 @@ pub fn sequence(seed: u64, len: usize) -> Vec<Op> {
     ops
 }
 
-fn create(rng: &mut Rng, extra: &mut Rng, slot: usize) -> Op {
+fn create(rng: &mut Rng, extra: &mut Rng, retries: &mut Rng, slot: usize) -> Op {
     let kind = match rng.below(12) {
         0..=2 => Kind::Ordered,
         3 => Kind::Unordered,
@@ -283,7 +310,18 @@ fn create(rng: &mut Rng, extra: &mut Rng, slot: usize) -> Op {
         },
     };
     let dep = rng.below(DEPARTMENTS as usize) as u8;
-    Op::Create { slot, kind, dep }
+    let retries = match retries.below(20) {
+        0..=7 => Retries::Own(if retries.chance(50) { 1 } else { 3 }),
+        8 | 9 => Retries::Deployment,
+        10 => Retries::Refused,
+        _ => Retries::Absent,
+    };
+    Op::Create {
+        slot,
+        kind,
+        dep,
+        retries,
+    }
 }
 
 /// An event with answers for every slot. `alone`: the only event of its
