@@ -107,6 +107,7 @@ fn upsert(org: &str, dep: &str, uri: String, id: String) -> Upsert {
         role_arn: None,
         external_id: None,
         payload_filter: None,
+        custom_headers: None,
     }
 }
 

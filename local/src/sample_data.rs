@@ -66,6 +66,7 @@ pub fn run(args: SampleDataArgs) -> Result<(), String> {
                 role_arn: None,
                 external_id: None,
                 payload_filter: None,
+                custom_headers: None,
             })
             .await
             .map_err(|e| format!("the subscription: {e}"))?;

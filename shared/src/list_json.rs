@@ -158,6 +158,11 @@ impl Writer {
             let json = serde_json::to_vec(filter).expect("a JSON value serialises");
             self.raw(&json);
         }
+        if let Some(headers) = &s.custom_headers {
+            self.raw(b",\"customHeaders\":");
+            let json = serde_json::to_vec(headers).expect("a JSON value serialises");
+            self.raw(&json);
+        }
         self.raw(b"}");
     }
 
@@ -290,6 +295,7 @@ mod tests {
             (
                 proptest::option::of((text(), text(), text(), text())),
                 proptest::option::of((text(), text(), any::<i64>())),
+                proptest::option::of((text(), text())),
             ),
         )
             .prop_map(
@@ -299,7 +305,7 @@ mod tests {
                     rest,
                     (health, rate_limit),
                     ordered,
-                    (destination, payload_filter),
+                    (destination, payload_filter, custom_headers),
                 )| {
                     let (expiration_time, expires_in, status, created, updated, org_id) = rest;
                     Subscription {
@@ -327,6 +333,8 @@ mod tests {
                         payload_filter: payload_filter.map(|(path, value, bound)| {
                             serde_json::json!({ "$or": [{ path: value }, { "n": { "$gte": bound } }] })
                         }),
+                        custom_headers: custom_headers
+                            .map(|(name, masked)| serde_json::json!({ name: masked })),
                     }
                 },
             )

@@ -39,6 +39,11 @@ pub struct SubscriptionRequest {
     /// new subscription); `null` removes it; a filter replaces it.
     #[serde(rename = "payloadFilter", default, deserialize_with = "present")]
     pub payload_filter: Option<Option<serde_json::Value>>,
+    /// `customHeaders` (an addition): headers sent on every POST to the
+    /// callback ([`crate::custom_headers`]). Absent keeps what is stored;
+    /// `null` or `{}` removes them; an object replaces them.
+    #[serde(rename = "customHeaders", default, deserialize_with = "present")]
+    pub custom_headers: Option<Option<serde_json::Value>>,
 }
 
 /// A member that may be `null`: `Some(None)` for `null`, `None` (by
@@ -222,6 +227,14 @@ pub struct Subscription {
         default
     )]
     pub payload_filter: Option<serde_json::Value>,
+    /// `customHeaders` (an addition): each header's name, its value masked
+    /// ([`crate::custom_headers::mask`]); absent when it has none.
+    #[serde(
+        rename = "customHeaders",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub custom_headers: Option<serde_json::Value>,
 }
 
 /// A subscription's delivery health: its circuit breaker and the failures

@@ -130,6 +130,7 @@ pub async fn seed(store: &dyn Store, org: &str, id: &str, uri: &str, now: i64) {
             role_arn: None,
             external_id: None,
             payload_filter: None,
+            custom_headers: None,
         })
         .await
         .unwrap();

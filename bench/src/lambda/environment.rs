@@ -44,6 +44,7 @@ pub async fn seed(store: &DynamoStore, uri: &str) -> Result<(), String> {
             role_arn: None,
             external_id: None,
             payload_filter: None,
+            custom_headers: None,
         })
         .await
         .map_err(|e| e.to_string())?;

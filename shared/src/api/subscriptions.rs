@@ -10,6 +10,7 @@ use crate::app::App;
 use crate::auth::Caller;
 use crate::callback::{CallbackTarget, UriProblem};
 use crate::clock::iso_millis;
+use crate::custom_headers::{self, CustomHeaders};
 use crate::destinations::{
     external_id, foreign_external_id, Destination, DestinationKind, DestinationProblem, Refusal,
     ServiceFault,
@@ -100,7 +101,10 @@ pub async fn create_subscription(
         ));
     }
     match (callback, &valid.target) {
-        (Some(target), _) => callback_handshake(app, caller, &target).await?,
+        (Some(target), _) => {
+            let headers = valid.custom_headers.clone().flatten();
+            callback_handshake(app, caller, &target, headers.as_ref()).await?
+        }
         (None, Target::Destination(d)) => {
             destination_outside_service(app, d).await?;
             destination_validation(app, caller, d).await?
@@ -121,6 +125,7 @@ pub async fn create_subscription(
         ordered: valid.ordered,
         rate_limit: valid.rate_limit,
         payload_filter: valid.payload_filter,
+        custom_headers: valid.custom_headers.clone(),
         external_id: match valid.target {
             Target::Callback => None,
             Target::Destination(_) => {
@@ -163,12 +168,13 @@ async fn callback_handshake(
     app: &App,
     caller: &Caller,
     target: &CallbackTarget,
+    headers: Option<&CustomHeaders>,
 ) -> Result<(), ApiError> {
     let token = secret::validation_token();
     // Bounded by its own timeout, outside the request's deadline.
     let handshake = app
         .callbacks
-        .handshake(target, &token, app.config.handshake_timeout);
+        .handshake(target, &token, headers, app.config.handshake_timeout);
     if let Err(e) = crate::deadline::excluded(handshake).await {
         tracing::info!(org_id = %caller.org_id, code = e.code().as_str(), "callback validation failed");
         return Err(e.into());
@@ -317,6 +323,7 @@ struct Valid {
     ordered: Option<bool>,
     rate_limit: Option<Option<u32>>,
     payload_filter: Option<Option<PayloadFilter>>,
+    custom_headers: Option<Option<CustomHeaders>>,
 }
 
 fn validate(
@@ -416,6 +423,7 @@ fn validate(
     }
     let rate_limit = rate_limit(request.rate_limit, &mut errors);
     let payload_filter = payload_filter(request.payload_filter, &mut errors);
+    let custom_headers = custom_headers(request.custom_headers, &target, &mut errors);
     if !errors.is_empty() {
         return Err(ApiError::validation(errors));
     }
@@ -428,7 +436,36 @@ fn validate(
         ordered: request.ordered,
         rate_limit,
         payload_filter,
+        custom_headers,
     })
+}
+
+/// `customHeaders`: absent keeps the stored ones (`None`), `null` or `{}`
+/// removes them, an object within the limits replaces them; a callback's
+/// only (an AWS destination has no HTTP request to carry them).
+fn custom_headers(
+    value: Option<Option<serde_json::Value>>,
+    target: &Target,
+    errors: &mut Vec<FieldError>,
+) -> Option<Option<CustomHeaders>> {
+    let value = match value? {
+        None => return Some(None),
+        Some(value) => value,
+    };
+    if matches!(target, Target::Destination(_)) && value != serde_json::json!({}) {
+        errors.push(FieldError::new(
+            custom_headers::FIELD,
+            "custom headers are sent to HTTPS callbacks only, not to AWS destinations",
+        ));
+        return None;
+    }
+    match CustomHeaders::parse(&value) {
+        Ok(headers) => Some(headers),
+        Err(mut e) => {
+            errors.append(&mut e);
+            None
+        }
+    }
 }
 
 /// `payloadFilter`: absent keeps the stored one (`None`), `null` removes
@@ -676,6 +713,7 @@ fn render_owned(s: StoredSubscription, now: i64, prefix: &str) -> Subscription {
         rate_limit: s.rate_limit,
         destination,
         payload_filter: s.payload_filter.as_ref().map(PayloadFilter::to_value),
+        custom_headers: s.custom_headers.as_ref().map(CustomHeaders::masked),
     }
 }
 
@@ -731,6 +769,7 @@ mod tests {
             role_arn: None,
             external_id: None,
             payload_filter: None,
+            custom_headers: None,
         };
         for now in [0, 5_000] {
             assert_eq!(render_owned(s.clone(), now, "w"), render(&s, now, "w"));

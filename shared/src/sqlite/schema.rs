@@ -207,6 +207,11 @@ ALTER TABLE subscriptions ADD COLUMN external_id TEXT;
 -- Fan-out reads it with the subscription (docs/decisions/payload-filter.md).
 ALTER TABLE subscriptions ADD COLUMN payload_filter TEXT;
 "#,
+    r#"
+-- A subscription's custom headers (issue 46), a JSON object of names to
+-- values (secrets, like `secret`); NULL: none (docs/decisions/custom-headers.md).
+ALTER TABLE subscriptions ADD COLUMN custom_headers TEXT;
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

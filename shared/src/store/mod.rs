@@ -9,6 +9,7 @@ pub mod rules;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use crate::custom_headers::CustomHeaders;
 use crate::health::rate::Reserved;
 use crate::health::Health;
 use crate::ids::{OrgId, SubscriptionId};
@@ -64,6 +65,8 @@ pub struct StoredSubscription {
     /// refuses. Kept on the filter index's copies too (DynamoDB), so
     /// fan-out reads nothing more.
     pub payload_filter: Option<PayloadFilter>,
+    /// Its own headers (`customHeaders`), sent on every POST; secrets.
+    pub custom_headers: Option<CustomHeaders>,
 }
 
 impl StoredSubscription {
@@ -212,6 +215,9 @@ pub struct Upsert {
     /// The payload filter: `Some(filter)` sets it (`Some(None)`: none),
     /// `None` keeps an existing subscription's (a new one has none).
     pub payload_filter: Option<Option<PayloadFilter>>,
+    /// The custom headers: `Some(headers)` sets them (`Some(None)`: none),
+    /// `None` keeps an existing subscription's (a new one has none).
+    pub custom_headers: Option<Option<CustomHeaders>>,
 }
 
 /// The cause a store or queue failure keeps: the adapter's own error
@@ -331,7 +337,9 @@ pub trait Store: Send + Sync {
     ) -> Result<bool, StoreError>;
 
     /// Subscriptions of any organization holding `filter` as an enabled
-    /// filter: a key lookup in the filter index, never a scan.
+    /// filter: a key lookup in the filter index, never a scan. Their
+    /// custom headers may be left out (DynamoDB's index copies hold none):
+    /// a delivery reads its subscription itself.
     async fn subscriptions_for_filter(
         &self,
         filter: &str,

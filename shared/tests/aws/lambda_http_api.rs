@@ -229,6 +229,7 @@ async fn a_function_behind_the_http_api_serves_the_caller_or_answers_the_refusal
             role_arn: None,
             external_id: None,
             payload_filter: None,
+            custom_headers: None,
         })
         .await
         .unwrap();

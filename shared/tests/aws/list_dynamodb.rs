@@ -151,6 +151,7 @@ fn upsert(org: &str, i: usize) -> Upsert {
         role_arn: None,
         external_id: None,
         payload_filter: None,
+        custom_headers: None,
     }
 }
 

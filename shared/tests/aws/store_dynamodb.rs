@@ -76,6 +76,7 @@ async fn a_dangling_uniqueness_guard_is_replaced() {
         role_arn: None,
         external_id: None,
         payload_filter: None,
+        custom_headers: None,
     };
     let (first, _) = store.upsert_subscription(upsert("first")).await.unwrap();
     client
@@ -128,6 +129,7 @@ async fn delivery_records_survive_index_entries_removed_by_ttl() {
             role_arn: None,
             external_id: None,
             payload_filter: None,
+            custom_headers: None,
         })
         .await
         .unwrap();
@@ -182,6 +184,7 @@ async fn expiry_entries_follow_their_subscription_and_stale_ones_are_skipped() {
         role_arn: None,
         external_id: None,
         payload_filter: None,
+        custom_headers: None,
     };
     let (sub, _) = store.upsert_subscription(upsert(b)).await.unwrap();
     let sk = |at: i64| format!("{at:013}#{org}#{}", sub.id);
@@ -693,6 +696,7 @@ async fn the_fan_out_query_is_strongly_consistent() {
             role_arn: None,
             external_id: None,
             payload_filter: None,
+            custom_headers: None,
         })
         .await
         .unwrap();

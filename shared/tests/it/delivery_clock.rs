@@ -83,6 +83,7 @@ async fn subscribe(w: &World, uri: &str, lifetime: Duration) -> SubscriptionId {
             role_arn: None,
             external_id: None,
             payload_filter: None,
+            custom_headers: None,
         })
         .await
         .unwrap();
@@ -430,6 +431,7 @@ async fn a_destinations_failures_retry_count_toward_the_breaker_or_disable() {
             role_arn: Some("arn:aws:iam::222222222222:role/webhooks".into()),
             external_id: None,
             payload_filter: None,
+            custom_headers: None,
         })
         .await
         .unwrap();
@@ -495,6 +497,7 @@ async fn destination_subscription(w: &World, external_id: &str) -> SubscriptionI
             role_arn: Some("arn:aws:iam::222222222222:role/webhooks".into()),
             external_id: Some(external_id.into()),
             payload_filter: None,
+            custom_headers: None,
         })
         .await
         .unwrap();

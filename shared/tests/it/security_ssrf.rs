@@ -103,6 +103,7 @@ mod isolated {
             rate_limit: None,
             destination: None,
             payload_filter: None,
+            custom_headers: None,
         };
         subscriptions::create_subscription(app, &caller(), request)
             .await
@@ -428,6 +429,7 @@ mod isolated {
                 role_arn: None,
                 external_id: None,
                 payload_filter: None,
+                custom_headers: None,
             })
             .await
             .unwrap();

@@ -153,6 +153,7 @@ async fn unknown_stored_values_are_corrupt_and_named() {
         role_arn: None,
         external_id: None,
         payload_filter: None,
+        custom_headers: None,
     };
     db.upsert_subscription(upsert.clone()).await.unwrap();
     plant(
@@ -230,6 +231,7 @@ async fn a_get_sees_each_write_at_once_and_another_processs_soon() {
         role_arn: None,
         external_id: None,
         payload_filter: None,
+        custom_headers: None,
     };
     let get = || async { db.get_subscription(&org, &id).await.unwrap() };
 

@@ -88,6 +88,7 @@ pub fn upsert(org: &str, uri: &str, filters: &[&str], now: i64) -> Upsert {
         role_arn: None,
         external_id: None,
         payload_filter: None,
+        custom_headers: None,
     }
 }
 

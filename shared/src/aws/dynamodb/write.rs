@@ -91,6 +91,7 @@ impl DynamoStore {
             role_arn: u.role_arn.clone(),
             external_id: u.external_id.clone(),
             payload_filter: u.payload_filter.clone().flatten(),
+            custom_headers: u.custom_headers.clone().flatten(),
         };
         let table = &self.tables.subscriptions;
         let mut guard = key(org_pk(&u.org_id), uri_sk(&u.uri));
@@ -188,6 +189,10 @@ impl DynamoStore {
                 .payload_filter
                 .clone()
                 .unwrap_or_else(|| current.payload_filter.clone()),
+            custom_headers: u
+                .custom_headers
+                .clone()
+                .unwrap_or_else(|| current.custom_headers.clone()),
             ..current.clone()
         };
         let table = &self.tables.subscriptions;

@@ -140,6 +140,7 @@ async fn subscribe_to(
             role_arn: None,
             external_id: None,
             payload_filter: None,
+            custom_headers: None,
         })
         .await
         .unwrap();

@@ -61,6 +61,7 @@ async fn line(schedule: Vec<Duration>) -> Line {
             role_arn: None,
             external_id: None,
             payload_filter: None,
+            custom_headers: None,
         })
         .await
         .unwrap();

@@ -30,6 +30,7 @@ async fn deliver_notifications_keeps_a_rate_limit_across_batches() {
             role_arn: None,
             external_id: None,
             payload_filter: None,
+            custom_headers: None,
         })
         .await
         .unwrap();
