@@ -33,6 +33,7 @@ async fn subscribe(w: &World, uri: &str, filter: Option<Value>) -> String {
             role_arn: None,
             external_id: None,
             payload_filter: Some(filter.map(|f| PayloadFilter::parse(&f).unwrap())),
+            custom_headers: None,
         })
         .await
         .unwrap();
@@ -169,6 +170,7 @@ async fn the_fan_out_lookup_reads_the_filters_with_its_entries() {
                     role_arn: None,
                     external_id: None,
                     payload_filter: Some(filter),
+                    custom_headers: None,
                 })
                 .await
                 .unwrap();
