@@ -132,6 +132,8 @@ export function render(main, ctx) {
         ] : []),
         h('dt', {}, 'Filters'), h('dd', {}, filters),
         ...(sub.payloadFilter ? [h('dt', {}, 'Payload filter'), h('dd', {}, h('code', { class: 'payload-filter' }, JSON.stringify(sub.payloadFilter)))] : []),
+        ...(sub.customHeaders ? [h('dt', {}, 'Custom headers'), h('dd', {}, h('code', { class: 'custom-headers' },
+          Object.entries(sub.customHeaders).map(([name, masked]) => `${name}: ${masked}`).join(', ')))] : []),
         h('dt', {}, 'Delivery'), h('dd', { class: healthClass(sub.health) }, healthWords(sub.health)),
         ...(sub.ordered ? [h('dt', {}, 'Order'), h('dd', { class: 'ordered' }, 'in the order events were accepted, one at a time')] : []),
         h('dt', {}, 'Rate limit'), h('dd', {}, sub.rateLimit ? `${sub.rateLimit} notifications a second` : 'none'),
