@@ -72,6 +72,37 @@ fn the_sequences_of_every_commit_refuse_an_event_by_its_payload() {
     );
 }
 
+/// The sequences every commit runs set a custom header, then deliver an event with it: a
+/// subscription created with one, then an inbound event of its department.
+#[test]
+fn the_sequences_of_every_commit_deliver_with_a_custom_header() {
+    let sent = (0..testkit::size::scaled(4, 40) as u64)
+        .map(|i| 0x5eed_0000 + i)
+        .chain(FOUND_A_DIFFERENCE)
+        .any(|seed| {
+            let ops = plan::sequence(seed, testkit::size::scaled(10, 15));
+            ops.iter().enumerate().any(|(i, op)| {
+                let Op::Create {
+                    headers: Some(Some(_)),
+                    dep,
+                    kind: plan::Kind::Plain | plan::Kind::Ordered | plan::Kind::Rate(_),
+                    ..
+                } = op
+                else {
+                    return false;
+                };
+                ops[i + 1..].iter().any(|later| match later {
+                    Op::Events(events) => events.iter().any(|e| e.inbound && e.dep == *dep),
+                    _ => false,
+                })
+            })
+        });
+    assert!(
+        sent,
+        "no sequence of every commit delivers with a custom header"
+    );
+}
+
 /// How long one operation may take to settle (its retries, a pause).
 const SETTLE: Duration = Duration::from_secs(60);
 
@@ -295,7 +326,12 @@ impl Run {
 
     async fn apply(&mut self, op: &Op) -> Value {
         match op {
-            Op::Create { slot, kind, dep } => {
+            Op::Create {
+                slot,
+                kind,
+                dep,
+                headers,
+            } => {
                 let mut body = json!({
                     "uri": self.callbacks.uri(*slot),
                     "eventFilters": [format!("/orgId/org-1/department/dep-{dep}/message?direction=inbound")],
@@ -315,6 +351,13 @@ impl Run {
                     plan::Kind::Foreign => {
                         body["eventFilters"] =
                             json!(["/orgId/org-2/department/dep-0/message?direction=inbound"])
+                    }
+                }
+                match headers {
+                    None => {}
+                    Some(None) => body["customHeaders"] = Value::Null,
+                    Some(Some(k)) => {
+                        body["customHeaders"] = json!({ plan::HEADER: plan::header_value(*k) })
                     }
                 }
                 let (status, answer) = self
@@ -600,8 +643,18 @@ impl Run {
         let one_uuid_each = arrived
             .iter()
             .all(|a| *uuids.entry((a.slot, a.event)).or_insert(&a.uuid) == a.uuid);
+        // The custom header values each slot's notifications arrived with ("-": none).
+        let mut headers_seen: BTreeMap<String, std::collections::BTreeSet<String>> =
+            BTreeMap::new();
+        for a in &arrived {
+            let value = a.header.clone().unwrap_or_else(|| "-".to_owned());
+            headers_seen
+                .entry(format!("s{}", a.slot))
+                .or_default()
+                .insert(value);
+        }
         json!({"arrivals": arrivals, "subscriptions": subs, "orderKept": order_kept,
-               "rateKept": rate_kept, "oneUuidEach": one_uuid_each})
+               "rateKept": rate_kept, "oneUuidEach": one_uuid_each, "headersSeen": headers_seen})
     }
 }
 

@@ -3,7 +3,7 @@
 //! next (docs/api.md). Its observations have the runtimes' normalized shape
 //! (`observe.rs`), so a difference is a plain inequality of JSON values.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Value};
 
@@ -26,6 +26,8 @@ struct Sub {
     rate_limit: Option<u32>,
     /// Its payload filter: only events to this recipient.
     filter: Option<u8>,
+    /// Its custom header's value number (`plan::header_value`).
+    headers: Option<u8>,
     dep: u8,
     streak: u32,
     last_failure: Option<(&'static str, Option<u16>)>,
@@ -58,6 +60,8 @@ pub struct Model {
     created: usize,
     /// Arrivals at the receiver by (slot, event id).
     arrivals: BTreeMap<(usize, u32), u32>,
+    /// The custom header values each slot's notifications arrived with ("-": none).
+    headers_seen: BTreeMap<String, BTreeSet<String>>,
     script: Script,
 }
 
@@ -85,7 +89,12 @@ pub fn observe(ops: &[Op]) -> Vec<Value> {
 impl Model {
     fn apply(&mut self, op: &Op) -> Value {
         match op {
-            Op::Create { slot, kind, dep } => {
+            Op::Create {
+                slot,
+                kind,
+                dep,
+                headers,
+            } => {
                 // (`ordered` asked, `rateLimit` asked: a limit or none)
                 let filter = match kind {
                     Kind::Filter(k) => Some(Some(*k)),
@@ -115,6 +124,7 @@ impl Model {
                         sub.ordered = ordered.unwrap_or(sub.ordered);
                         sub.rate_limit = rate_limit.unwrap_or(sub.rate_limit);
                         sub.filter = filter.unwrap_or(sub.filter);
+                        sub.headers = headers.unwrap_or(sub.headers);
                         sub
                     }
                     none => {
@@ -125,6 +135,7 @@ impl Model {
                             ordered: ordered.unwrap_or(false),
                             rate_limit: rate_limit.flatten(),
                             filter: filter.flatten(),
+                            headers: headers.flatten(),
                             dep: *dep,
                             streak: 0,
                             last_failure: None,
@@ -272,6 +283,13 @@ impl Model {
             note.unsent = Some("SUBSCRIPTION_NOT_ACTIVE");
             return;
         }
+        let header = sub
+            .headers
+            .map_or("-".to_owned(), super::plan::header_value);
+        self.headers_seen
+            .entry(format!("s{slot}"))
+            .or_default()
+            .insert(header);
         for n in 0..ATTEMPTS_PER_RUN {
             let trigger = if n == 0 { trigger } else { "SCHEDULED" };
             let arrived = self.arrivals.entry((slot, event)).or_default();
@@ -345,7 +363,7 @@ impl Model {
             })
             .collect();
         json!({"arrivals": arrivals, "subscriptions": subs, "orderKept": true,
-               "rateKept": true, "oneUuidEach": true})
+               "rateKept": true, "oneUuidEach": true, "headersSeen": self.headers_seen})
     }
 }
 
@@ -375,6 +393,10 @@ fn view(sub: &Sub) -> Value {
         "ordered": sub.ordered,
         "rateLimit": sub.rate_limit,
         "payloadFilter": sub.filter.map(|k| json!({"message.to": super::plan::recipient(k)})),
+        "customHeaders": sub.headers.map(|k| {
+            let masked = webhook_core::custom_headers::mask(&super::plan::header_value(k));
+            json!({ super::plan::HEADER: masked })
+        }),
         "health": {
             "state": "closed",
             "consecutiveFailures": sub.streak,

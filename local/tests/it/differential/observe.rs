@@ -28,6 +28,7 @@ pub fn subscription(labels: &mut Labels, body: &Value) -> Value {
         "ordered": body["ordered"],
         "rateLimit": body["rateLimit"],
         "payloadFilter": body["payloadFilter"],
+        "customHeaders": body["customHeaders"],
         "health": health(&body["health"]),
     })
 }

@@ -56,6 +56,18 @@ pub enum Kind {
     NoFilter,
 }
 
+/// A create's `customHeaders`: `None` leaves it out (kept), `Some(None)` sends `null`
+/// (removed), `Some(Some(k))` sets `{HEADER: header_value(k)}`.
+pub type Headers = Option<Option<u8>>;
+
+/// The one custom header the sequences set.
+pub const HEADER: &str = "X-Differential";
+
+/// Value `k` of [`HEADER`]: 16 characters or more, so its masked form shows its end.
+pub fn header_value(k: u8) -> String {
+    format!("differential-value-{k}")
+}
+
 /// Recipients an event may be to, and a payload filter may ask for.
 pub const RECIPIENTS: u8 = 2;
 
@@ -93,6 +105,7 @@ pub enum Op {
         slot: usize,
         kind: Kind,
         dep: u8,
+        headers: Headers,
     },
     /// Events, accepted in this order: one alone, or a burst (posted one
     /// after another without waiting for their deliveries).
@@ -128,8 +141,18 @@ pub enum Op {
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Op::Create { slot, kind, dep } => {
+            Op::Create {
+                slot,
+                kind,
+                dep,
+                headers,
+            } => {
                 write!(f, "create s{slot} dep-{dep}")?;
+                match headers {
+                    None => {}
+                    Some(None) => write!(f, " customHeaders=null")?,
+                    Some(Some(k)) => write!(f, " customHeaders={HEADER}:{}", header_value(*k))?,
+                }
                 match kind {
                     Kind::Plain => Ok(()),
                     Kind::Ordered => write!(f, " ordered"),
@@ -212,14 +235,16 @@ pub fn sequence(seed: u64, len: usize) -> Vec<Op> {
     let mut rng = Rng::new(seed);
     // Recipients and payload filters, drawn apart from the rest.
     let mut extra = Rng::new(!seed);
+    // Custom headers, from a stream of their own too.
+    let mut headers = Rng::new(seed.rotate_left(32) ^ 0x6865_6164);
     let mut next_event = 0;
     let mut ops = Vec::with_capacity(len);
     while ops.len() < len {
         let slot = rng.below(SLOTS);
         let op = match rng.below(100) {
             // The first operations create, so later ones have something to work on.
-            _ if ops.len() < 2 => create(&mut rng, &mut extra, slot),
-            0..=19 => create(&mut rng, &mut extra, slot),
+            _ if ops.len() < 2 => create(&mut rng, &mut extra, &mut headers, slot),
+            0..=19 => create(&mut rng, &mut extra, &mut headers, slot),
             20..=49 => {
                 let event = event(&mut rng, &mut extra, &mut next_event, true);
                 Op::Events(vec![event])
@@ -260,7 +285,7 @@ pub fn sequence(seed: u64, len: usize) -> Vec<Op> {
     ops
 }
 
-fn create(rng: &mut Rng, extra: &mut Rng, slot: usize) -> Op {
+fn create(rng: &mut Rng, extra: &mut Rng, headers: &mut Rng, slot: usize) -> Op {
     let kind = match rng.below(12) {
         0..=2 => Kind::Ordered,
         3 => Kind::Unordered,
@@ -277,7 +302,17 @@ fn create(rng: &mut Rng, extra: &mut Rng, slot: usize) -> Op {
         },
     };
     let dep = rng.below(DEPARTMENTS as usize) as u8;
-    Op::Create { slot, kind, dep }
+    let headers = match headers.below(4) {
+        0 | 1 => Some(Some(headers.below(2) as u8)),
+        2 => Some(None),
+        _ => None,
+    };
+    Op::Create {
+        slot,
+        kind,
+        dep,
+        headers,
+    }
 }
 
 /// An event with answers for every slot. `alone`: the only event of its
