@@ -96,7 +96,7 @@ step "tier 1: unit, property, conformance, handler and end-to-end tests (SQLite)
 step "the DynamoDB and SQS adapters, and the tests where the backend matters again on the AWS backend"
 # The tests where the backend matters (webhooks-local end to end, the Lambda handlers) run
 # on SQLite above and on DynamoDB Local and moto here; CONTRIBUTING.md's table lists them.
-on_both_backends='(binary_id(webhooks-local::it) & test(/^(subscriptions_api|delivery|history|security_tenancy|secret_rotation|isolation|scheduling|ordering|rate_limit|payload_filter|retry_schedule|signatures_v1a|otlp_tracing|notices|shutdown)::/))'
+on_both_backends='(binary_id(webhooks-local::it) & test(/^(subscriptions_api|delivery|history|security_tenancy|secret_rotation|isolation|scheduling|ordering|rate_limit|payload_filter|retry_schedule|signatures_v1a|custom_headers|otlp_tracing|notices|shutdown)::/))'
 on_both_backends+=' | (binary_id(webhook-core::it) & test(/^lambda_handlers::/))'
 WEBHOOKS_TEST_BACKEND=aws "${nextest[@]}" "${emulated[@]}" -E "binary_id(webhook-core::aws) | $on_both_backends"
 

@@ -125,6 +125,7 @@ fn upsert_filtered(
         external_id: None,
         payload_filter: payload_filter.map(|f| Some(f.clone())),
         retry_schedule: None,
+        custom_headers: None,
     }
 }
 

@@ -67,6 +67,7 @@ pub fn run(args: SampleDataArgs) -> Result<(), String> {
                 external_id: None,
                 payload_filter: None,
                 retry_schedule: None,
+                custom_headers: None,
             })
             .await
             .map_err(|e| format!("the subscription: {e}"))?;

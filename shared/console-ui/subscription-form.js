@@ -43,10 +43,17 @@ export function form({ created, cancel }) {
       identity.replaceChildren(h('dd', { class: 'error' }, `Could not read the external id: ${e.message}`));
     }
   };
+  // Optional: the callback's own headers (docs/api.md, "Custom headers").
+  const customHeaders = h('textarea', { id: 'new-custom-headers', name: 'customHeaders', rows: 2, spellcheck: 'false',
+    autocomplete: 'off', placeholder: 'Authorization: Bearer …' });
   const callbackFields = h('div', { class: 'target-fields' },
     h('label', { for: 'new-uri' }, 'Callback URI'),
     uri,
-    h('p', { class: 'hint' }, 'The service first sends it a GET with a validation-token header, which it must echo in a 200 answer.'));
+    h('p', { class: 'hint' }, 'The service first sends it a GET with a validation-token header, which it must echo in a 200 answer.'),
+    h('label', { for: 'new-custom-headers' }, 'Custom headers (optional, one Name: value per line)'),
+    customHeaders,
+    h('p', { class: 'hint' }, 'Sent on every delivery and on the handshake, e.g. Authorization: Bearer …; '
+      + 'the values are secrets, shown masked afterwards (docs/api.md, "Custom headers").'));
   const awsFields = h('div', { class: 'target-fields', hidden: true },
     h('label', { for: 'new-arn' }, 'Queue or bus ARN'),
     arn,
@@ -145,6 +152,19 @@ export function form({ created, cancel }) {
       // A bare number is seconds; the service checks the rest and names the wait at fault.
       body.retrySchedule = retrySchedule.value.split(',').map((w) => w.trim()).filter(Boolean)
         .map((w) => (/^[0-9]+$/.test(w) ? Number(w) : w));
+    }
+    if (!missing && !aws() && customHeaders.value.trim()) {
+      const lines = customHeaders.value.split('\n').map((l) => l.trim()).filter(Boolean);
+      const pairs = lines.map((l) => [l.slice(0, l.indexOf(':')).trim(), l.slice(l.indexOf(':') + 1).trim()]);
+      const names = pairs.map(([name]) => name.toLowerCase());
+      const bad = lines.findIndex((l, i) => l.indexOf(':') < 1 || !pairs[i][0] || names.indexOf(names[i]) !== i);
+      if (bad >= 0) {
+        error.replaceChildren(`Custom headers: line ${bad + 1} is not Name: value, or repeats a name.`);
+        error.hidden = false;
+        customHeaders.focus();
+        return;
+      }
+      body.customHeaders = Object.fromEntries(pairs);
     }
     if (missing) {
       error.replaceChildren(missing[1]);

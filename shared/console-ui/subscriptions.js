@@ -134,6 +134,8 @@ export function render(main, ctx) {
         ...(sub.payloadFilter ? [h('dt', {}, 'Payload filter'), h('dd', {}, h('code', { class: 'payload-filter' }, JSON.stringify(sub.payloadFilter)))] : []),
         h('dt', {}, 'Signatures'), h('dd', { class: 'signature-scheme' }, sub.signatureScheme === 'v1a' ? 'v1a (ed25519, public key)' : 'v1 (HMAC-SHA256)'),
         ...(sub.retrySchedule ? [h('dt', {}, 'Retries'), h('dd', {}, 'after ', h('code', { class: 'retry-schedule' }, sub.retrySchedule.join(', ')), ', then given up')] : []),
+        ...(sub.customHeaders ? [h('dt', {}, 'Custom headers'), h('dd', {}, h('code', { class: 'custom-headers' },
+          Object.entries(sub.customHeaders).map(([name, masked]) => `${name}: ${masked}`).join(', ')))] : []),
         h('dt', {}, 'Delivery'), h('dd', { class: healthClass(sub.health) }, healthWords(sub.health)),
         ...(sub.ordered ? [h('dt', {}, 'Order'), h('dd', { class: 'ordered' }, 'in the order events were accepted, one at a time')] : []),
         h('dt', {}, 'Rate limit'), h('dd', {}, sub.rateLimit ? `${sub.rateLimit} notifications a second` : 'none'),

@@ -6,7 +6,7 @@
 //!
 //! - foundation: [`ids`], [`model`], [`clock`], [`error`], [`failure`],
 //!   [`secret`], [`signature`], [`filter`], [`payload_filter`], [`page`],
-//!   [`call_bounds`],
+//!   [`call_bounds`], [`custom_headers`],
 //!   [`notification`] (the payloads), [`telemetry`] (metrics and traces,
 //!   handed labels);
 //! - domain: [`health`] (breaker, failure streak, calls in flight),
@@ -35,6 +35,7 @@ pub mod callback;
 pub mod clock;
 pub mod config;
 pub mod console;
+pub mod custom_headers;
 pub mod deadline;
 pub mod delivery;
 pub mod destinations;

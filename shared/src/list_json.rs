@@ -166,6 +166,11 @@ impl Writer {
             self.raw(b",\"signatureScheme\":");
             self.str(scheme);
         }
+        if let Some(headers) = &s.custom_headers {
+            self.raw(b",\"customHeaders\":");
+            let json = serde_json::to_vec(headers).expect("a JSON value serialises");
+            self.raw(&json);
+        }
         self.raw(b"}");
     }
 
@@ -299,6 +304,7 @@ mod tests {
                 proptest::option::of((text(), text(), text(), text())),
                 proptest::option::of((text(), text(), any::<i64>())),
                 proptest::option::of(proptest::collection::vec(text(), 1..3)),
+                proptest::option::of((text(), text())),
             ),
         )
             .prop_map(
@@ -308,7 +314,7 @@ mod tests {
                     rest,
                     (health, rate_limit),
                     ordered,
-                    (destination, payload_filter, retry_schedule),
+                    (destination, payload_filter, retry_schedule, custom_headers),
                 )| {
                     let (expiration_time, expires_in, status, created, updated, org_id) = rest;
                     Subscription {
@@ -338,6 +344,8 @@ mod tests {
                         }),
                         retry_schedule,
                         signature_scheme: ordered.then(|| "v1a".to_owned()),
+                        custom_headers: custom_headers
+                            .map(|(name, masked)| serde_json::json!({ name: masked })),
                     }
                 },
             )

@@ -50,6 +50,11 @@ pub struct SubscriptionRequest {
     /// one's rotates the key to it (as `POST .../secret/rotate` does).
     #[serde(rename = "signatureScheme", default)]
     pub signature_scheme: Option<String>,
+    /// `customHeaders` (an addition): headers sent on every POST to the
+    /// callback ([`crate::custom_headers`]). Absent keeps what is stored;
+    /// `null` or `{}` removes them; an object replaces them.
+    #[serde(rename = "customHeaders", default, deserialize_with = "present")]
+    pub custom_headers: Option<Option<serde_json::Value>>,
 }
 
 /// A member that may be `null`: `Some(None)` for `null`, `None` (by
@@ -250,6 +255,14 @@ pub struct Subscription {
         default
     )]
     pub signature_scheme: Option<String>,
+    /// `customHeaders` (an addition): each header's name, its value masked
+    /// ([`crate::custom_headers::mask`]); absent when it has none.
+    #[serde(
+        rename = "customHeaders",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub custom_headers: Option<serde_json::Value>,
 }
 
 /// A subscription's delivery health: its circuit breaker and the failures

@@ -131,6 +131,7 @@ pub async fn seed(store: &dyn Store, org: &str, id: &str, uri: &str, now: i64) {
             external_id: None,
             payload_filter: None,
             retry_schedule: None,
+            custom_headers: None,
         })
         .await
         .unwrap();

@@ -57,6 +57,8 @@ struct Inner {
     /// Every request, handshakes included.
     hits: AtomicUsize,
     received: Mutex<Vec<Received>>,
+    /// The headers of every handshake, in arrival order.
+    handshakes: Mutex<Vec<HeaderMap>>,
     /// The `webhook-id` of every notification as it arrives, before the
     /// delay: what a receiver that acts before answering has seen.
     arrived: Mutex<Vec<String>>,
@@ -86,6 +88,7 @@ impl Receiver {
             handshake,
             hits: AtomicUsize::new(0),
             received: Mutex::default(),
+            handshakes: Mutex::default(),
             arrived: Mutex::default(),
             script: Mutex::default(),
             broken: Mutex::default(),
@@ -105,6 +108,11 @@ impl Receiver {
 
     pub fn uri(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
+    }
+
+    /// The headers of each handshake so far, in arrival order.
+    pub fn handshakes(&self) -> Vec<HeaderMap> {
+        self.inner.handshakes.lock().unwrap().clone()
     }
 
     /// Requests so far, handshakes included.
@@ -224,6 +232,10 @@ impl Drop for Receiver {
 impl Callback for Inner {
     async fn handshake(&self, arrival: Arrival) -> Answer {
         self.hits.fetch_add(1, Ordering::SeqCst);
+        self.handshakes
+            .lock()
+            .unwrap()
+            .push(arrival.headers.clone());
         match (self.handshake, arrival.token()) {
             (Handshake::Echo, Some(t)) => Answer::echo(t),
             (Handshake::WrongToken, Some(_)) => {

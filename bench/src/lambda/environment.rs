@@ -45,6 +45,7 @@ pub async fn seed(store: &DynamoStore, uri: &str) -> Result<(), String> {
             external_id: None,
             payload_filter: None,
             retry_schedule: None,
+            custom_headers: None,
         })
         .await
         .map_err(|e| e.to_string())?;

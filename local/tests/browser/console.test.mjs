@@ -550,6 +550,30 @@ test('a retry schedule: typed in the form, refused past its limits naming the wa
   await shot('retry-schedule');
 });
 
+test('custom headers: typed in the form, a reserved name refused naming it, shown masked on the card', async () => {
+  await page.evaluate(() => { window.location.hash = '#/subscriptions'; });
+  await page.getByRole('button', { name: 'New subscription' }).click();
+  await page.getByLabel('Callback URI').fill(`${receiverUri}/with-headers`);
+  const headers = page.getByLabel('Custom headers (optional, one Name: value per line)');
+  await headers.fill('Authorization Bearer');
+  await page.getByRole('button', { name: 'Create subscription' }).click();
+  await page.getByText(/Custom headers: line 1 is not Name: value/).waitFor();
+  await headers.fill('Authorization: Bearer console-0123456789\nwebhook-signature: v1,forged');
+  await page.getByRole('button', { name: 'Create subscription' }).click();
+  await page.getByText(/customHeaders\.webhook-signature: webhook-signature is the service's to set/).waitFor();
+  await shot('custom-headers-refused');
+  await headers.fill('Authorization: Bearer console-0123456789\nX-Route: eu');
+  await page.getByRole('button', { name: 'Create subscription' }).click();
+  const card = page.locator('li.subscription').filter({ hasText: `${receiverUri}/with-headers` });
+  await card.waitFor();
+  assert.equal(await card.locator('code.custom-headers').innerText(), 'Authorization: …6789, X-Route: …');
+  assert.ok(!(await card.innerText()).includes('console-0123456789'), 'the value is never shown');
+  const plain = page.locator(`li.subscription[data-id="${subscriptionId}"]`);
+  assert.equal(await plain.locator('code.custom-headers').count(), 0);
+  await card.scrollIntoViewIfNeeded();
+  await shot('custom-headers');
+});
+
 test('a receiver\'s pause (429 with Retry-After) is said on the card and on the deliveries page', async () => {
   // A server of its own: the first one's retry schedule (300 ms) would cut a pause that short.
   const other = await serve('paused-data', { WEBHOOKS_RETRY_SCHEDULE: '1s,1h' });

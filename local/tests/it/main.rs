@@ -8,6 +8,7 @@
 mod common;
 
 mod console;
+mod custom_headers;
 mod delivery;
 mod destinations;
 mod differential;

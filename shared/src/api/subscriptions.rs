@@ -10,6 +10,7 @@ use crate::app::App;
 use crate::auth::Caller;
 use crate::callback::{CallbackTarget, UriProblem};
 use crate::clock::iso_millis;
+use crate::custom_headers::{self, CustomHeaders};
 use crate::destinations::{
     external_id, foreign_external_id, Destination, DestinationKind, DestinationProblem, Refusal,
     ServiceFault,
@@ -104,7 +105,10 @@ pub async fn create_subscription(
         ));
     }
     match (callback, &valid.target) {
-        (Some(target), _) => callback_handshake(app, caller, &target).await?,
+        (Some(target), _) => {
+            let headers = valid.custom_headers.clone().flatten();
+            callback_handshake(app, caller, &target, headers.as_ref()).await?
+        }
         (None, Target::Destination(d)) => {
             destination_outside_service(app, d).await?;
             destination_validation(app, caller, d).await?
@@ -129,6 +133,7 @@ pub async fn create_subscription(
         rate_limit: valid.rate_limit,
         payload_filter: valid.payload_filter,
         retry_schedule: valid.retry_schedule,
+        custom_headers: valid.custom_headers.clone(),
         external_id: match valid.target {
             Target::Callback => None,
             Target::Destination(_) => {
@@ -186,12 +191,13 @@ async fn callback_handshake(
     app: &App,
     caller: &Caller,
     target: &CallbackTarget,
+    headers: Option<&CustomHeaders>,
 ) -> Result<(), ApiError> {
     let token = secret::validation_token();
     // Bounded by its own timeout, outside the request's deadline.
     let handshake = app
         .callbacks
-        .handshake(target, &token, app.config.handshake_timeout);
+        .handshake(target, &token, headers, app.config.handshake_timeout);
     if let Err(e) = crate::deadline::excluded(handshake).await {
         tracing::info!(org_id = %caller.org_id, code = e.code().as_str(), "callback validation failed");
         return Err(e.into());
@@ -342,6 +348,7 @@ struct Valid {
     payload_filter: Option<Option<PayloadFilter>>,
     retry_schedule: Option<Option<RetrySchedule>>,
     signature_scheme: Option<SignatureScheme>,
+    custom_headers: Option<Option<CustomHeaders>>,
 }
 
 fn validate(
@@ -443,6 +450,7 @@ fn validate(
     let payload_filter = payload_filter(request.payload_filter, &mut errors);
     let retry_schedule = retry_schedule(request.retry_schedule, &mut errors);
     let signature_scheme = signature_scheme(request.signature_scheme.as_deref(), &mut errors);
+    let custom_headers = custom_headers(request.custom_headers, &target, &mut errors);
     if !errors.is_empty() {
         return Err(ApiError::validation(errors));
     }
@@ -457,6 +465,7 @@ fn validate(
         payload_filter,
         retry_schedule,
         signature_scheme,
+        custom_headers,
     })
 }
 
@@ -507,6 +516,34 @@ pub(super) fn signature_scheme(
         ));
     }
     scheme
+}
+
+/// `customHeaders`: absent keeps the stored ones (`None`), `null` or `{}`
+/// removes them, an object within the limits replaces them; a callback's
+/// only (an AWS destination has no HTTP request to carry them).
+fn custom_headers(
+    value: Option<Option<serde_json::Value>>,
+    target: &Target,
+    errors: &mut Vec<FieldError>,
+) -> Option<Option<CustomHeaders>> {
+    let value = match value? {
+        None => return Some(None),
+        Some(value) => value,
+    };
+    if matches!(target, Target::Destination(_)) && value != serde_json::json!({}) {
+        errors.push(FieldError::new(
+            custom_headers::FIELD,
+            "custom headers are sent to HTTPS callbacks only, not to AWS destinations",
+        ));
+        return None;
+    }
+    match CustomHeaders::parse(&value) {
+        Ok(headers) => Some(headers),
+        Err(mut e) => {
+            errors.append(&mut e);
+            None
+        }
+    }
 }
 
 /// `payloadFilter`: absent keeps the stored one (`None`), `null` removes
@@ -783,6 +820,7 @@ fn render_owned(s: StoredSubscription, now: i64, prefix: &str) -> Subscription {
             SignatureScheme::V1a => Some(SignatureScheme::V1a.as_str().to_owned()),
             SignatureScheme::V1 => None,
         },
+        custom_headers: s.custom_headers.as_ref().map(CustomHeaders::masked),
     }
 }
 
@@ -839,6 +877,7 @@ mod tests {
             external_id: None,
             payload_filter: None,
             retry_schedule: None,
+            custom_headers: None,
         };
         for now in [0, 5_000] {
             assert_eq!(render_owned(s.clone(), now, "w"), render(&s, now, "w"));

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use super::{classify, CallbackClient, CallbackTarget};
+use crate::custom_headers::CustomHeaders;
 use crate::error::{ApiError, ErrorCode};
 use crate::failure::CallFailure;
 use http::StatusCode;
@@ -76,16 +77,21 @@ impl From<HandshakeError> for ApiError {
 }
 
 impl CallbackClient {
-    /// Runs the handshake against a checked target.
+    /// Runs the handshake against a checked target, with the
+    /// subscription's own `headers` (a gateway that wants them on every
+    /// request lets the handshake through too).
     pub async fn handshake(
         &self,
         target: &CallbackTarget,
         token: &str,
+        headers: Option<&CustomHeaders>,
         timeout: Duration,
     ) -> Result<(), HandshakeError> {
-        let response = self
-            .http()
-            .get(target.url().clone())
+        let mut request = self.http().get(target.url().clone());
+        for (name, value) in headers.iter().flat_map(|h| h.iter()) {
+            request = request.header(name, value);
+        }
+        let response = request
             .header(HEADER, token)
             .timeout(timeout)
             .send()

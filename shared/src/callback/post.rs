@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
 
 use super::{classify, CallbackClient, CallbackTarget};
+use crate::custom_headers::CustomHeaders;
 use crate::failure::{CallFailure, Failure};
 use crate::history::MAX_KEPT_RESPONSE;
 
@@ -25,6 +26,9 @@ pub struct SignedNotification<'a> {
     pub body: &'a str,
     /// `traceparent`: the delivery attempt's W3C trace context.
     pub traceparent: Option<String>,
+    /// The subscription's own headers (`customHeaders`), none of them one
+    /// of the above.
+    pub headers: Option<&'a CustomHeaders>,
 }
 
 /// What one POST produced.
@@ -81,6 +85,9 @@ impl CallbackClient {
     ) -> Posted {
         let started = Instant::now();
         let mut request = self.http().post(target.url().clone());
+        for (name, value) in notification.headers.iter().flat_map(|h| h.iter()) {
+            request = request.header(name, value);
+        }
         if let Some(traceparent) = notification.traceparent {
             request = request.header("traceparent", traceparent);
         }

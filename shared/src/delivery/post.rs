@@ -41,6 +41,7 @@ pub async fn post(
                 signature,
                 body: &job.body,
                 traceparent: Some(trace.header()),
+                headers: ready.subscription.custom_headers.as_ref(),
             };
             return Ok(run
                 .app

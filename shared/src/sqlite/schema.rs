@@ -212,6 +212,11 @@ ALTER TABLE subscriptions ADD COLUMN payload_filter TEXT;
 -- writes one ("5s,2m,1h"); NULL: the deployment's.
 ALTER TABLE subscriptions ADD COLUMN retry_schedule TEXT;
 "#,
+    r#"
+-- A subscription's custom headers (issue 46), a JSON object of names to
+-- values (secrets, like `secret`); NULL: none (docs/decisions/custom-headers.md).
+ALTER TABLE subscriptions ADD COLUMN custom_headers TEXT;
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

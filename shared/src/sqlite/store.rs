@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension, Row, TransactionBehavior};
 
 use super::{failure, unreadable, SqliteDb};
+use crate::custom_headers::CustomHeaders;
 use crate::health::rate::Reserved;
 use crate::health::Health;
 use crate::ids::{OrgId, SubscriptionId};
@@ -17,7 +18,7 @@ use crate::store::{
 };
 
 pub(super) const COLUMNS: &str =
-    "id, org_id, uri, event_filters, disabled_filters, expires_at, status, created_at, updated_at, secret, failing_since, previous_secrets, health, health_rev, ordered, rate_limit, role_arn, external_id, payload_filter, retry_schedule";
+    "id, org_id, uri, event_filters, disabled_filters, expires_at, status, created_at, updated_at, secret, failing_since, previous_secrets, health, health_rev, ordered, rate_limit, role_arn, external_id, payload_filter, retry_schedule, custom_headers";
 
 pub(super) fn row_to_subscription(row: &Row<'_>) -> rusqlite::Result<StoredSubscription> {
     let id: SubscriptionId = row.get(0)?;
@@ -64,6 +65,10 @@ pub(super) fn row_to_subscription(row: &Row<'_>) -> rusqlite::Result<StoredSubsc
             Some(text) => Some(RetrySchedule::from_stored(text).map_err(|e| bad(19, &e))?),
             None => None,
         },
+        custom_headers: match row.get_ref(20)?.as_str_or_null().map_err(|e| bad(20, &e))? {
+            Some(json) => Some(CustomHeaders::from_stored(json).map_err(|e| bad(20, &e))?),
+            None => None,
+        },
         id,
     })
 }
@@ -91,6 +96,7 @@ impl Store for SqliteDb {
             let created = existing.is_none();
             let payload_filter = u.payload_filter.as_ref().map(|f| f.as_ref().map(PayloadFilter::json));
             let retry_schedule = u.retry_schedule.as_ref().map(|r| r.as_ref().map(RetrySchedule::stored));
+            let custom_headers = u.custom_headers.as_ref().map(|h| h.as_ref().map(CustomHeaders::json));
             let id = match existing {
                 Some(id) => {
                     tx.execute(
@@ -103,9 +109,10 @@ impl Store for SqliteDb {
                          rate_limit = CASE WHEN ?6 THEN ?7 ELSE rate_limit END, \
                          ordered = COALESCE(?8, ordered), role_arn = ?9, external_id = ?10, \
                          payload_filter = CASE WHEN ?11 THEN ?12 ELSE payload_filter END, \
-                         retry_schedule = CASE WHEN ?13 THEN ?14 ELSE retry_schedule END \
+                         retry_schedule = CASE WHEN ?13 THEN ?14 ELSE retry_schedule END, \
+                         custom_headers = CASE WHEN ?15 THEN ?16 ELSE custom_headers END \
                          WHERE id = ?1",
-                        params![id, filters, disabled, u.expires_at, u.now, u.rate_limit.is_some(), u.rate_limit.flatten(), u.ordered, u.role_arn, u.external_id, payload_filter.is_some(), payload_filter.flatten(), retry_schedule.is_some(), retry_schedule.flatten()],
+                        params![id, filters, disabled, u.expires_at, u.now, u.rate_limit.is_some(), u.rate_limit.flatten(), u.ordered, u.role_arn, u.external_id, payload_filter.is_some(), payload_filter.flatten(), retry_schedule.is_some(), retry_schedule.flatten(), custom_headers.is_some(), custom_headers.flatten()],
                     )
                     .map_err(failure)?;
                     tx.execute("DELETE FROM subscription_filters WHERE subscription_id = ?1", [&id])
@@ -123,9 +130,9 @@ impl Store for SqliteDb {
                     }
                     tx.execute(
                         "INSERT INTO subscriptions (id, org_id, uri, event_filters, disabled_filters, \
-                         expires_at, status, created_at, updated_at, secret, rate_limit, ordered, role_arn, external_id, payload_filter, retry_schedule) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'ACTIVE', ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-                        params![u.new_id, u.org_id, u.uri, filters, disabled, u.expires_at, u.now, u.new_secret, u.rate_limit.flatten(), u.ordered.unwrap_or(false), u.role_arn, u.external_id, payload_filter.flatten(), retry_schedule.flatten()],
+                         expires_at, status, created_at, updated_at, secret, rate_limit, ordered, role_arn, external_id, payload_filter, retry_schedule, custom_headers) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'ACTIVE', ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                        params![u.new_id, u.org_id, u.uri, filters, disabled, u.expires_at, u.now, u.new_secret, u.rate_limit.flatten(), u.ordered.unwrap_or(false), u.role_arn, u.external_id, payload_filter.flatten(), retry_schedule.flatten(), custom_headers.flatten()],
                     )
                     .map_err(failure)?;
                     u.new_id.to_string()

@@ -9,6 +9,7 @@ pub mod rules;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use crate::custom_headers::CustomHeaders;
 use crate::health::rate::Reserved;
 use crate::health::Health;
 use crate::ids::{OrgId, SubscriptionId};
@@ -68,6 +69,8 @@ pub struct StoredSubscription {
     /// Its own retry schedule (`retrySchedule`), in place of the
     /// deployment's; none: the deployment's.
     pub retry_schedule: Option<RetrySchedule>,
+    /// Its own headers (`customHeaders`), sent on every POST; secrets.
+    pub custom_headers: Option<CustomHeaders>,
 }
 
 impl StoredSubscription {
@@ -234,6 +237,9 @@ pub struct Upsert {
     /// The retry schedule: `Some(schedule)` sets it (`Some(None)`: the
     /// deployment's), `None` keeps an existing subscription's.
     pub retry_schedule: Option<Option<RetrySchedule>>,
+    /// The custom headers: `Some(headers)` sets them (`Some(None)`: none),
+    /// `None` keeps an existing subscription's (a new one has none).
+    pub custom_headers: Option<Option<CustomHeaders>>,
 }
 
 /// The cause a store or queue failure keeps: the adapter's own error
@@ -353,7 +359,9 @@ pub trait Store: Send + Sync {
     ) -> Result<bool, StoreError>;
 
     /// Subscriptions of any organization holding `filter` as an enabled
-    /// filter: a key lookup in the filter index, never a scan.
+    /// filter: a key lookup in the filter index, never a scan. Their
+    /// custom headers may be left out (DynamoDB's index copies hold none):
+    /// a delivery reads its subscription itself.
     async fn subscriptions_for_filter(
         &self,
         filter: &str,

@@ -230,6 +230,7 @@ async fn a_function_behind_the_http_api_serves_the_caller_or_answers_the_refusal
             external_id: None,
             payload_filter: None,
             retry_schedule: None,
+            custom_headers: None,
         })
         .await
         .unwrap();

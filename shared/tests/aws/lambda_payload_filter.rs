@@ -34,6 +34,7 @@ async fn subscribe(w: &World, uri: &str, filter: Option<Value>) -> String {
             external_id: None,
             payload_filter: Some(filter.map(|f| PayloadFilter::parse(&f).unwrap())),
             retry_schedule: None,
+            custom_headers: None,
         })
         .await
         .unwrap();
@@ -171,6 +172,7 @@ async fn the_fan_out_lookup_reads_the_filters_with_its_entries() {
                     external_id: None,
                     payload_filter: Some(filter),
                     retry_schedule: None,
+                    custom_headers: None,
                 })
                 .await
                 .unwrap();

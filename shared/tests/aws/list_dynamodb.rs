@@ -152,6 +152,7 @@ fn upsert(org: &str, i: usize) -> Upsert {
         external_id: None,
         payload_filter: None,
         retry_schedule: None,
+        custom_headers: None,
     }
 }
 

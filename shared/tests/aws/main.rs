@@ -8,6 +8,7 @@
 // Lambda harness, the sample events) is `testkit`.
 
 mod deadline;
+mod lambda_custom_headers;
 mod lambda_destinations;
 mod lambda_history;
 mod lambda_http_api;

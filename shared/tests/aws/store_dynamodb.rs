@@ -77,6 +77,7 @@ async fn a_dangling_uniqueness_guard_is_replaced() {
         external_id: None,
         payload_filter: None,
         retry_schedule: None,
+        custom_headers: None,
     };
     let (first, _) = store.upsert_subscription(upsert("first")).await.unwrap();
     client
@@ -130,6 +131,7 @@ async fn delivery_records_survive_index_entries_removed_by_ttl() {
             external_id: None,
             payload_filter: None,
             retry_schedule: None,
+            custom_headers: None,
         })
         .await
         .unwrap();
@@ -185,6 +187,7 @@ async fn expiry_entries_follow_their_subscription_and_stale_ones_are_skipped() {
         external_id: None,
         payload_filter: None,
         retry_schedule: None,
+        custom_headers: None,
     };
     let (sub, _) = store.upsert_subscription(upsert(b)).await.unwrap();
     let sk = |at: i64| format!("{at:013}#{org}#{}", sub.id);
@@ -697,6 +700,7 @@ async fn the_fan_out_query_is_strongly_consistent() {
             external_id: None,
             payload_filter: None,
             retry_schedule: None,
+            custom_headers: None,
         })
         .await
         .unwrap();

@@ -53,6 +53,7 @@ const LAYERS: &[Layer] = &[
             "signature",
             "filter",
             "payload_filter",
+            "custom_headers",
             "page",
             "call_bounds",
             "deadline",

@@ -84,6 +84,7 @@ async fn subscribe(w: &World, uri: &str, lifetime: Duration) -> SubscriptionId {
             external_id: None,
             payload_filter: None,
             retry_schedule: None,
+            custom_headers: None,
         })
         .await
         .unwrap();
@@ -432,6 +433,7 @@ async fn a_destinations_failures_retry_count_toward_the_breaker_or_disable() {
             external_id: None,
             payload_filter: None,
             retry_schedule: None,
+            custom_headers: None,
         })
         .await
         .unwrap();
@@ -498,6 +500,7 @@ async fn destination_subscription(w: &World, external_id: &str) -> SubscriptionI
             external_id: Some(external_id.into()),
             payload_filter: None,
             retry_schedule: None,
+            custom_headers: None,
         })
         .await
         .unwrap();

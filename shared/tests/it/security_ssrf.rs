@@ -105,6 +105,7 @@ mod isolated {
             payload_filter: None,
             retry_schedule: None,
             signature_scheme: None,
+            custom_headers: None,
         };
         subscriptions::create_subscription(app, &caller(), request)
             .await
@@ -431,6 +432,7 @@ mod isolated {
                 external_id: None,
                 payload_filter: None,
                 retry_schedule: None,
+                custom_headers: None,
             })
             .await
             .unwrap();

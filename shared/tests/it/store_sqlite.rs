@@ -154,6 +154,7 @@ async fn unknown_stored_values_are_corrupt_and_named() {
         external_id: None,
         payload_filter: None,
         retry_schedule: None,
+        custom_headers: None,
     };
     db.upsert_subscription(upsert.clone()).await.unwrap();
     plant(
@@ -232,6 +233,7 @@ async fn a_get_sees_each_write_at_once_and_another_processs_soon() {
         external_id: None,
         payload_filter: None,
         retry_schedule: None,
+        custom_headers: None,
     };
     let get = || async { db.get_subscription(&org, &id).await.unwrap() };
 

@@ -89,6 +89,7 @@ pub fn upsert(org: &str, uri: &str, filters: &[&str], now: i64) -> Upsert {
         external_id: None,
         payload_filter: None,
         retry_schedule: None,
+        custom_headers: None,
     }
 }
 

@@ -23,6 +23,8 @@ pub struct Arrived {
     pub event: u32,
     /// Its `webhook-id`.
     pub uuid: String,
+    /// Its custom header's value ([`super::plan::HEADER`]), if it had one.
+    pub header: Option<String>,
     /// The receiver's wall clock, epoch ms.
     pub at_ms: i64,
     /// The schemes of its `webhook-signature`, in order (`v1a v1`).
@@ -99,6 +101,10 @@ impl Callback for Inner {
                 slot,
                 event,
                 uuid: arrival.header("webhook-id").to_owned(),
+                header: arrival
+                    .headers
+                    .get(super::plan::HEADER)
+                    .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
                 at_ms,
                 signatures: arrival
                     .header("webhook-signature")

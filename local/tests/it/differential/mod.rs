@@ -90,6 +90,7 @@ fn the_sequences_of_every_commit_sign_with_v1a() {
             ops.iter().enumerate().any(|(i, op)| {
                 let Op::Create {
                     kind: plan::Kind::V1a,
+                    retries: plan::Retries::Absent | plan::Retries::Own(_) | plan::Retries::Deployment,
                     dep,
                     ..
                 } = op
@@ -121,6 +122,7 @@ fn the_sequences_of_every_commit_fail_a_notification_on_its_own_schedule() {
             ops.iter().enumerate().any(|(i, op)| {
                 let Op::Create {
                     retries: plan::Retries::Own(_),
+                    kind,
                     slot,
                     dep,
                     ..
@@ -128,6 +130,10 @@ fn the_sequences_of_every_commit_fail_a_notification_on_its_own_schedule() {
                 else {
                     return false;
                 };
+                // (a create refused for another field sets no schedule)
+                if matches!(kind, plan::Kind::BadRate | plan::Kind::Foreign) {
+                    return false;
+                }
                 ops[i + 1..].iter().any(|later| match later {
                     Op::Events(events) => events.iter().any(|e| {
                         e.inbound
@@ -143,6 +149,39 @@ fn the_sequences_of_every_commit_fail_a_notification_on_its_own_schedule() {
     assert!(
         exercised,
         "no sequence of every commit fails a notification on its subscription's own schedule"
+    );
+}
+
+/// The sequences every commit runs set a custom header, then deliver an event with it: a
+/// subscription created with one, then an inbound event of its department.
+#[test]
+fn the_sequences_of_every_commit_deliver_with_a_custom_header() {
+    let sent = (0..testkit::size::scaled(4, 40) as u64)
+        .map(|i| 0x5eed_0000 + i)
+        .chain(FOUND_A_DIFFERENCE)
+        .chain([SIGNS_WITH_V1A])
+        .any(|seed| {
+            let ops = plan::sequence(seed, testkit::size::scaled(10, 15));
+            ops.iter().enumerate().any(|(i, op)| {
+                let Op::Create {
+                    headers: Some(Some(_)),
+                    dep,
+                    kind: plan::Kind::Plain | plan::Kind::Ordered | plan::Kind::Rate(_),
+                    retries: plan::Retries::Absent | plan::Retries::Own(_) | plan::Retries::Deployment,
+                    ..
+                } = op
+                else {
+                    return false;
+                };
+                ops[i + 1..].iter().any(|later| match later {
+                    Op::Events(events) => events.iter().any(|e| e.inbound && e.dep == *dep),
+                    _ => false,
+                })
+            })
+        });
+    assert!(
+        sent,
+        "no sequence of every commit delivers with a custom header"
     );
 }
 
@@ -375,6 +414,7 @@ impl Run {
                 kind,
                 dep,
                 retries,
+                headers,
             } => {
                 let mut body = json!({
                     "uri": self.callbacks.uri(*slot),
@@ -403,6 +443,13 @@ impl Run {
                     plan::Retries::Own(n) => body["retrySchedule"] = json!(vec!["1s"; *n as usize]),
                     plan::Retries::Deployment => body["retrySchedule"] = Value::Null,
                     plan::Retries::Refused => body["retrySchedule"] = json!(["13h"]),
+                }
+                match headers {
+                    None => {}
+                    Some(None) => body["customHeaders"] = Value::Null,
+                    Some(Some(k)) => {
+                        body["customHeaders"] = json!({ plan::HEADER: plan::header_value(*k) })
+                    }
                 }
                 let (status, answer) = self
                     .runtime
@@ -694,8 +741,18 @@ impl Run {
         let one_uuid_each = arrived
             .iter()
             .all(|a| *uuids.entry((a.slot, a.event)).or_insert(&a.uuid) == a.uuid);
+        // The custom header values each slot's notifications arrived with ("-": none).
+        let mut headers_seen: BTreeMap<String, std::collections::BTreeSet<String>> =
+            BTreeMap::new();
+        for a in &arrived {
+            let value = a.header.clone().unwrap_or_else(|| "-".to_owned());
+            headers_seen
+                .entry(format!("s{}", a.slot))
+                .or_default()
+                .insert(value);
+        }
         json!({"arrivals": arrivals, "signatures": signatures, "subscriptions": subs, "orderKept": order_kept,
-               "rateKept": rate_kept, "oneUuidEach": one_uuid_each})
+               "rateKept": rate_kept, "oneUuidEach": one_uuid_each, "headersSeen": headers_seen})
     }
 }
 

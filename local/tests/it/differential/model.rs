@@ -31,6 +31,8 @@ struct Sub {
     signatures: &'static str,
     /// Its own retry schedule: this many waits of 1 s.
     retries: Option<u8>,
+    /// Its custom header's value number (`plan::header_value`).
+    headers: Option<u8>,
     dep: u8,
     streak: u32,
     last_failure: Option<(&'static str, Option<u16>)>,
@@ -65,6 +67,8 @@ pub struct Model {
     arrivals: BTreeMap<(usize, u32), u32>,
     /// The signature schemes each notification arrived with, by (slot, event id).
     signatures: BTreeMap<(usize, u32), BTreeSet<&'static str>>,
+    /// The custom header values each slot's notifications arrived with ("-": none).
+    headers_seen: BTreeMap<String, BTreeSet<String>>,
     script: Script,
 }
 
@@ -97,6 +101,7 @@ impl Model {
                 kind,
                 dep,
                 retries,
+                headers,
             } => {
                 // (`retrySchedule` asked: its own or the deployment's; a refused one refuses
                 // the create before anything else is looked at)
@@ -141,6 +146,7 @@ impl Model {
                             sub.signatures = "v1a v1";
                         }
                         sub.retries = retries.unwrap_or(sub.retries);
+                        sub.headers = headers.unwrap_or(sub.headers);
                         sub
                     }
                     none => {
@@ -153,6 +159,7 @@ impl Model {
                             filter: filter.flatten(),
                             signatures: if *kind == Kind::V1a { "v1a" } else { "v1" },
                             retries: retries.flatten(),
+                            headers: headers.flatten(),
                             dep: *dep,
                             streak: 0,
                             last_failure: None,
@@ -300,6 +307,13 @@ impl Model {
             note.unsent = Some("SUBSCRIPTION_NOT_ACTIVE");
             return;
         }
+        let header = sub
+            .headers
+            .map_or("-".to_owned(), super::plan::header_value);
+        self.headers_seen
+            .entry(format!("s{slot}"))
+            .or_default()
+            .insert(header);
         // The subscription's own schedule when it has one (read at each attempt).
         let attempts = sub.retries.map_or(ATTEMPTS_PER_RUN, |n| u32::from(n) + 1);
         for n in 0..attempts {
@@ -384,7 +398,7 @@ impl Model {
             .map(|((slot, event), schemes)| (format!("s{slot}/e{event}"), schemes))
             .collect();
         json!({"arrivals": arrivals, "signatures": signatures, "subscriptions": subs, "orderKept": true,
-               "rateKept": true, "oneUuidEach": true})
+               "rateKept": true, "oneUuidEach": true, "headersSeen": self.headers_seen})
     }
 }
 
@@ -416,6 +430,10 @@ fn view(sub: &Sub) -> Value {
         "payloadFilter": sub.filter.map(|k| json!({"message.to": super::plan::recipient(k)})),
         "signatureScheme": sub.signatures.starts_with("v1a").then_some("v1a"),
         "retrySchedule": sub.retries.map(|n| vec!["1s"; n as usize]),
+        "customHeaders": sub.headers.map(|k| {
+            let masked = webhook_core::custom_headers::mask(&super::plan::header_value(k));
+            json!({ super::plan::HEADER: masked })
+        }),
         "health": {
             "state": "closed",
             "consecutiveFailures": sub.streak,

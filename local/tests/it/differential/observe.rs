@@ -30,6 +30,7 @@ pub fn subscription(labels: &mut Labels, body: &Value) -> Value {
         "payloadFilter": body["payloadFilter"],
         "signatureScheme": body["signatureScheme"],
         "retrySchedule": body["retrySchedule"],
+        "customHeaders": body["customHeaders"],
         "health": health(&body["health"]),
     })
 }

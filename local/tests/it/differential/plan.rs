@@ -72,6 +72,18 @@ pub enum Retries {
     Refused,
 }
 
+/// A create's `customHeaders`: `None` leaves it out (kept), `Some(None)` sends `null`
+/// (removed), `Some(Some(k))` sets `{HEADER: header_value(k)}`.
+pub type Headers = Option<Option<u8>>;
+
+/// The one custom header the sequences set.
+pub const HEADER: &str = "X-Differential";
+
+/// Value `k` of [`HEADER`]: 16 characters or more, so its masked form shows its end.
+pub fn header_value(k: u8) -> String {
+    format!("differential-value-{k}")
+}
+
 /// Recipients an event may be to, and a payload filter may ask for.
 pub const RECIPIENTS: u8 = 2;
 
@@ -110,6 +122,7 @@ pub enum Op {
         kind: Kind,
         dep: u8,
         retries: Retries,
+        headers: Headers,
     },
     /// Events, accepted in this order: one alone, or a burst (posted one
     /// after another without waiting for their deliveries).
@@ -150,6 +163,7 @@ impl fmt::Display for Op {
                 kind,
                 dep,
                 retries,
+                headers,
             } => {
                 write!(f, "create s{slot} dep-{dep}")?;
                 match retries {
@@ -157,6 +171,11 @@ impl fmt::Display for Op {
                     Retries::Own(n) => write!(f, " retrySchedule=1s*{n}")?,
                     Retries::Deployment => write!(f, " retrySchedule=null")?,
                     Retries::Refused => write!(f, " retrySchedule=13h")?,
+                }
+                match headers {
+                    None => {}
+                    Some(None) => write!(f, " customHeaders=null")?,
+                    Some(Some(k)) => write!(f, " customHeaders={HEADER}:{}", header_value(*k))?,
                 }
                 match kind {
                     Kind::Plain => Ok(()),
@@ -243,14 +262,16 @@ pub fn sequence(seed: u64, len: usize) -> Vec<Op> {
     let mut extra = Rng::new(!seed);
     // Retry schedules, from a stream of their own for the same reason.
     let mut retries = Rng::new(seed ^ 0x7265_7472_7973);
+    // Custom headers, from a stream of their own too.
+    let mut headers = Rng::new(seed.rotate_left(32) ^ 0x6865_6164);
     let mut next_event = 0;
     let mut ops = Vec::with_capacity(len);
     while ops.len() < len {
         let slot = rng.below(SLOTS);
         let op = match rng.below(100) {
             // The first operations create, so later ones have something to work on.
-            _ if ops.len() < 2 => create(&mut rng, &mut extra, &mut retries, slot),
-            0..=19 => create(&mut rng, &mut extra, &mut retries, slot),
+            _ if ops.len() < 2 => create(&mut rng, &mut extra, &mut retries, &mut headers, slot),
+            0..=19 => create(&mut rng, &mut extra, &mut retries, &mut headers, slot),
             20..=49 => {
                 let event = event(&mut rng, &mut extra, &mut next_event, true);
                 Op::Events(vec![event])
@@ -291,7 +312,7 @@ pub fn sequence(seed: u64, len: usize) -> Vec<Op> {
     ops
 }
 
-fn create(rng: &mut Rng, extra: &mut Rng, retries: &mut Rng, slot: usize) -> Op {
+fn create(rng: &mut Rng, extra: &mut Rng, retries: &mut Rng, headers: &mut Rng, slot: usize) -> Op {
     let kind = match rng.below(12) {
         0..=2 => Kind::Ordered,
         3 => Kind::Unordered,
@@ -316,11 +337,17 @@ fn create(rng: &mut Rng, extra: &mut Rng, retries: &mut Rng, slot: usize) -> Op 
         10 => Retries::Refused,
         _ => Retries::Absent,
     };
+    let headers = match headers.below(4) {
+        0 | 1 => Some(Some(headers.below(2) as u8)),
+        2 => Some(None),
+        _ => None,
+    };
     Op::Create {
         slot,
         kind,
         dep,
         retries,
+        headers,
     }
 }
 

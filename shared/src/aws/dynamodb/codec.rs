@@ -6,6 +6,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::keys::{expiry_key, filter_pk, key, org_pk, sub_sk};
 use super::Item;
+use crate::custom_headers::CustomHeaders;
 use crate::health::Health;
 use crate::ids::{OrgId, SubscriptionId};
 use crate::model::SubscriptionStatus;
@@ -71,6 +72,8 @@ pub(super) fn subscription_attributes(sub: &StoredSubscription) -> Item {
 /// The subscription's own retry schedule, as `WEBHOOKS_RETRY_SCHEDULE`
 /// writes one (`5s,2m,1h`), when it has one.
 pub(super) const RETRY_SCHEDULE: &str = "retrySchedule";
+/// The subscription's custom headers, a JSON object, when it has some.
+pub(super) const CUSTOM_HEADERS: &str = "customHeaders";
 
 /// The subscription's payload filter, its compact JSON, when it has one.
 pub(super) const PAYLOAD_FILTER: &str = "payloadFilter";
@@ -126,6 +129,11 @@ pub(super) fn subscription_item(sub: &StoredSubscription, version: u64) -> Item 
     item.insert(HEALTH_REV.into(), n(sub.health.rev as i64));
     if !sub.health.is_clear() || sub.health.paused_until.is_some() {
         item.insert(HEALTH.into(), s(health_json(&sub.health)));
+    }
+    // Deliveries read them; fan-out's index copies need not (up to 4 KB
+    // each would cost every fan-out's read).
+    if let Some(headers) = &sub.custom_headers {
+        item.insert(CUSTOM_HEADERS.into(), s(headers.json()));
     }
     item
 }
@@ -251,6 +259,14 @@ fn subscription_of(item: &Item) -> Result<StoredSubscription, StoreError> {
                 })
             })
             .transpose()?,
+        custom_headers: item
+            .contains_key(CUSTOM_HEADERS)
+            .then(|| {
+                text(item, CUSTOM_HEADERS).and_then(|json| {
+                    CustomHeaders::from_stored(&json).map_err(|_| corrupt(CUSTOM_HEADERS))
+                })
+            })
+            .transpose()?,
     })
 }
 
@@ -367,12 +383,22 @@ mod tests {
             retry_schedule: Some(
                 RetrySchedule::parse(&serde_json::json!(["5s", 90, "12h"])).unwrap(),
             ),
+            custom_headers: CustomHeaders::parse(&serde_json::json!({"Authorization": "Bearer t"}))
+                .unwrap(),
         };
         let item = subscription_item(&sub, 7);
         assert_eq!(parse_subscription(&item).unwrap(), sub);
         assert_eq!(number(&item, "version").unwrap(), 7);
         let index = index_item(&sub, &sub.event_filters[0]);
-        assert_eq!(parse_subscription(&index).unwrap(), sub);
+        let copied = StoredSubscription {
+            custom_headers: None,
+            ..sub.clone()
+        };
+        assert_eq!(
+            parse_subscription(&index).unwrap(),
+            copied,
+            "no headers on the copies"
+        );
         assert_eq!(number(&index, "ttl").unwrap(), 1_700_000_001);
         let entry = expiry_item(&sub);
         assert_eq!(

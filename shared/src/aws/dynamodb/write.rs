@@ -92,6 +92,7 @@ impl DynamoStore {
             external_id: u.external_id.clone(),
             payload_filter: u.payload_filter.clone().flatten(),
             retry_schedule: u.retry_schedule.clone().flatten(),
+            custom_headers: u.custom_headers.clone().flatten(),
         };
         let table = &self.tables.subscriptions;
         let mut guard = key(org_pk(&u.org_id), uri_sk(&u.uri));
@@ -193,6 +194,10 @@ impl DynamoStore {
                 .retry_schedule
                 .clone()
                 .unwrap_or_else(|| current.retry_schedule.clone()),
+            custom_headers: u
+                .custom_headers
+                .clone()
+                .unwrap_or_else(|| current.custom_headers.clone()),
             ..current.clone()
         };
         let table = &self.tables.subscriptions;

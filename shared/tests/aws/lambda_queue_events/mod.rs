@@ -141,6 +141,7 @@ async fn subscribe_to(
             external_id: None,
             payload_filter: None,
             retry_schedule: None,
+            custom_headers: None,
         })
         .await
         .unwrap();

@@ -62,6 +62,7 @@ async fn line(schedule: Vec<Duration>) -> Line {
             external_id: None,
             payload_filter: None,
             retry_schedule: None,
+            custom_headers: None,
         })
         .await
         .unwrap();

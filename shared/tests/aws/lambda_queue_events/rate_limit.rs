@@ -31,6 +31,7 @@ async fn deliver_notifications_keeps_a_rate_limit_across_batches() {
             external_id: None,
             payload_filter: None,
             retry_schedule: None,
+            custom_headers: None,
         })
         .await
         .unwrap();
