@@ -90,7 +90,8 @@ fn the_sequences_of_every_commit_sign_with_v1a() {
             ops.iter().enumerate().any(|(i, op)| {
                 let Op::Create {
                     kind: plan::Kind::V1a,
-                    retries: plan::Retries::Absent | plan::Retries::Own(_) | plan::Retries::Deployment,
+                    retries:
+                        plan::Retries::Absent | plan::Retries::Own(_) | plan::Retries::Deployment,
                     dep,
                     ..
                 } = op
@@ -167,7 +168,8 @@ fn the_sequences_of_every_commit_deliver_with_a_custom_header() {
                     headers: Some(Some(_)),
                     dep,
                     kind: plan::Kind::Plain | plan::Kind::Ordered | plan::Kind::Rate(_),
-                    retries: plan::Retries::Absent | plan::Retries::Own(_) | plan::Retries::Deployment,
+                    retries:
+                        plan::Retries::Absent | plan::Retries::Own(_) | plan::Retries::Deployment,
                     ..
                 } = op
                 else {
