@@ -5,6 +5,7 @@
 //!
 //! - [`subscriptions`]: create (validate, handshake, upsert), list, get,
 //!   delete, the signing secret;
+//! - [`subscription_request`]: a create's request parsed and checked;
 //! - [`rotation`]: the signing secret's rotation;
 //! - [`messages`]: a message by id;
 //! - [`event_types`]: the event catalogue, the same for every organization;
@@ -21,4 +22,5 @@ pub mod messages;
 pub mod notifications;
 pub mod problem;
 pub mod rotation;
+pub mod subscription_request;
 pub mod subscriptions;

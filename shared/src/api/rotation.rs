@@ -3,7 +3,8 @@
 //! without missing a notification (Standard Webhooks multi-signature: every
 //! notification is signed with the new secret and each unexpired old one).
 
-use super::subscriptions::{find, rotate_key, signature_scheme};
+use super::subscription_request::signature_scheme;
+use super::subscriptions::{find, rotate_key};
 use crate::app::App;
 use crate::auth::Caller;
 use crate::error::{ApiError, FieldError};
