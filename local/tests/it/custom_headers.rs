@@ -16,36 +16,14 @@ use serde_json::{json, Value};
 use testkit::receiver::Received;
 use webhook_core::custom_headers::{MAX_HEADERS, MAX_NAME_BYTES, MAX_TOTAL_BYTES, MAX_VALUE_BYTES};
 
-/// Creates (or updates) `org`'s subscription of `uri` to inbound messages, with `extra` members.
+/// Creates (or updates) `org`'s subscription of `uri`, with `extra` members.
 async fn post(server: &Server, org: &str, uri: &str, extra: Value) -> (StatusCode, Value) {
-    let mut body = json!({"uri": uri, "eventFilters": [inbound(org, "dep")]});
-    for (k, v) in extra.as_object().unwrap() {
-        body[k] = v.clone();
-    }
-    send(
-        server
-            .req(reqwest::Method::POST, "/webhooksubscription", org)
-            .json(&body),
-    )
-    .await
+    post_subscription(server, org, uri, inbound(org, "dep"), extra).await
 }
 
-/// What get and list show of subscription `id`'s `customHeaders` (they must agree).
+/// What get and list show of subscription `id`'s `customHeaders`.
 async fn shown(server: &Server, org: &str, id: &str) -> Value {
-    let (_, got) = server.get(&format!("/webhooksubscription/{id}"), org).await;
-    let (_, list) = server.get("/webhooksubscription/all", org).await;
-    let listed = list["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["id"] == id)
-        .cloned()
-        .unwrap();
-    assert_eq!(
-        got["customHeaders"], listed["customHeaders"],
-        "get and list agree"
-    );
-    got["customHeaders"].clone()
+    shown_field(server, org, id, "customHeaders").await
 }
 
 /// `n` headers `X-H<i>`, each value `len` bytes.

@@ -15,36 +15,14 @@ use http::StatusCode;
 use serde_json::{json, Value};
 use webhook_core::payload_filter::{MAX_BRANCHES, MAX_BYTES, MAX_DEPTH, MAX_OPERANDS};
 
-/// Creates (or updates) `org`'s subscription of `uri` to inbound messages, with `extra` members.
+/// Creates (or updates) `org`'s subscription of `uri`, with `extra` members.
 async fn post(server: &Server, org: &str, uri: &str, extra: Value) -> (StatusCode, Value) {
-    let mut body = json!({"uri": uri, "eventFilters": [inbound(org, "dep")]});
-    for (k, v) in extra.as_object().unwrap() {
-        body[k] = v.clone();
-    }
-    send(
-        server
-            .req(reqwest::Method::POST, "/webhooksubscription", org)
-            .json(&body),
-    )
-    .await
+    post_subscription(server, org, uri, inbound(org, "dep"), extra).await
 }
 
-/// What get and list show of subscription `id`'s `payloadFilter` (they must agree).
+/// What get and list show of subscription `id`'s `payloadFilter`.
 async fn shown(server: &Server, org: &str, id: &str) -> Value {
-    let (_, got) = server.get(&format!("/webhooksubscription/{id}"), org).await;
-    let (_, list) = server.get("/webhooksubscription/all", org).await;
-    let listed = list["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["id"] == id)
-        .cloned()
-        .unwrap();
-    assert_eq!(
-        got["payloadFilter"], listed["payloadFilter"],
-        "get and list agree"
-    );
-    got["payloadFilter"].clone()
+    shown_field(server, org, id, "payloadFilter").await
 }
 
 /// Nested `$not`s, `depth` filters in all.

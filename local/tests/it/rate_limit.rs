@@ -50,14 +50,12 @@ async fn post(
     receiver: &Receiver,
     extra: Value,
 ) -> (StatusCode, Value) {
-    let mut body = json!({"uri": receiver.uri("/hook"), "eventFilters": [contact(org, "dep")]});
-    for (k, v) in extra.as_object().unwrap() {
-        body[k] = v.clone();
-    }
-    send(
-        server
-            .req(reqwest::Method::POST, "/webhooksubscription", org)
-            .json(&body),
+    post_subscription(
+        server,
+        org,
+        &receiver.uri("/hook"),
+        contact(org, "dep"),
+        extra,
     )
     .await
 }

@@ -31,36 +31,14 @@ const DEPLOYMENT: (&str, &str) = ("WEBHOOKS_RETRY_SCHEDULE", "1h");
 /// Failures here are 500s: the breaker, tested elsewhere, must not hold them.
 const NO_BREAKER: (&str, &str) = ("WEBHOOKS_BREAKER_FAILURES", "1000");
 
-/// Creates (or updates) `org`'s subscription of `uri` to contact events, with `extra` members.
+/// Creates (or updates) `org`'s subscription of `uri`, with `extra` members.
 async fn post(server: &Server, org: &str, uri: &str, extra: Value) -> (StatusCode, Value) {
-    let mut body = json!({"uri": uri, "eventFilters": [contact(org, "dep")]});
-    for (k, v) in extra.as_object().unwrap() {
-        body[k] = v.clone();
-    }
-    send(
-        server
-            .req(reqwest::Method::POST, "/webhooksubscription", org)
-            .json(&body),
-    )
-    .await
+    post_subscription(server, org, uri, contact(org, "dep"), extra).await
 }
 
-/// What get and list show of subscription `id`'s `retrySchedule` (they must agree).
+/// What get and list show of subscription `id`'s `retrySchedule`.
 async fn shown(server: &Server, org: &str, id: &str) -> Value {
-    let (_, got) = server.get(&format!("/webhooksubscription/{id}"), org).await;
-    let (_, list) = server.get("/webhooksubscription/all", org).await;
-    let listed = list["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["id"] == id)
-        .cloned()
-        .unwrap();
-    assert_eq!(
-        got["retrySchedule"], listed["retrySchedule"],
-        "get and list agree"
-    );
-    got["retrySchedule"].clone()
+    shown_field(server, org, id, "retrySchedule").await
 }
 
 fn epoch_ms(v: &Value) -> i64 {

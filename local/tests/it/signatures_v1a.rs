@@ -30,17 +30,9 @@ fn event(id: &str, org: &str) -> Value {
            "contact": {"id": "contact-1"}})
 }
 
+/// Creates (or updates) `org`'s subscription of `uri`, with `extra` members.
 async fn post(server: &Server, org: &str, uri: &str, extra: Value) -> (StatusCode, Value) {
-    let mut body = json!({"uri": uri, "eventFilters": [contact(org, "d")]});
-    for (k, v) in extra.as_object().unwrap() {
-        body[k] = v.clone();
-    }
-    send(
-        server
-            .req(Method::POST, "/webhooksubscription", org)
-            .json(&body),
-    )
-    .await
+    post_subscription(server, org, uri, contact(org, "d"), extra).await
 }
 
 async fn secret(server: &Server, org: &str, id: &str) -> Value {
@@ -93,22 +85,9 @@ fn alone<'a>(secret: &'a str, signature: &'a str) -> Check<'a> {
     }
 }
 
-/// What get and list show of subscription `id`'s `signatureScheme` (they must agree).
+/// What get and list show of subscription `id`'s `signatureScheme`.
 async fn shown(server: &Server, org: &str, id: &str) -> Value {
-    let (_, got) = server.get(&format!("/webhooksubscription/{id}"), org).await;
-    let (_, list) = server.get("/webhooksubscription/all", org).await;
-    let listed = list["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["id"] == id)
-        .cloned()
-        .unwrap();
-    assert_eq!(
-        got["signatureScheme"], listed["signatureScheme"],
-        "get and list agree"
-    );
-    got["signatureScheme"].clone()
+    shown_field(server, org, id, "signatureScheme").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

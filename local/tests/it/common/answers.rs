@@ -2,7 +2,7 @@
 //! never a 5xx; a producer that honours `503` + `Retry-After`; the filters of the tests.
 
 use http::StatusCode;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::Server;
 
@@ -91,4 +91,40 @@ pub fn inbound(org: &str, dep: &str) -> String {
 
 pub fn contact(org: &str, dep: &str) -> String {
     format!("/orgId/{org}/department/{dep}/contact")
+}
+
+/// Creates (or updates) `org`'s subscription of `uri` to `filter`, with `extra`'s members in
+/// the body (the field under test).
+pub async fn post_subscription(
+    server: &Server,
+    org: &str,
+    uri: &str,
+    filter: String,
+    extra: Value,
+) -> (StatusCode, Value) {
+    let mut body = json!({"uri": uri, "eventFilters": [filter]});
+    for (k, v) in extra.as_object().expect("extra is an object") {
+        body[k] = v.clone();
+    }
+    send(
+        server
+            .req(reqwest::Method::POST, "/webhooksubscription", org)
+            .json(&body),
+    )
+    .await
+}
+
+/// What get and list show of subscription `id`'s `field`: they must agree.
+pub async fn shown_field(server: &Server, org: &str, id: &str, field: &str) -> Value {
+    let (_, got) = server.get(&format!("/webhooksubscription/{id}"), org).await;
+    let (_, list) = server.get("/webhooksubscription/all", org).await;
+    let listed = list["content"]
+        .as_array()
+        .expect("a page's content")
+        .iter()
+        .find(|s| s["id"] == id)
+        .cloned()
+        .expect("the subscription is listed");
+    assert_eq!(got[field], listed[field], "get and list agree on {field}");
+    got[field].clone()
 }
