@@ -44,34 +44,51 @@ const FOUND_A_DIFFERENCE: [u64; 1] = [1_592_590_371];
 /// (`signatureScheme`), its notifications signed `v1` before and `v1a v1` after.
 const SIGNS_WITH_V1A: u64 = 1_592_594_689;
 
+/// The seeds every commit runs: a fixed base, and the seeds that once found a difference or
+/// that exercise a feature the base may miss.
+fn seeds_of_every_commit() -> impl Iterator<Item = u64> {
+    (0..testkit::size::scaled(4, 40) as u64)
+        .map(|i| 0x5eed_0000 + i)
+        .chain(FOUND_A_DIFFERENCE)
+        .chain([SIGNS_WITH_V1A])
+}
+
+/// Whether a sequence of every commit has a create followed by an event that `exercises` it.
+fn some_sequence_of_every_commit(exercises: impl Fn(&Op, &plan::Event) -> bool) -> bool {
+    seeds_of_every_commit().any(|seed| {
+        let ops = plan::sequence(seed, testkit::size::scaled(10, 15));
+        ops.iter().enumerate().any(|(i, op)| {
+            matches!(op, Op::Create { .. })
+                && ops[i + 1..].iter().any(|later| match later {
+                    Op::Events(events) => events.iter().any(|e| exercises(op, e)),
+                    _ => false,
+                })
+        })
+    })
+}
+
+/// A create that no other field refuses (its retry schedule or its rate limit, its filters).
+fn accepted(op: &Op) -> bool {
+    !matches!(
+        op,
+        Op::Create {
+            retries: plan::Retries::Refused,
+            ..
+        } | Op::Create {
+            kind: plan::Kind::BadRate | plan::Kind::Foreign,
+            ..
+        }
+    )
+}
+
 /// The sequences every commit runs refuse an event by a payload filter: a subscription with a
 /// filter on one recipient, then an inbound event of its department to the other.
 #[test]
 fn the_sequences_of_every_commit_refuse_an_event_by_its_payload() {
-    let refused = (0..testkit::size::scaled(4, 40) as u64)
-        .map(|i| 0x5eed_0000 + i)
-        .chain(FOUND_A_DIFFERENCE)
-        .any(|seed| {
-            let ops = plan::sequence(seed, testkit::size::scaled(10, 15));
-            ops.iter().enumerate().any(|(i, op)| {
-                let Op::Create {
-                    kind: plan::Kind::Filter(k),
-                    dep,
-                    ..
-                } = op
-                else {
-                    return false;
-                };
-                ops[i + 1..].iter().any(|later| match later {
-                    Op::Events(events) => events
-                        .iter()
-                        .any(|e| e.inbound && e.dep == *dep && e.to != *k),
-                    _ => false,
-                })
-            })
-        });
     assert!(
-        refused,
+        some_sequence_of_every_commit(|op, e| accepted(op)
+            && matches!(op, Op::Create { kind: plan::Kind::Filter(k), dep, .. }
+                if e.inbound && e.dep == *dep && e.to != *k)),
         "no sequence of every commit exercises a payload filter"
     );
 }
@@ -81,31 +98,10 @@ fn the_sequences_of_every_commit_refuse_an_event_by_its_payload() {
 /// must then show the model's schemes (`v1a`, or `v1a v1` during a switch's overlap).
 #[test]
 fn the_sequences_of_every_commit_sign_with_v1a() {
-    let signed = (0..testkit::size::scaled(4, 40) as u64)
-        .map(|i| 0x5eed_0000 + i)
-        .chain(FOUND_A_DIFFERENCE)
-        .chain([SIGNS_WITH_V1A])
-        .any(|seed| {
-            let ops = plan::sequence(seed, testkit::size::scaled(10, 15));
-            ops.iter().enumerate().any(|(i, op)| {
-                let Op::Create {
-                    kind: plan::Kind::V1a,
-                    retries:
-                        plan::Retries::Absent | plan::Retries::Own(_) | plan::Retries::Deployment,
-                    dep,
-                    ..
-                } = op
-                else {
-                    return false;
-                };
-                ops[i + 1..].iter().any(|later| match later {
-                    Op::Events(events) => events.iter().any(|e| e.inbound && e.dep == *dep),
-                    _ => false,
-                })
-            })
-        });
     assert!(
-        signed,
+        some_sequence_of_every_commit(|op, e| accepted(op)
+            && matches!(op, Op::Create { kind: plan::Kind::V1a, dep, .. }
+                if e.inbound && e.dep == *dep)),
         "no sequence of every commit delivers to a v1a subscription"
     );
 }
@@ -114,41 +110,12 @@ fn the_sequences_of_every_commit_sign_with_v1a() {
 /// fail one of its notifications: the runtimes are compared on when it is given up.
 #[test]
 fn the_sequences_of_every_commit_fail_a_notification_on_its_own_schedule() {
-    let exercised = (0..testkit::size::scaled(4, 40) as u64)
-        .map(|i| 0x5eed_0000 + i)
-        .chain(FOUND_A_DIFFERENCE)
-        .chain([SIGNS_WITH_V1A])
-        .any(|seed| {
-            let ops = plan::sequence(seed, testkit::size::scaled(10, 15));
-            ops.iter().enumerate().any(|(i, op)| {
-                let Op::Create {
-                    retries: plan::Retries::Own(_),
-                    kind,
-                    slot,
-                    dep,
-                    ..
-                } = op
-                else {
-                    return false;
-                };
-                // (a create refused for another field sets no schedule)
-                if matches!(kind, plan::Kind::BadRate | plan::Kind::Foreign) {
-                    return false;
-                }
-                ops[i + 1..].iter().any(|later| match later {
-                    Op::Events(events) => events.iter().any(|e| {
-                        e.inbound
-                            && e.dep == *dep
-                            && e.answers.iter().any(|(s, answers)| {
-                                s == slot && answers.contains(&plan::Answer::Fail)
-                            })
-                    }),
-                    _ => false,
-                })
-            })
-        });
     assert!(
-        exercised,
+        some_sequence_of_every_commit(|op, e| accepted(op)
+            && matches!(op, Op::Create { retries: plan::Retries::Own(_), slot, dep, .. }
+            if e.inbound && e.dep == *dep && e.answers.iter().any(|(s, answers)| {
+                s == slot && answers.contains(&plan::Answer::Fail)
+            }))),
         "no sequence of every commit fails a notification on its subscription's own schedule"
     );
 }
@@ -157,32 +124,15 @@ fn the_sequences_of_every_commit_fail_a_notification_on_its_own_schedule() {
 /// subscription created with one, then an inbound event of its department.
 #[test]
 fn the_sequences_of_every_commit_deliver_with_a_custom_header() {
-    let sent = (0..testkit::size::scaled(4, 40) as u64)
-        .map(|i| 0x5eed_0000 + i)
-        .chain(FOUND_A_DIFFERENCE)
-        .chain([SIGNS_WITH_V1A])
-        .any(|seed| {
-            let ops = plan::sequence(seed, testkit::size::scaled(10, 15));
-            ops.iter().enumerate().any(|(i, op)| {
-                let Op::Create {
+    assert!(
+        some_sequence_of_every_commit(|op, e| accepted(op)
+            && matches!(op, Op::Create {
                     headers: Some(Some(_)),
                     dep,
+                    // (no payload filter that could refuse the event)
                     kind: plan::Kind::Plain | plan::Kind::Ordered | plan::Kind::Rate(_),
-                    retries:
-                        plan::Retries::Absent | plan::Retries::Own(_) | plan::Retries::Deployment,
                     ..
-                } = op
-                else {
-                    return false;
-                };
-                ops[i + 1..].iter().any(|later| match later {
-                    Op::Events(events) => events.iter().any(|e| e.inbound && e.dep == *dep),
-                    _ => false,
-                })
-            })
-        });
-    assert!(
-        sent,
+                } if e.inbound && e.dep == *dep)),
         "no sequence of every commit delivers with a custom header"
     );
 }
@@ -199,10 +149,7 @@ async fn every_runtime_agrees_with_the_model() {
         Ok(text) => vec![Replay::parse(&text)],
         // A fixed base: every commit runs the same sequences, and the
         // seeds that once found a difference.
-        Err(_) => (0..testkit::size::scaled(4, 40) as u64)
-            .map(|i| 0x5eed_0000 + i)
-            .chain(FOUND_A_DIFFERENCE)
-            .chain([SIGNS_WITH_V1A])
+        Err(_) => seeds_of_every_commit()
             .map(|seed| Replay {
                 seed,
                 len,
