@@ -11,6 +11,9 @@ import { catalogue } from './event-types.js';
 
 const SIZE = 20;
 
+// A v1a subscription has a public key to show; its private key never leaves the service.
+const revealWords = (sub) => (sub.signatureScheme === 'v1a' ? 'Show public key' : 'Reveal secret');
+
 export function render(main, ctx) {
   let page = 0;
   const listRequest = ctx.latest(); // "Next" pressed twice: only the last page asked is shown
@@ -82,7 +85,7 @@ export function render(main, ctx) {
     const secretSlot = h('div', { class: 'secret' });
     const actions = h('div', { class: 'actions' });
     const deliveries = h('a', { class: 'button primary', href: `#/subscriptions/${api.enc(sub.id)}` }, 'Deliveries');
-    const reveal = h('button', { type: 'button' }, 'Reveal secret');
+    const reveal = h('button', { type: 'button' }, revealWords(sub));
     const remove = h('button', { type: 'button', class: 'danger' }, 'Delete');
     actions.append(deliveries, reveal);
     if (sub.status === 'BLACKLISTED' || sub.status === 'EXPIRED') {
@@ -149,7 +152,7 @@ export function render(main, ctx) {
   async function toggleSecret(sub, button, slot) {
     if (slot.childElementCount) {
       show(slot);
-      button.textContent = 'Reveal secret';
+      button.textContent = revealWords(sub);
       return;
     }
     button.disabled = true;
@@ -168,7 +171,7 @@ export function render(main, ctx) {
         }
       });
       show(slot, h('label', {}, what), h('div', { class: 'inline' }, h('code', { class: publicKey ? 'public-key' : 'secret-value' }, value), copy));
-      button.textContent = 'Hide secret';
+      button.textContent = publicKey ? 'Hide public key' : 'Hide secret';
     } catch (e) {
       show(slot, h('p', { class: 'error', role: 'alert' }, `Could not read the secret: ${e.message}`));
     } finally {

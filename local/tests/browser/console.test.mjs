@@ -518,7 +518,7 @@ test('a v1a (ed25519) subscription: chosen in the form, said on its card, its pu
   const card = page.locator('li.subscription').filter({ hasText: `${receiverUri}/ed25519` });
   await card.waitFor();
   assert.equal(await card.locator('dd.signature-scheme').innerText(), 'v1a (ed25519, public key)');
-  await card.getByRole('button', { name: 'Reveal secret' }).click();
+  await card.getByRole('button', { name: 'Show public key' }).click();
   const key = card.locator('code.public-key');
   await key.filter({ hasText: /^whpk_[A-Za-z0-9+/]{43}=$/ }).waitFor();
   assert.equal(await card.locator('.secret-value').count(), 0, 'no private key or secret shown');
