@@ -14,7 +14,7 @@ use crate::secret;
 use crate::signature::SignatureScheme;
 
 /// The default grace period of the replaced secret: a day.
-pub use crate::store::DEFAULT_GRACE_SECONDS;
+use crate::store::DEFAULT_GRACE_SECONDS;
 /// The longest grace period: a week.
 pub const MAX_GRACE_SECONDS: i64 = 604_800;
 
