@@ -14,7 +14,7 @@ pub const MAX_SIZE: u64 = 2000;
 const MAX_ORDERS: usize = 16;
 
 /// One `sort` order of a list request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Order {
     /// The property sorted on, as the API names it (e.g. `createdDateTime`).
     pub property: &'static str,
@@ -37,7 +37,7 @@ impl Order {
 }
 
 /// A list request's paging: `page`, `size` and `sort`, checked.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PageRequest {
     /// The page wanted, 0-based.
     pub page: u64,

@@ -508,36 +508,18 @@ pub fn render(s: &StoredSubscription, now: i64, prefix: &str) -> Subscription {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::SubscriptionStatus;
     use crate::store::DisabledEntry;
 
     #[test]
     fn a_listed_subscription_renders_as_a_got_one() {
         let s = StoredSubscription {
-            id: "id-1".into(),
-            org_id: "org-1".into(),
-            uri: "https://example.com/hook".into(),
-            event_filters: vec!["/orgId/org-1/department/d/contact".into()],
             disabled_filters: vec![DisabledEntry {
                 filter: "/orgId/org-2/department/d/contact".into(),
                 reason: "PERMISSION_DENIED".into(),
                 message: "not yours".into(),
             }],
-            expires_at: 5_000,
-            status: SubscriptionStatus::Active,
-            created_at: 1,
-            updated_at: 2,
-            secret: "whsec_x".into(),
-            previous_secrets: vec![],
-            failing_since: None,
-            health: Default::default(),
-            ordered: false,
             rate_limit: Some(50),
-            role_arn: None,
-            external_id: None,
-            payload_filter: None,
-            retry_schedule: None,
-            custom_headers: None,
+            ..StoredSubscription::example("id-1", "org-1")
         };
         for now in [0, 5_000] {
             assert_eq!(render_owned(s.clone(), now, "w"), render(&s, now, "w"));

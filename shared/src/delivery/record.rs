@@ -185,17 +185,13 @@ async fn remember_health(
 ) -> Option<(Health, Health)> {
     let app = run.app;
     let signal = &signal(posted);
+    let waits = subscription.retry_waits(&app.config.retry_schedule);
     let pause = match posted {
         Posted::Answered {
             status,
             retry_after,
             ..
-        } => pause_until(
-            *status,
-            retry_after.as_deref(),
-            run.now,
-            subscription.retry_waits(&app.config.retry_schedule),
-        ),
+        } => pause_until(*status, retry_after.as_deref(), run.now, waits),
         Posted::Failed { .. } | Posted::Accepted { .. } => None,
     };
     let (org, id) = (&subscription.org_id, &subscription.id);

@@ -20,12 +20,13 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use rusqlite::hooks::Action;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::clock::Clock;
 use crate::store::StoreError;
 use group_commit::GroupCommit;
-use point_cache::PointCache;
+use read_cache::ReadCache;
 use threads::ConnectionThreads;
 
 pub use threads::before_sleep;
@@ -34,8 +35,8 @@ mod expiry;
 mod group_commit;
 mod history;
 mod outbox;
-mod point_cache;
 mod queue;
+mod read_cache;
 mod schema;
 mod store;
 mod threads;
@@ -87,8 +88,9 @@ pub struct SqliteDb {
     /// The small writes of ingestion and delivery (events, outcomes,
     /// completions), written together: many, one transaction.
     writes: Arc<GroupCommit<Write, Written, Arc<StoreError>>>,
-    /// Subscriptions read by id, until the next write (`point_cache.rs`).
-    points: Arc<PointCache>,
+    /// Subscriptions read by id and list pages, until the next write
+    /// (`read_cache.rs`).
+    reads: Arc<ReadCache>,
     clock: Arc<dyn Clock>,
     /// Where the lease's turn over subscriptions stopped (`queue.rs`).
     turn: Arc<std::sync::Mutex<String>>,
@@ -193,6 +195,13 @@ impl SqliteDb {
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let mut conn = Connection::open(path).map_err(failure)?;
         Self::prepare_writer(&mut conn)?;
+        // The read cache learns of the writer's changes to subscriptions
+        // row by row; other tables' writes (history, queue) leave it be.
+        let reads = Arc::new(ReadCache::default());
+        let seen = reads.clone();
+        conn.update_hook(Some(move |_: Action, _: &str, table: &str, _: i64| {
+            seen.row_changed(table)
+        }));
         // Opened after the migrations, so they see the current schema.
         let readers = (0..readers())
             .map(|_| open_reader(path))
@@ -203,7 +212,7 @@ impl SqliteDb {
             ),
             readers: Arc::new(ConnectionThreads::start(readers, "sqlite-reader").map_err(failure)?),
             writes: Arc::default(),
-            points: Arc::default(),
+            reads,
             clock: crate::clock::system(),
             turn: Arc::default(),
             rates: Arc::default(),
@@ -240,9 +249,9 @@ impl SqliteDb {
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let points = self.points.clone();
+        let reads = self.reads.clone();
         self.writer
-            .run(move |conn| write(conn, &points, f))
+            .run(move |conn| write(conn, &reads, f))
             .await
             .map_err(failure)?
     }
@@ -260,18 +269,15 @@ impl SqliteDb {
 }
 
 /// Runs `f` with the write connection (on the writer's thread). A write
-/// that changed rows makes the point cache's entries stale before it is
-/// answered.
+/// that changed a subscription makes the read cache's entries stale before
+/// it is answered.
 fn write<T>(
     conn: &mut Connection,
-    points: &PointCache,
+    reads: &ReadCache,
     f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
-    let changes = conn.total_changes();
     let result = f(conn);
-    if conn.total_changes() != changes {
-        points.written();
-    }
+    reads.written();
     result
 }
 
@@ -295,7 +301,7 @@ impl SqliteDb {
         let db = self.clone();
         self.writer.submit(move |conn| {
             let more = db.writes.flush_batch(|batch| {
-                write(conn, &db.points, |conn| {
+                write(conn, &db.reads, |conn| {
                     let mut tx = conn.transaction().map_err(failure)?;
                     let written = outbox::write_events(&mut tx, batch).map_err(failure)?;
                     queue::write_completions(&tx, batch).map_err(failure)?;

@@ -159,10 +159,10 @@ impl Store for SqliteDb {
         org_id: &OrgId,
         id: &SubscriptionId,
     ) -> Result<Option<StoredSubscription>, StoreError> {
-        if let Some(found) = self.points.get(org_id, id) {
+        if let Some(found) = self.reads.get(org_id, id) {
             return Ok(Some(found));
         }
-        let generation = self.points.generation();
+        let generation = self.reads.generation();
         let (org, key) = (org_id.to_owned(), id.to_owned());
         let found = self
             .read(move |conn| {
@@ -177,7 +177,7 @@ impl Store for SqliteDb {
             })
             .await?;
         if let Some(found) = &found {
-            self.points.insert(found, generation);
+            self.reads.insert(found, generation);
         }
         Ok(found)
     }
@@ -188,9 +188,21 @@ impl Store for SqliteDb {
         page: &PageRequest,
         now: i64,
     ) -> Result<Page<StoredSubscription>, StoreError> {
-        let (org_id, page) = (org_id.to_owned(), page.clone());
-        self.read(move |conn| list_page(conn, &org_id, &page, now))
-            .await
+        // A page in a stored order is the same at any time until a write;
+        // one sorted by a rule of the core may change with `now`.
+        let kept = order::column_order(page).is_some();
+        if let Some(found) = kept.then(|| self.reads.page(org_id, page)).flatten() {
+            return Ok(found);
+        }
+        let generation = self.reads.generation();
+        let (org, request) = (org_id.to_owned(), page.clone());
+        let listed = self
+            .read(move |conn| list_page(conn, &org, &request, now))
+            .await?;
+        if kept {
+            self.reads.insert_page(org_id, page, &listed, generation);
+        }
+        Ok(listed)
     }
 
     async fn delete_subscription(

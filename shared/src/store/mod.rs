@@ -73,6 +73,35 @@ pub struct StoredSubscription {
     pub custom_headers: Option<CustomHeaders>,
 }
 
+#[cfg(test)]
+impl StoredSubscription {
+    /// An active callback subscription of `org_id`, for unit tests.
+    pub(crate) fn example(id: &str, org_id: &str) -> StoredSubscription {
+        StoredSubscription {
+            id: id.into(),
+            org_id: org_id.into(),
+            uri: "https://example.com/hook".into(),
+            event_filters: vec![format!("/orgId/{org_id}/department/d/contact")],
+            disabled_filters: vec![],
+            expires_at: 5_000,
+            status: crate::model::SubscriptionStatus::Active,
+            created_at: 1,
+            updated_at: 2,
+            secret: "whsec_x".into(),
+            previous_secrets: vec![],
+            failing_since: None,
+            health: Default::default(),
+            ordered: false,
+            rate_limit: None,
+            role_arn: None,
+            external_id: None,
+            payload_filter: None,
+            retry_schedule: None,
+            custom_headers: None,
+        }
+    }
+}
+
 impl StoredSubscription {
     /// The secrets notifications are signed with at `now`: the current one
     /// first, then every previous one whose grace period has not ended.

@@ -202,29 +202,17 @@ async fn unknown_stored_values_are_corrupt_and_named() {
     corrupt("attempt log", read().await, "notifications/n-1");
 }
 
-/// A subscription read by id is kept in memory (`sqlite/point_cache.rs`)
-/// only until a write: a get after this process's write sees it at once,
-/// another organization never sees it, and a change another process makes
-/// to the file is seen within the cache's 250 ms.
-#[tokio::test]
-async fn a_get_sees_each_write_at_once_and_another_processs_soon() {
-    use webhook_core::ids::SubscriptionId;
-    use webhook_core::store::{Store, Upsert};
-
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("points.db");
-    let db = SqliteDb::open(&path).unwrap();
-    let org = OrgId::from("org-p");
-    let id = SubscriptionId::from("sub-p");
-    let filter = |d: &str| format!("/orgId/org-p/department/{d}/contact");
-    let upsert = |filters: Vec<String>, now: i64| Upsert {
+/// An upsert of subscription `id` of `org` with `filters` at `now`, at
+/// `https://cb.example/{id}`.
+fn upsert(org: &OrgId, id: &str, filters: Vec<String>, now: i64) -> webhook_core::store::Upsert {
+    webhook_core::store::Upsert {
         org_id: org.clone(),
-        uri: "https://cb.example/p".into(),
+        uri: format!("https://cb.example/{id}"),
         event_filters: filters,
         disabled_filters: vec![],
         expires_at: 9_000_000_000_000,
         now,
-        new_id: id.clone(),
+        new_id: id.into(),
         new_secret: webhook_core::secret::new_signing_secret(),
         max_per_org: 10,
         ordered: None,
@@ -234,10 +222,47 @@ async fn a_get_sees_each_write_at_once_and_another_processs_soon() {
         payload_filter: None,
         retry_schedule: None,
         custom_headers: None,
-    };
+    }
+}
+
+/// Polls `read` until it answers `want`: a change another process made to
+/// the file is seen within the read cache's 250 ms (10 s allowed).
+async fn seen_soon<T: PartialEq + std::fmt::Debug, F: std::future::Future<Output = T>>(
+    read: impl Fn() -> F,
+    want: T,
+) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let got = read().await;
+        if got == want {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "another process's change was never seen: {got:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// A subscription read by id is kept in memory (`sqlite/read_cache.rs`)
+/// only until a write: a get after this process's write sees it at once,
+/// another organization never sees it, and a change another process makes
+/// to the file is seen within the cache's 250 ms.
+#[tokio::test]
+async fn a_get_sees_each_write_at_once_and_another_processs_soon() {
+    use webhook_core::ids::SubscriptionId;
+    use webhook_core::store::Store;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("points.db");
+    let db = SqliteDb::open(&path).unwrap();
+    let org = OrgId::from("org-p");
+    let id = SubscriptionId::from("sub-p");
+    let filter = |d: &str| format!("/orgId/org-p/department/{d}/contact");
     let get = || async { db.get_subscription(&org, &id).await.unwrap() };
 
-    db.upsert_subscription(upsert(vec![filter("a")], 1_000))
+    db.upsert_subscription(upsert(&org, "sub-p", vec![filter("a")], 1_000))
         .await
         .unwrap();
     assert_eq!(get().await.unwrap().event_filters, vec![filter("a")]);
@@ -250,7 +275,7 @@ async fn a_get_sees_each_write_at_once_and_another_processs_soon() {
         "another organization's get of the id finds nothing, kept or not"
     );
 
-    db.upsert_subscription(upsert(vec![filter("b")], 2_000))
+    db.upsert_subscription(upsert(&org, "sub-p", vec![filter("b")], 2_000))
         .await
         .unwrap();
     assert_eq!(
@@ -265,15 +290,87 @@ async fn a_get_sees_each_write_at_once_and_another_processs_soon() {
         [],
     )
     .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while get().await.unwrap().uri != "https://cb.example/q" {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "another process's change was never seen"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    seen_soon(
+        || async { get().await.unwrap().uri },
+        "https://cb.example/q".to_owned(),
+    )
+    .await;
 
     assert!(db.delete_subscription(&org, &id).await.unwrap());
     assert!(get().await.is_none(), "this process's delete");
+}
+
+/// A list page in a stored order is kept like a get (`sqlite/read_cache.rs`):
+/// a page after this process's write shows it at once, another
+/// organization's page is its own, another process's change is seen soon;
+/// a page in the core's order (`status`) is never kept.
+#[tokio::test]
+async fn a_list_page_sees_each_write_at_once_and_another_processs_soon() {
+    use webhook_core::page::PageRequest;
+    use webhook_core::store::Store;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pages.db");
+    let db = SqliteDb::open(&path).unwrap();
+    let (org, other) = (OrgId::from("org-p"), OrgId::from("org-q"));
+    let filter = |o: &str| format!("/orgId/{o}/department/d/contact");
+    let created = PageRequest::from_query(
+        Some("sort=createdDateTime,desc"),
+        &["createdDateTime", "status"],
+    )
+    .unwrap();
+    let by_status =
+        PageRequest::from_query(Some("sort=status"), &["createdDateTime", "status"]).unwrap();
+    let uris = |org: OrgId, page: PageRequest| {
+        let db = db.clone();
+        async move {
+            let listed = db.list_subscriptions(&org, &page, 1_000).await.unwrap();
+            listed
+                .content
+                .into_iter()
+                .map(|s| s.uri)
+                .collect::<Vec<_>>()
+        }
+    };
+    let at = |id: &str| format!("https://cb.example/{id}");
+
+    db.upsert_subscription(upsert(&org, "sub-1", vec![filter("org-p")], 1_000))
+        .await
+        .unwrap();
+    db.upsert_subscription(upsert(&other, "sub-9", vec![filter("org-q")], 1_000))
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        assert_eq!(uris(org.clone(), created.clone()).await, vec![at("sub-1")]);
+        assert_eq!(
+            uris(other.clone(), created.clone()).await,
+            vec![at("sub-9")]
+        );
+    }
+
+    db.upsert_subscription(upsert(&org, "sub-2", vec![filter("org-p")], 2_000))
+        .await
+        .unwrap();
+    assert_eq!(
+        uris(org.clone(), created.clone()).await,
+        vec![at("sub-2"), at("sub-1")],
+        "this process's write"
+    );
+
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    let change = "UPDATE subscriptions SET uri = 'https://cb.example/moved' WHERE id = 'sub-1'";
+    assert_eq!(uris(org.clone(), by_status.clone()).await.len(), 2);
+    raw.execute(change, []).unwrap();
+    seen_soon(
+        || uris(org.clone(), created.clone()),
+        vec![at("sub-2"), at("moved")],
+    )
+    .await;
+    raw.execute("DELETE FROM subscriptions WHERE id = 'sub-2'", [])
+        .unwrap();
+    assert_eq!(
+        uris(org.clone(), by_status.clone()).await,
+        vec![at("moved")],
+        "a page in the core's order is read at once"
+    );
 }
