@@ -158,8 +158,8 @@ fn epoch_ms(v: &serde_json::Value) -> i64 {
 
 /// Queued for the slow callback: 500 on every commit, 25,000 in the full tier (beyond the
 /// 20,000 due rows the old SQLite lease looked at), on both backends. On the AWS backend
-/// posting 25,000 events one at a time through the emulators takes some six minutes
-/// (`.config/nextest.toml` gives the test fifteen).
+/// posting 25,000 events one at a time through the emulators takes 7 to 14 minutes by the
+/// machine (`.config/nextest.toml` gives the test twenty-five).
 fn backlog_size() -> usize {
     testkit::size::scaled(500, 25_000)
 }
