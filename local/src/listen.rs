@@ -2,8 +2,9 @@
 //! validation handshake by echoing `validation-token` and prints every
 //! notification it receives, one JSON line each, on stdout. With `--secret`
 //! it verifies each notification's Standard Webhooks signature and timestamp
-//! (with the `standardwebhooks` crate, independent of the sender's code),
-//! says so on stderr, and answers 401 to a bad one. `--secret` may be given
+//! (a `whsec_` secret with the `standardwebhooks` crate, independent of the
+//! sender's code; a `v1a` subscription's `whpk_` public key with ed25519,
+//! `signatures.rs`), says so on stderr, and answers 401 to a bad one. `--secret` may be given
 //! more than once (during a rotation: the old and the new secret); a
 //! notification is accepted when it verifies with any of them, and the line
 //! says which (`key 1`, `key 2`, ... in the order given, never the secret). With `--fail-first N`
@@ -26,6 +27,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use clap::Args;
+
+use crate::signatures::Verifier;
 use webhooks_receiver::{Answer, Arrival, Callback};
 
 #[derive(Args)]
@@ -36,7 +39,8 @@ pub struct ListenArgs {
     /// Address to bind.
     #[arg(long, default_value = "127.0.0.1")]
     host: IpAddr,
-    /// The subscription's signing secret (`whsec_...`): verify every notification.
+    /// The subscription's signing secret (`whsec_...`) or, for a `v1a`
+    /// subscription, its public key (`whpk_...`): verify every notification.
     /// Repeat it to accept any of several (the old and the new one while a
     /// rotation's grace period runs); the environment variable takes a
     /// comma-separated list.
@@ -70,7 +74,7 @@ pub struct ListenArgs {
 
 struct Listener {
     /// One verifier per `--secret`, in the order given.
-    verifiers: Vec<standardwebhooks::Webhook>,
+    verifiers: Vec<Verifier>,
     /// Notifications still to answer 500 (`u64::MAX` with `--fail-all`).
     failures_left: AtomicU64,
     fail_body: String,
@@ -86,8 +90,7 @@ pub fn run(args: ListenArgs) -> Result<(), String> {
         .iter()
         .enumerate()
         .map(|(i, secret)| {
-            standardwebhooks::Webhook::new(secret.trim())
-                .map_err(|e| format!("--secret (key {}): {e}", i + 1))
+            Verifier::new(secret).map_err(|e| format!("--secret (key {}): {e}", i + 1))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let record = match &args.record {

@@ -28,6 +28,7 @@ mod runtime;
 mod sample_data;
 mod serve;
 mod shutdown;
+mod signatures;
 mod test_clock;
 mod verify;
 mod workers;

@@ -1,7 +1,7 @@
 //! `webhooks-local verify`: checks the Standard Webhooks signature of
 //! notifications recorded by `webhooks-local listen --record` (one JSON
-//! line each on stdin), with the `standardwebhooks` crate as `listen
-//! --secret` does: for a script that learns the secret after the
+//! line each on stdin), with a `whsec_` secret or a `whpk_` public key as
+//! `listen --secret` does (`signatures.rs`): for a script that learns the secret after the
 //! notification arrived. Fails naming the first line that does not verify.
 
 use std::io::BufRead;
@@ -9,9 +9,12 @@ use std::io::BufRead;
 use clap::Args;
 use http::{HeaderMap, HeaderName, HeaderValue};
 
+use crate::signatures::Verifier;
+
 #[derive(Args)]
 pub struct VerifyArgs {
-    /// The subscription's signing secret (`whsec_...`); repeat it to accept any of several.
+    /// The subscription's signing secret (`whsec_...`), or its public key
+    /// (`whpk_...`) for `v1a`; repeat it to accept any of several.
     #[arg(long, required = true)]
     secret: Vec<String>,
 }
@@ -22,8 +25,7 @@ pub fn run(args: VerifyArgs) -> Result<(), String> {
         .iter()
         .enumerate()
         .map(|(i, secret)| {
-            standardwebhooks::Webhook::new(secret.trim())
-                .map_err(|e| format!("--secret (key {}): {e}", i + 1))
+            Verifier::new(secret).map_err(|e| format!("--secret (key {}): {e}", i + 1))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let mut count = 0;
@@ -43,7 +45,7 @@ pub fn run(args: VerifyArgs) -> Result<(), String> {
 }
 
 /// Which verifier (index) accepts a line of `listen --record`.
-fn verify_line(verifiers: &[standardwebhooks::Webhook], line: &str) -> Result<usize, String> {
+fn verify_line(verifiers: &[Verifier], line: &str) -> Result<usize, String> {
     let (headers, body) = recorded(line)?;
     verifiers
         .iter()
@@ -73,17 +75,16 @@ mod tests {
     const SECRET: &str = "whsec_c2VlZGVkLXNlY3JldC1mb3ItdGVzdHM=";
     const OTHER: &str = "whsec_b3RoZXItc2VjcmV0LWZvci10ZXN0cw==";
 
-    /// A notification signed with `SECRET`, as `listen --record` writes it.
-    fn recorded_notification(body: &str) -> String {
+    /// A notification signed with `key` (`whsec_` or `whsk_`), as `listen --record` writes it.
+    fn recorded_notification(body: &str, key: &str) -> String {
         let id = "msg_1";
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_secs() as i64;
-        let signature = standardwebhooks::Webhook::new(SECRET)
+        let signature = webhook_core::signature::SigningKey::from_secret(key)
             .unwrap()
-            .sign(id, now, body.as_bytes())
-            .unwrap();
+            .sign(id, now, body.as_bytes());
         let mut headers = HeaderMap::new();
         headers.insert("webhook-id", HeaderValue::from_static(id));
         headers.insert("webhook-timestamp", now.to_string().parse().unwrap());
@@ -97,18 +98,38 @@ mod tests {
         })
     }
 
+    fn verifiers(keys: &[&str]) -> Vec<Verifier> {
+        keys.iter().map(|k| Verifier::new(k).unwrap()).collect()
+    }
+
     #[test]
     fn a_recorded_notification_verifies_with_its_secret_only() {
-        let verifiers = |secrets: &[&str]| -> Vec<_> {
-            secrets
-                .iter()
-                .map(|s| standardwebhooks::Webhook::new(s).unwrap())
-                .collect()
-        };
-        let line = recorded_notification(r#"{"id":"n-1","text":"héllo \"quoted\""}"#);
+        let line = recorded_notification(r#"{"id":"n-1","text":"héllo \"quoted\""}"#, SECRET);
         assert_eq!(verify_line(&verifiers(&[OTHER, SECRET]), &line), Ok(1));
         assert!(verify_line(&verifiers(&[OTHER]), &line).is_err());
         let tampered = line.replace("n-1", "n-2");
         assert!(verify_line(&verifiers(&[SECRET]), &tampered).is_err());
+    }
+
+    #[test]
+    fn a_v1a_notification_verifies_with_its_public_key_only() {
+        use webhook_core::signature::{public_key, SignatureScheme};
+        let (key, other) = (
+            SignatureScheme::V1a.new_key(),
+            SignatureScheme::V1a.new_key(),
+        );
+        let (public, other_public) = (public_key(&key).unwrap(), public_key(&other).unwrap());
+        let line = recorded_notification(r#"{"id":"n-1"}"#, &key);
+        assert_eq!(
+            verify_line(&verifiers(&[SECRET, &other_public, &public]), &line),
+            Ok(2)
+        );
+        assert!(verify_line(&verifiers(&[SECRET, &other_public]), &line).is_err());
+        let tampered = line.replace("n-1", "n-2");
+        assert!(verify_line(&verifiers(&[&public]), &tampered).is_err());
+        assert!(
+            Verifier::new(&key).is_err(),
+            "a private key is refused, not used"
+        );
     }
 }

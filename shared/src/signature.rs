@@ -10,7 +10,7 @@
 //! stored (docs/decisions/ed25519-signatures.md).
 
 use aws_lc_rs::hmac;
-use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair};
+use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair, UnparsedPublicKey, ED25519};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 
@@ -152,6 +152,29 @@ impl SigningKey {
     }
 }
 
+/// A `whpk_` public key: what a receiver of a `v1a` subscription checks
+/// its notifications with (`webhooks-local listen` and `verify` do).
+pub struct PublicKey(UnparsedPublicKey<Vec<u8>>);
+
+impl PublicKey {
+    /// Decodes a `whpk_` key; `None` for anything else.
+    pub fn parse(key: &str) -> Option<Self> {
+        let raw = STANDARD.decode(key.strip_prefix(PUBLIC_KEY_PREFIX)?).ok()?;
+        (raw.len() == 32).then(|| PublicKey(UnparsedPublicKey::new(&ED25519, raw)))
+    }
+
+    /// Whether one of the space-separated signatures of a `webhook-signature`
+    /// header is this key's `v1a` signature of `id`, `timestamp` and `body`.
+    pub fn verifies(&self, header: &str, id: &str, timestamp: &str, body: &[u8]) -> bool {
+        let message = [id.as_bytes(), b".", timestamp.as_bytes(), b".", body].concat();
+        header
+            .split(' ')
+            .filter_map(|s| s.strip_prefix("v1a,"))
+            .filter_map(|s| STANDARD.decode(s).ok())
+            .any(|signature| self.0.verify(&message, &signature).is_ok())
+    }
+}
+
 /// The `webhook-signature` header of a notification signed with every key,
 /// space-separated in the order given (Standard Webhooks: a receiver accepts
 /// the notification if any one of them verifies with a key it holds).
@@ -208,6 +231,48 @@ mod tests {
         assert!(verifier.verify(b"msg_1.1614265330.{}", &sig).is_ok());
         assert!(verifier.verify(b"msg_1.1614265331.{}", &sig).is_err());
         assert_eq!(public_key(&SignatureScheme::V1.new_key()), None);
+    }
+
+    #[test]
+    fn a_public_key_verifies_its_v1a_signatures_only() {
+        let key = SignatureScheme::V1a.new_key();
+        let public = PublicKey::parse(&public_key(&key).unwrap()).unwrap();
+        let signed = SigningKey::from_secret(&key)
+            .unwrap()
+            .sign("msg_1", 1614265330, b"{}");
+        let other = SigningKey::from_secret(&SignatureScheme::V1a.new_key())
+            .unwrap()
+            .sign("msg_1", 1614265330, b"{}");
+        let hmac = SigningKey::from_secret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+            .unwrap()
+            .sign("msg_1", 1614265330, b"{}");
+        assert!(public.verifies(&signed, "msg_1", "1614265330", b"{}"));
+        assert!(public.verifies(
+            &format!("{hmac} {other} {signed}"),
+            "msg_1",
+            "1614265330",
+            b"{}"
+        ));
+        assert!(
+            !public.verifies(&signed, "msg_1", "1614265331", b"{}"),
+            "another timestamp"
+        );
+        assert!(
+            !public.verifies(&signed, "msg_1", "1614265330", b"{ }"),
+            "another body"
+        );
+        assert!(!public.verifies(&format!("{hmac} {other}"), "msg_1", "1614265330", b"{}"));
+        assert!(!public.verifies(
+            &signed.replacen("v1a,", "v1,", 1),
+            "msg_1",
+            "1614265330",
+            b"{}"
+        ));
+        assert!(
+            PublicKey::parse(&key).is_none(),
+            "a private key is no public key"
+        );
+        assert!(PublicKey::parse("whpk_AAAA").is_none(), "too short");
     }
 
     #[test]
