@@ -190,14 +190,15 @@ impl Store for SqliteDb {
     ) -> Result<Page<StoredSubscription>, StoreError> {
         // A page in a stored order is the same at any time until a write;
         // one sorted by a rule of the core may change with `now`.
-        let kept = order::column_order(page).is_some();
+        let columns = order::column_order(page);
+        let kept = columns.is_some();
         if let Some(found) = kept.then(|| self.reads.page(org_id, page)).flatten() {
             return Ok(found);
         }
         let generation = self.reads.generation();
         let (org, request) = (org_id.to_owned(), page.clone());
         let listed = self
-            .read(move |conn| list_page(conn, &org, &request, now))
+            .read(move |conn| list_page(conn, &org, &request, columns.as_deref(), now))
             .await?;
         if kept {
             self.reads.insert_page(org_id, page, &listed, generation);
@@ -432,15 +433,18 @@ impl Store for SqliteDb {
 /// there is one); an order that needs a rule of the core (the status as
 /// seen at `now`, `ignorecase`) is the core's ([`order::sort_and_page_by`])
 /// over the sort keys of the organization, then the page's rows by id.
+/// `columns`: the page's order as stored columns ([`order::column_order`]),
+/// if it is one.
 fn list_page(
     conn: &rusqlite::Connection,
     org_id: &OrgId,
     page: &PageRequest,
+    columns: Option<&[(order::Column, bool)]>,
     now: i64,
 ) -> Result<Page<StoredSubscription>, StoreError> {
     let tx = conn.unchecked_transaction().map_err(failure)?;
-    let listed = match order::column_order(page) {
-        Some(columns) => in_column_order(&tx, org_id, page, &columns),
+    let listed = match columns {
+        Some(columns) => in_column_order(&tx, org_id, page, columns),
         None => in_core_order(&tx, org_id, page, now),
     }?;
     tx.finish().map_err(failure)?;
