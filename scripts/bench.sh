@@ -64,6 +64,35 @@ else
     cargo build --release --locked --workspace --bins
 fi
 
+# The lambda, cost and sizes suites (and a full run) measure the Lambda binary as it is
+# deployed: `cargo lambda build --release` (what `sam build` runs) gives cargo the environment
+# of Cargo.toml's [workspace.metadata.lambda.build] and panic = "abort"; the no-op reference
+# is built the same way, natively, in a target directory of their own (webhooks-local keeps
+# the release profile as it is).
+named=0
+deployed=0
+for arg in "${args[@]}"; do
+    case "$arg" in
+        api | e2e | fanout | noisy | burst | lease | observability) named=1 ;;
+        lambda | cost | sizes) named=1; deployed=1 ;;
+    esac
+done
+[ "$named" = 1 ] || deployed=1
+if [ "$deployed" = 1 ]; then
+    step "the Lambda binary and the no-op as deployed (cargo lambda's settings, native)"
+    lambda_target="${CARGO_TARGET_DIR:-target}/lambda-native"
+    mapfile -t lambda_env < <(cargo metadata --no-deps --format-version 1 --locked | python3 -c '
+import json, sys
+env = json.load(sys.stdin)["metadata"]["lambda"]["build"].get("env", {})
+for k, v in env.items():
+    print(f"{k}={v}")')
+    lambda_env+=(CARGO_PROFILE_RELEASE_PANIC=abort)
+    echo "${lambda_env[*]}"
+    env "${lambda_env[@]}" cargo build --release --locked \
+        --target-dir "$lambda_target" -p webhooks-lambda -p webhooks-bench --bin webhooks-lambda --bin noop-lambda
+    args+=(--lambda-bin-dir "$lambda_target/release")
+fi
+
 if [ "$zips" = 1 ]; then
     step "arm64 Lambda zips (cargo lambda build --release --arm64 --output-format zip)"
     # cargo-lambda from the tools' venv (scripts/emulators.sh), and Rust's arm64 target.

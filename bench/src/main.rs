@@ -188,6 +188,11 @@ pub struct Settings {
     /// Where the release binaries are (default: beside this binary).
     #[arg(long)]
     bin_dir: Option<PathBuf>,
+    /// Where the Lambda binaries (`webhooks-lambda`, `noop-lambda`) of the
+    /// lambda, cost and sizes suites are, built as they are deployed
+    /// (scripts/bench.sh builds them there) [default: --bin-dir].
+    #[arg(long)]
+    lambda_bin_dir: Option<PathBuf>,
     /// Where `cargo lambda build` put its zips (default: target/lambda).
     #[arg(long)]
     lambda_dir: Vec<PathBuf>,
@@ -219,6 +224,13 @@ fn out_dir(out: Option<&Path>, suites: &[Suite]) -> PathBuf {
 }
 
 impl Settings {
+    /// A Lambda binary of the lambda, cost and sizes suites: from
+    /// `--lambda-bin-dir`, else where the other binaries are.
+    fn lambda_binary(&self, name: &str) -> PathBuf {
+        let dir = self.lambda_bin_dir.as_deref().or(self.bin_dir.as_deref());
+        process::workspace_binary(dir, name)
+    }
+
     fn recorded(&self) -> RunSettings {
         RunSettings {
             concurrency: self.concurrency,
@@ -388,16 +400,15 @@ async fn run(s: Settings) -> Result<(), String> {
     }
     if has(Suite::Sizes) {
         println!("\n== Sizes");
-        let bin_dir = process::workspace_binary(s.bin_dir.as_deref(), "x")
-            .parent()
-            .map(PathBuf::from)
-            .unwrap_or_default();
+        let dir_of = |binary: PathBuf| binary.parent().map(PathBuf::from).unwrap_or_default();
+        let bin_dir = dir_of(process::workspace_binary(s.bin_dir.as_deref(), "x"));
+        let lambda_bin_dir = dir_of(s.lambda_binary("x"));
         let mut dirs = s.lambda_dir.clone();
         if let Ok(t) = std::env::var("CARGO_TARGET_DIR") {
             dirs.push(PathBuf::from(t).join("lambda"));
         }
         dirs.push(process::repo_root().join("target/lambda"));
-        results.sizes = sizes::run(&bin_dir, &dirs);
+        results.sizes = sizes::run(&bin_dir, &lambda_bin_dir, &dirs);
     }
     for p in &results.problems {
         println!("problem: {p}");

@@ -58,13 +58,16 @@ fn zip_for(lambda_dir: &[PathBuf], function: &str) -> Option<PathBuf> {
         .find(|p| p.exists())
 }
 
-pub fn run(bin_dir: &Path, lambda_dirs: &[PathBuf]) -> Vec<SizeRow> {
+/// The Lambda binaries from `lambda_bin_dir` (built as deployed),
+/// `webhooks-local` from `bin_dir`.
+pub fn run(bin_dir: &Path, lambda_bin_dir: &Path, lambda_dirs: &[PathBuf]) -> Vec<SizeRow> {
     let mut rows = Vec::new();
-    let names = functions()
+    let lambda = functions()
         .into_iter()
-        .chain([crate::lambda::NOOP.to_owned(), "webhooks-local".to_owned()]);
-    for name in names {
-        let native = bin_dir.join(&name);
+        .chain([crate::lambda::NOOP.to_owned()])
+        .map(|name| (lambda_bin_dir, name));
+    for (dir, name) in lambda.chain([(bin_dir, "webhooks-local".to_owned())]) {
+        let native = dir.join(&name);
         let zip = zip_for(lambda_dirs, &name);
         rows.push(SizeRow {
             binary: name,

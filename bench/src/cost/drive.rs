@@ -163,7 +163,7 @@ pub async fn run(s: &Settings) -> Result<(Vec<Phase>, Vec<Backlog>), String> {
     let prefix = format!("cost-{}", &random_hex()[..10]);
     let service = start_service(s, data.path(), &proxies, &key, &secret, &prefix)?;
     let pipeline = EventsPipeline::start(
-        &process::workspace_binary(s.bin_dir.as_deref(), crate::lambda::LAMBDA_BINARY),
+        &s.lambda_binary(crate::lambda::LAMBDA_BINARY),
         &data.path().join("ingest-events.log"),
         &proxies.events,
         Wiring {

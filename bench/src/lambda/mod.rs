@@ -54,7 +54,7 @@ struct Acc {
 }
 
 fn accumulator(settings: &Settings, f: &Function, env: &Environment) -> Acc {
-    let bin = crate::process::workspace_binary(settings.bin_dir.as_deref(), binary_of(f.name));
+    let bin = settings.lambda_binary(binary_of(f.name));
     let log = env.logs.join(format!("{}.log", f.name));
     let _ = std::fs::remove_file(&log);
     let events: Result<Vec<String>, String> = f.events.iter().map(|e| event_text(e, env)).collect();
