@@ -76,11 +76,15 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy --workspace --test aws --locked -- -D warnings
 
 step "build the tests"
+# The binaries built after the tests reuse every dependency the tests compiled only if both
+# builds resolve the same features (scripts/one-feature-set.py says which differ).
+python3 scripts/one-feature-set.py
+python3 scripts/one-feature-set.py --self-test
 "${nextest[@]}" --no-run "${tier1[@]}"
 "${nextest[@]}" --no-run "${emulated[@]}"
 # The Lambda binary of every function, for the deploy rehearsal and the local invocation (with
-# webhooks-local and webhooks-bench's lambda-runtime, the fake Runtime API: one feature set of
-# webhook-core, compiled once).
+# webhooks-local and webhooks-bench's lambda-runtime, the fake Runtime API): the tests'
+# feature set (checked above), so only these binaries are compiled and linked.
 cargo build --locked -p webhooks-local -p webhooks-bench -p webhooks-lambda
 
 step "emulators (DynamoDB Local, moto) and the Standard Webhooks Python library"
