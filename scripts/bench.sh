@@ -34,18 +34,24 @@ done
 
 step() { printf '\n==> %s\n' "$*"; }
 
-# The noisy suite alone needs two binaries, and the emulators only with --noisy-backend aws.
+# The suites named, in one pass: the noisy, burst and lease suites alone need two binaries (and
+# the emulators only with --noisy-backend aws); the lambda, cost and sizes suites, and a full
+# run (no suite named), the Lambda binary as deployed (below).
+named=0
+light=0
+heavy=0
+deployed=0
+for arg in "${args[@]}"; do
+    case "$arg" in
+        noisy | burst | lease) named=1; light=1 ;;
+        observability) named=1 ;;
+        api | e2e | fanout) named=1; heavy=1 ;;
+        lambda | cost | sizes) named=1; heavy=1; deployed=1 ;;
+    esac
+done
+[ "$named" = 1 ] || deployed=1
 only_noisy=0
-for arg in "${args[@]}"; do
-    case "$arg" in
-        noisy | burst | lease) only_noisy=1 ;;
-    esac
-done
-for arg in "${args[@]}"; do
-    case "$arg" in
-        api | e2e | lambda | fanout | sizes | cost) only_noisy=0 ;;
-    esac
-done
+[ "$light" = 1 ] && [ "$heavy" = 0 ] && only_noisy=1
 emulators=1
 if [ "$only_noisy" = 1 ]; then
     emulators=0
@@ -64,20 +70,10 @@ else
     cargo build --release --locked --workspace --bins
 fi
 
-# The lambda, cost and sizes suites (and a full run) measure the Lambda binary as it is
-# deployed: `cargo lambda build --release` (what `sam build` runs) gives cargo the environment
-# of Cargo.toml's [workspace.metadata.lambda.build] and panic = "abort"; the no-op reference
-# is built the same way, natively, in a target directory of their own (webhooks-local keeps
-# the release profile as it is).
-named=0
-deployed=0
-for arg in "${args[@]}"; do
-    case "$arg" in
-        api | e2e | fanout | noisy | burst | lease | observability) named=1 ;;
-        lambda | cost | sizes) named=1; deployed=1 ;;
-    esac
-done
-[ "$named" = 1 ] || deployed=1
+# The Lambda binary as it is deployed: `cargo lambda build --release` (what `sam build` runs)
+# gives cargo the environment of Cargo.toml's [workspace.metadata.lambda.build] and
+# panic = "abort"; the no-op reference is built the same way, natively, in a target directory
+# of their own (webhooks-local keeps the release profile as it is).
 if [ "$deployed" = 1 ]; then
     step "the Lambda binary and the no-op as deployed (cargo lambda's settings, native)"
     lambda_target="${CARGO_TARGET_DIR:-target}/lambda-native"

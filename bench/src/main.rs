@@ -224,11 +224,14 @@ fn out_dir(out: Option<&Path>, suites: &[Suite]) -> PathBuf {
 }
 
 impl Settings {
-    /// A Lambda binary of the lambda, cost and sizes suites: from
+    /// Where the Lambda binaries of the lambda, cost and sizes suites are:
     /// `--lambda-bin-dir`, else where the other binaries are.
+    fn lambda_bin_dir(&self) -> PathBuf {
+        process::binary_dir(self.lambda_bin_dir.as_deref().or(self.bin_dir.as_deref()))
+    }
+
     fn lambda_binary(&self, name: &str) -> PathBuf {
-        let dir = self.lambda_bin_dir.as_deref().or(self.bin_dir.as_deref());
-        process::workspace_binary(dir, name)
+        self.lambda_bin_dir().join(name)
     }
 
     fn recorded(&self) -> RunSettings {
@@ -400,9 +403,8 @@ async fn run(s: Settings) -> Result<(), String> {
     }
     if has(Suite::Sizes) {
         println!("\n== Sizes");
-        let dir_of = |binary: PathBuf| binary.parent().map(PathBuf::from).unwrap_or_default();
-        let bin_dir = dir_of(process::workspace_binary(s.bin_dir.as_deref(), "x"));
-        let lambda_bin_dir = dir_of(s.lambda_binary("x"));
+        let bin_dir = process::binary_dir(s.bin_dir.as_deref());
+        let lambda_bin_dir = s.lambda_bin_dir();
         let mut dirs = s.lambda_dir.clone();
         if let Ok(t) = std::env::var("CARGO_TARGET_DIR") {
             dirs.push(PathBuf::from(t).join("lambda"));

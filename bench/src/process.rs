@@ -135,12 +135,17 @@ impl Drop for RssSampler {
 /// A release binary of this workspace: beside the running benchmark binary
 /// (both live in `target/release`), or under `dir` when given.
 pub fn workspace_binary(dir: Option<&Path>, name: &str) -> PathBuf {
+    binary_dir(dir).join(name)
+}
+
+/// Where [`workspace_binary`] looks: `dir`, else the running benchmark's folder.
+pub fn binary_dir(dir: Option<&Path>) -> PathBuf {
     match dir {
-        Some(dir) => dir.join(name),
+        Some(dir) => dir.to_path_buf(),
         None => std::env::current_exe()
             .ok()
-            .and_then(|exe| exe.parent().map(|p| p.join(name)))
-            .unwrap_or_else(|| PathBuf::from("target/release").join(name)),
+            .and_then(|exe| exe.parent().map(Path::to_path_buf))
+            .unwrap_or_else(|| PathBuf::from("target/release")),
     }
 }
 
