@@ -6,7 +6,10 @@
 use lambda_runtime::Error;
 use webhook_core::lambda::{self, Function};
 
-#[tokio::main]
+// One thread: Lambda hands a process one invocation at a time and, at the
+// template's 256 MB, a fraction of one vCPU, so worker threads would only add
+// their start to every cold start (docs/decisions/build.md).
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     lambda::init_tracing();
     let function = Function::from_env()?;
