@@ -37,6 +37,21 @@ command -v cargo-nextest >/dev/null 2>&1 || {
     exit 1
 }
 
+# Clippy lints the workspace's crates as they compile for the tests, instead of a `cargo
+# clippy` of its own: `cargo clippy` is `cargo check` with clippy-driver wrapping rustc for
+# workspace members, and a check compiles every dependency a second time (metadata only), the
+# largest step on a fresh machine. With the same wrapper and arguments set here (what
+# cargo-clippy sets), the dependencies are compiled once and shared; every workspace crate
+# goes through clippy-driver, warnings are errors. Every cargo command below inherits it, so
+# none recompiles a crate the tests built (the wrapper is part of a crate's fingerprint).
+clippy_driver="$(rustc --print sysroot)/bin/clippy-driver"
+[ -x "$clippy_driver" ] || {
+    echo "test.sh: clippy not found at $clippy_driver (rustup component add clippy)" >&2
+    exit 1
+}
+export RUSTC_WORKSPACE_WRAPPER="$clippy_driver"
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+
 # shellcheck source=scripts/emulators.sh
 source scripts/emulators.sh
 tools_pid=
@@ -45,7 +60,7 @@ trap 'stop_emulators; [ -z "$tools_pid" ] || kill "$tools_pid" 2>/dev/null || tr
 target="${CARGO_TARGET_DIR:-target}"
 bin="$target/debug/webhooks-local"
 # Every cargo command below builds the default members (Cargo.toml) with the same features,
-# so nothing is compiled twice; clippy alone checks the whole workspace.
+# so nothing is compiled twice.
 nextest=(cargo nextest run --locked --profile ci)
 # `cargo test`'s targets (tier 1), and the targets with tests that need the emulators: `it`
 # again on the AWS backend, and `aws` (`test = false`, so `--tests` leaves it out).
@@ -71,11 +86,22 @@ step "documents agree with the code, and each check can fail"
 python3 scripts/check-docs.py
 python3 scripts/check-docs.py --self-test
 
-step "lint (clippy on every target of the workspace, warnings are errors)"
-cargo clippy --workspace --all-targets --locked -- -D warnings
-cargo clippy --workspace --test aws --locked -- -D warnings
-
-step "build the tests"
+step "build the tests, clippy linting every crate of the workspace as it compiles (warnings are errors)"
+# Together the builds below compile every target `cargo clippy --workspace --all-targets`
+# and `--test aws` check: the default members' libraries (also in test mode), binaries and
+# tests, and the other members' binaries through the last build (a library through the crates
+# that use it). Checked, so that a new member or target is not left unlinted:
+cargo metadata --no-deps --format-version 1 --locked | python3 -c '
+import json, sys
+m = json.load(sys.stdin)
+built = {"webhooks-local", "webhooks-bench", "webhooks-lambda"}  # the `cargo build` below
+for p in m["packages"]:
+    name, kinds = p["name"], {k for t in p["targets"] for k in t["kind"]}
+    if kinds & {"bench", "example"}:
+        sys.exit(f"test.sh: {name} has benches or examples, which no build below lints")
+    if p["id"] not in m["workspace_default_members"] and name not in built and kinds != {"lib"}:
+        sys.exit(f"test.sh: {name} is neither a default member nor built below, so unlinted")
+'
 # The binaries built after the tests reuse every dependency the tests compiled only if both
 # builds resolve the same features (scripts/one-feature-set.py says which differ).
 python3 scripts/one-feature-set.py
