@@ -8,7 +8,8 @@ only a dev-dependency turns on makes the second build compile that crate, and ev
 it (webhook-core, every binary), again. bench/Cargo.toml asks for those features; this check
 fails naming any package whose features differ between the two builds.
 
-    scripts/one-feature-set.py              # compare (cargo tree, nothing compiled)
+    scripts/one-feature-set.py PACKAGE...   # compare with the build of these binaries'
+                                            # packages (cargo tree, nothing compiled)
     scripts/one-feature-set.py --self-test  # a planted difference is reported
 """
 
@@ -16,8 +17,7 @@ import subprocess
 import sys
 
 TESTS = ["-e", "normal,build,dev"]
-BINARIES = ["-p", "webhooks-local", "-p", "webhooks-bench", "-p", "webhooks-lambda",
-            "-e", "normal,build"]
+BINARIES = ["-e", "normal,build"]  # with `-p PACKAGE` for each package named
 
 
 def features(lines):
@@ -57,7 +57,10 @@ def self_test():
 def main():
     if sys.argv[1:] == ["--self-test"]:
         return self_test()
-    found = differences(tree(TESTS), tree(BINARIES))
+    if not sys.argv[1:]:
+        sys.exit("usage: one-feature-set.py PACKAGE... | --self-test")
+    packages = [arg for name in sys.argv[1:] for arg in ("-p", name)]
+    found = differences(tree(TESTS), tree(packages + BINARIES))
     for line in found:
         print(f"one-feature-set: {line}", file=sys.stderr)
     if found:

@@ -87,6 +87,8 @@ python3 scripts/check-docs.py
 python3 scripts/check-docs.py --self-test
 
 step "build the tests, clippy linting every crate of the workspace as it compiles (warnings are errors)"
+# The packages of the binaries built after the tests (the last build of this step).
+binaries=(webhooks-local webhooks-bench webhooks-lambda)
 # Together the builds below compile every target `cargo clippy --workspace --all-targets`
 # and `--test aws` check: the default members' libraries (also in test mode), binaries and
 # tests, and the other members' binaries through the last build (a library through the crates
@@ -94,24 +96,24 @@ step "build the tests, clippy linting every crate of the workspace as it compile
 cargo metadata --no-deps --format-version 1 --locked | python3 -c '
 import json, sys
 m = json.load(sys.stdin)
-built = {"webhooks-local", "webhooks-bench", "webhooks-lambda"}  # the `cargo build` below
+built = set(sys.argv[1:])
 for p in m["packages"]:
     name, kinds = p["name"], {k for t in p["targets"] for k in t["kind"]}
     if kinds & {"bench", "example"}:
         sys.exit(f"test.sh: {name} has benches or examples, which no build below lints")
     if p["id"] not in m["workspace_default_members"] and name not in built and kinds != {"lib"}:
         sys.exit(f"test.sh: {name} is neither a default member nor built below, so unlinted")
-'
+' "${binaries[@]}"
 # The binaries built after the tests reuse every dependency the tests compiled only if both
 # builds resolve the same features (scripts/one-feature-set.py says which differ).
-python3 scripts/one-feature-set.py
+python3 scripts/one-feature-set.py "${binaries[@]}"
 python3 scripts/one-feature-set.py --self-test
 "${nextest[@]}" --no-run "${tier1[@]}"
 "${nextest[@]}" --no-run "${emulated[@]}"
 # The Lambda binary of every function, for the deploy rehearsal and the local invocation (with
 # webhooks-local and webhooks-bench's lambda-runtime, the fake Runtime API): the tests'
 # feature set (checked above), so only these binaries are compiled and linked.
-cargo build --locked -p webhooks-local -p webhooks-bench -p webhooks-lambda
+cargo build --locked "${binaries[@]/#/--package=}"
 
 step "emulators (DynamoDB Local, moto) and the Standard Webhooks Python library"
 tools_ready
