@@ -55,7 +55,9 @@ export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 # shellcheck source=scripts/emulators.sh
 source scripts/emulators.sh
 tools_pid=
-trap 'stop_emulators; [ -z "$tools_pid" ] || kill "$tools_pid" 2>/dev/null || true' EXIT
+docs_pid=
+apart_pid=
+trap 'stop_emulators; for p in $tools_pid $docs_pid; do kill "$p" 2>/dev/null || true; done; [ -z "$apart_pid" ] || kill -- -"$apart_pid" 2>/dev/null || true' EXIT
 
 target="${CARGO_TARGET_DIR:-target}"
 bin="$target/debug/webhooks-local"
@@ -82,9 +84,10 @@ tools_ready() {
 step "format"
 cargo fmt --all -- --check
 
-step "documents agree with the code, and each check can fail"
-python3 scripts/check-docs.py
-python3 scripts/check-docs.py --self-test
+step "documents agree with the code, and each check can fail (beside the build; their log follows it)"
+docs_log=$(mktemp)
+(python3 scripts/check-docs.py && python3 scripts/check-docs.py --self-test) >"$docs_log" 2>&1 &
+docs_pid=$!
 
 step "build the tests, clippy linting every crate of the workspace as it compiles (warnings are errors)"
 # The packages of the binaries built after the tests (the last build of this step).
@@ -115,6 +118,13 @@ python3 scripts/one-feature-set.py --self-test
 # feature set (checked above), so only these binaries are compiled and linked.
 cargo build --locked "${binaries[@]/#/--package=}"
 
+step "documents (checked beside the build)"
+docs_rc=0
+wait "$docs_pid" || docs_rc=$?
+docs_pid=
+cat "$docs_log"
+[ "$docs_rc" -eq 0 ] || { echo "test.sh: the documents' check failed (above)" >&2; exit "$docs_rc"; }
+
 step "emulators (DynamoDB Local, moto) and the Standard Webhooks Python library"
 tools_ready
 start_dynamodb
@@ -124,6 +134,35 @@ echo "DynamoDB Local at $AWS_ENDPOINT_URL_DYNAMODB, moto at $AWS_ENDPOINT_URL_SQ
 
 step "tier 1: unit, property, conformance, handler and end-to-end tests (SQLite)"
 "${nextest[@]}" "${tier1[@]}"
+
+# The checks of the single-process binary on SQLite need neither emulator: they run in a
+# second lane beside the emulators' tests below, which spend much of their time waiting on
+# DynamoDB Local and moto, so the two lanes share the two cores. Its output is printed when it
+# is done; a failure in either lane fails the run (the trap stops the other lane).
+apart() {
+    step "template lint (cfn-lint, sam validate --lint)"
+    lint_template
+
+    step "README quick start and docs/walkthrough.md (the debug binary the tests built)"
+    WEBHOOKS_LOCAL_BIN="$bin" scripts/walkthrough.sh
+
+    step "metrics scraped by a real Prometheus, PromQL checked"
+    WEBHOOKS_LOCAL_BIN="$bin" scripts/prometheus-test.sh
+
+    step "web console in Chromium (Playwright)"
+    WEBHOOKS_LOCAL_BIN="$bin" scripts/console-test.sh
+
+    step "contract (openapi.yaml lint, schemathesis)"
+    # Every commit: 20 examples per operation and phase; the full tier: 100.
+    WEBHOOKS_LOCAL_BIN="$bin" CONTRACT_MAX_EXAMPLES="${CONTRACT_MAX_EXAMPLES:-$([ "$full" = 1 ] && echo 100 || echo 20)}" \
+        scripts/contract.sh
+}
+apart_log=$(mktemp)
+set -m # the lane in a process group of its own, so the trap stops all of it
+(apart) >"$apart_log" 2>&1 &
+apart_pid=$!
+set +m
+echo "(template lint, walkthrough, Prometheus, console and contract run beside the emulators' tests; their log follows them)"
 
 step "the DynamoDB and SQS adapters, and the tests where the backend matters again on the AWS backend"
 # The tests where the backend matters (webhooks-local end to end, the Lambda handlers) run
@@ -143,31 +182,19 @@ step "differential: random sequences on SQLite, the AWS backend and the Lambda h
 # Lambda handlers' metric lines (EMF, one JSON object a line) are left out of the log.
 "${nextest[@]}" --test it --run-ignored only --no-capture -E 'test(/^differential::/)' 2>&1 | grep -v '^{"'
 
-step "template lint (cfn-lint, sam validate --lint)"
-install_lint_tools
-lint_template
-
 step "deploy rehearsal: the template transformed and created in moto, every function's binary run with the stack's environment, its AWS calls against its role (least privilege), and each check's self-test"
-install_deploy_tools
 "$(deploy_python)" scripts/deploy-rehearsal.py --bin-dir "$target/debug" --self-test
 
 step "local invocation: cargo lambda watch serves the functions' binaries, cargo lambda invoke answers every file of events/ as the handler tests expect, and the check's self-test"
-install_lambda_tools
+install_lambda_tools # exports CARGO_LAMBDA (installed with the other tools above)
 python3 scripts/lambda-invoke.py --bin-dir "$target/debug" --cargo-lambda "$CARGO_LAMBDA" --self-test
 
-step "README quick start and docs/walkthrough.md (the debug binary the tests built)"
-WEBHOOKS_LOCAL_BIN="$bin" scripts/walkthrough.sh
-
-step "metrics scraped by a real Prometheus, PromQL checked"
-WEBHOOKS_LOCAL_BIN="$bin" scripts/prometheus-test.sh
-
-step "web console in Chromium (Playwright)"
-WEBHOOKS_LOCAL_BIN="$bin" scripts/console-test.sh
-
-step "contract (openapi.yaml lint, schemathesis)"
-# Every commit: 20 examples per operation and phase; the full tier: 100.
-WEBHOOKS_LOCAL_BIN="$bin" CONTRACT_MAX_EXAMPLES="${CONTRACT_MAX_EXAMPLES:-$([ "$full" = 1 ] && echo 100 || echo 20)}" \
-    scripts/contract.sh
+step "the second lane (template lint, walkthrough, Prometheus, console, contract)"
+apart_rc=0
+wait "$apart_pid" || apart_rc=$?
+apart_pid=
+cat "$apart_log"
+[ "$apart_rc" -eq 0 ] || { echo "test.sh: the second lane failed (its log above)" >&2; exit "$apart_rc"; }
 
 if [ "$full" = 1 ]; then
     step "fixed source addresses: the template linted and the deploy rehearsed with FixedSourceAddresses=true"
