@@ -31,6 +31,14 @@ esac
 started=$(date +%s)
 # Each step's start, in seconds since the first: where the time goes, read off the log.
 step() { printf '\n==> [%ss] %s\n' "$(( $(date +%s) - started ))" "$*"; }
+# joined PID LOG WHAT: waits for work run beside the steps (process PID, its output in LOG),
+# prints its log, and fails the run with its status if it failed.
+joined() {
+    local rc=0
+    wait "$1" || rc=$?
+    cat "$2"
+    [ "$rc" -eq 0 ] || { echo "test.sh: $3 failed (its log above)" >&2; exit "$rc"; }
+}
 
 command -v cargo-nextest >/dev/null 2>&1 || {
     echo "test.sh: cargo-nextest not found (cargo install cargo-nextest --locked)" >&2
@@ -119,11 +127,8 @@ python3 scripts/one-feature-set.py --self-test
 cargo build --locked "${binaries[@]/#/--package=}"
 
 step "documents (checked beside the build)"
-docs_rc=0
-wait "$docs_pid" || docs_rc=$?
+joined "$docs_pid" "$docs_log" "the documents' check"
 docs_pid=
-cat "$docs_log"
-[ "$docs_rc" -eq 0 ] || { echo "test.sh: the documents' check failed (above)" >&2; exit "$docs_rc"; }
 
 step "emulators (DynamoDB Local, moto) and the Standard Webhooks Python library"
 tools_ready
@@ -195,11 +200,8 @@ install_lambda_tools # exports CARGO_LAMBDA (installed with the other tools abov
 python3 scripts/lambda-invoke.py --bin-dir "$target/debug" --cargo-lambda "$CARGO_LAMBDA" --self-test
 
 step "the second lane (template lint, walkthrough, Prometheus, console, contract, deploy rehearsal)"
-apart_rc=0
-wait "$apart_pid" || apart_rc=$?
+joined "$apart_pid" "$apart_log" "the second lane"
 apart_pid=
-cat "$apart_log"
-[ "$apart_rc" -eq 0 ] || { echo "test.sh: the second lane failed (its log above)" >&2; exit "$apart_rc"; }
 
 if [ "$full" = 1 ]; then
     step "fixed source addresses: the template linted and the deploy rehearsed with FixedSourceAddresses=true"
