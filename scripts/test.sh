@@ -92,7 +92,7 @@ tools_ready() {
 step "format"
 cargo fmt --all -- --check
 
-step "documents agree with the code, and each check can fail (beside the build; their log follows it)"
+step "documents agree with the code, and each check can fail (beside the build and tier 1; their log follows them)"
 docs_log=$(mktemp)
 (python3 scripts/check-docs.py && python3 scripts/check-docs.py --self-test) >"$docs_log" 2>&1 &
 docs_pid=$!
@@ -126,10 +126,6 @@ python3 scripts/one-feature-set.py --self-test
 # feature set (checked above), so only these binaries are compiled and linked.
 cargo build --locked "${binaries[@]/#/--package=}"
 
-step "documents (checked beside the build)"
-joined "$docs_pid" "$docs_log" "the documents' check"
-docs_pid=
-
 step "emulators (DynamoDB Local, moto) and the Standard Webhooks Python library"
 tools_ready
 start_dynamodb
@@ -137,17 +133,14 @@ start_moto
 install_verify_tools
 echo "DynamoDB Local at $AWS_ENDPOINT_URL_DYNAMODB, moto at $AWS_ENDPOINT_URL_SQS"
 
-step "tier 1: unit, property, conformance, handler and end-to-end tests (SQLite)"
-"${nextest[@]}" "${tier1[@]}"
-
 # The checks of the single-process binary on SQLite need neither emulator: they run in a
-# second lane beside the emulators' tests below, which spend much of their time waiting on
-# DynamoDB Local and moto, so the two lanes share the two cores (the deploy rehearsal, which
-# creates stacks in moto, goes last in it). The second lane runs at nice 10: it takes the idle
-# time and the emulators' tests keep theirs (some need a delivery rate: at equal priority, a
-# rate-limit test on the AWS backend fell to 4.88 of its 10 a second while the template lint
-# ran). Its output is printed when it is done; a failure in either lane fails the run (the
-# trap stops the other lane).
+# second lane beside tier 1 and the emulators' tests, which spend much of their time waiting
+# (on timers, on DynamoDB Local and moto), so the two lanes share the two cores; the deploy
+# rehearsal, which creates stacks in moto, goes last in it. The second lane runs at nice 10:
+# it takes the idle time and the emulators' tests keep theirs (some need a delivery rate: at
+# equal priority, a rate-limit test on the AWS backend fell to 4.88 of its 10 a second while
+# the template lint ran). Its output is printed when it is done; a failure in either lane
+# fails the run (the trap stops the other lane).
 apart() {
     step "template lint (cfn-lint, sam validate --lint)"
     lint_template
@@ -175,7 +168,14 @@ set -m # the lane in a process group of its own, so the trap stops all of it
 (renice -n 10 -p "$BASHPID" >/dev/null && apart) >"$apart_log" 2>&1 &
 apart_pid=$!
 set +m
-echo "(template lint, walkthrough, Prometheus, console, contract and deploy rehearsal run beside the emulators' tests; their log follows them)"
+echo "(template lint, walkthrough, Prometheus, console, contract and deploy rehearsal run beside tier 1 and the emulators' tests; their log follows them)"
+
+step "tier 1: unit, property, conformance, handler and end-to-end tests (SQLite)"
+"${nextest[@]}" "${tier1[@]}"
+
+step "documents (checked beside the build and tier 1)"
+joined "$docs_pid" "$docs_log" "the documents' check"
+docs_pid=
 
 step "the DynamoDB and SQS adapters, and the tests where the backend matters again on the AWS backend"
 # The tests where the backend matters (webhooks-local end to end, the Lambda handlers) run
