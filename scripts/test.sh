@@ -135,12 +135,11 @@ echo "DynamoDB Local at $AWS_ENDPOINT_URL_DYNAMODB, moto at $AWS_ENDPOINT_URL_SQ
 
 # The checks of the single-process binary on SQLite need neither emulator: they run in a
 # second lane beside tier 1 and the emulators' tests, which spend much of their time waiting
-# (on timers, on DynamoDB Local and moto), so the two lanes share the two cores; the deploy
-# rehearsal, which creates stacks in moto, goes last in it. The second lane runs at nice 10:
-# it takes the idle time and the emulators' tests keep theirs (some need a delivery rate: at
-# equal priority, a rate-limit test on the AWS backend fell to 4.88 of its 10 a second while
-# the template lint ran). Its output is printed when it is done; a failure in either lane
-# fails the run (the trap stops the other lane).
+# (on timers, on DynamoDB Local and moto), so the two lanes share the two cores. The second
+# lane runs at nice 10: it takes the idle time and the emulators' tests keep theirs (some
+# need a delivery rate: at equal priority, a rate-limit test on the AWS backend fell to 4.88
+# of its 10 a second while the template lint ran). Its output is printed when it is done; a
+# failure in either lane fails the run (the trap stops the other lane).
 apart() {
     step "template lint (cfn-lint, sam validate --lint)"
     lint_template
@@ -158,17 +157,13 @@ apart() {
     # Every commit: 20 examples per operation and phase; the full tier: 100.
     WEBHOOKS_LOCAL_BIN="$bin" CONTRACT_MAX_EXAMPLES="${CONTRACT_MAX_EXAMPLES:-$([ "$full" = 1 ] && echo 100 || echo 20)}" \
         scripts/contract.sh
-
-    # Last, when the AWS backend's tests are done with moto.
-    step "deploy rehearsal: the template transformed and created in moto, every function's binary run with the stack's environment, its AWS calls against its role (least privilege), and each check's self-test"
-    "$(deploy_python)" scripts/deploy-rehearsal.py --bin-dir "$target/debug" --self-test
 }
 apart_log=$(mktemp)
 set -m # the lane in a process group of its own, so the trap stops all of it
 (renice -n 10 -p "$BASHPID" >/dev/null && apart) >"$apart_log" 2>&1 &
 apart_pid=$!
 set +m
-echo "(template lint, walkthrough, Prometheus, console, contract and deploy rehearsal run beside tier 1 and the emulators' tests; their log follows them)"
+echo "(template lint, walkthrough, Prometheus, console and contract run beside tier 1 and the emulators' tests; their log follows them)"
 
 step "tier 1: unit, property, conformance, handler and end-to-end tests (SQLite)"
 "${nextest[@]}" "${tier1[@]}"
@@ -195,11 +190,16 @@ step "differential: random sequences on SQLite, the AWS backend and the Lambda h
 # Lambda handlers' metric lines (EMF, one JSON object a line) are left out of the log.
 "${nextest[@]}" --test it --run-ignored only --no-capture -E 'test(/^differential::/)' 2>&1 | grep -v '^{"'
 
+# After the destinations' tests: the stacks it creates in moto's CloudFormation make moto's
+# model data, which those tests read, answer 500 (seen when it ran in the second lane).
+step "deploy rehearsal: the template transformed and created in moto, every function's binary run with the stack's environment, its AWS calls against its role (least privilege), and each check's self-test"
+"$(deploy_python)" scripts/deploy-rehearsal.py --bin-dir "$target/debug" --self-test
+
 step "local invocation: cargo lambda watch serves the functions' binaries, cargo lambda invoke answers every file of events/ as the handler tests expect, and the check's self-test"
 install_lambda_tools # exports CARGO_LAMBDA (installed with the other tools above)
 python3 scripts/lambda-invoke.py --bin-dir "$target/debug" --cargo-lambda "$CARGO_LAMBDA" --self-test
 
-step "the second lane (template lint, walkthrough, Prometheus, console, contract, deploy rehearsal)"
+step "the second lane (template lint, walkthrough, Prometheus, console, contract)"
 joined "$apart_pid" "$apart_log" "the second lane"
 apart_pid=
 
