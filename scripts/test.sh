@@ -163,7 +163,8 @@ set -m # the lane in a process group of its own, so the trap stops all of it
 (renice -n 10 -p "$BASHPID" >/dev/null && apart) >"$apart_log" 2>&1 &
 apart_pid=$!
 set +m
-echo "(template lint, walkthrough, Prometheus, console and contract run beside tier 1 and the emulators' tests; their log follows them)"
+apart_steps="template lint, walkthrough, Prometheus, console, contract"
+echo "(the second lane: $apart_steps, beside tier 1 and the emulators' tests; its log follows them)"
 
 step "tier 1: unit, property, conformance, handler and end-to-end tests (SQLite)"
 "${nextest[@]}" "${tier1[@]}"
@@ -199,7 +200,7 @@ step "local invocation: cargo lambda watch serves the functions' binaries, cargo
 install_lambda_tools # exports CARGO_LAMBDA (installed with the other tools above)
 python3 scripts/lambda-invoke.py --bin-dir "$target/debug" --cargo-lambda "$CARGO_LAMBDA" --self-test
 
-step "the second lane (template lint, walkthrough, Prometheus, console, contract)"
+step "the second lane ($apart_steps)"
 joined "$apart_pid" "$apart_log" "the second lane"
 apart_pid=
 
